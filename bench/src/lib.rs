@@ -1,0 +1,1 @@
+//! Benchmarks: criterion suites in `benches/`, harnesses in `src/bin/`.

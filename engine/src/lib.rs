@@ -1,0 +1,5 @@
+//! ticklane's engine: order books, replay, and the `ticklane` binary.
+//!
+//! `unsafe` is denied crate-wide; only the ring, the seqlock and the snapshot mapping allow
+//! it, each block with a `// SAFETY:` line.
+#![deny(unsafe_code)]

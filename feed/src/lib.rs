@@ -1,0 +1,16 @@
+//! Sans-I/O market-data input for ticklane: Nasdaq TotalView-ITCH 5.0 decoding and
+//! encoding, readers of captured files, and the MoldUDP64 session layer.
+//!
+//! Nothing here opens a socket: bytes go in, messages and decisions come out, so live
+//! traffic, replay and tests drive the same code.
+//!
+//! ```
+//! use ticklane_feed::itch::{self, Message};
+//!
+//! let delete = [b'D', 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 42];
+//! let Ok(Message::OrderDelete(d)) = itch::decode(&delete) else { panic!() };
+//! assert_eq!(d.order_ref().0, 42);
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod itch;
