@@ -1,0 +1,440 @@
+//! Every stock's order-by-order book, kept exactly as the feed says, in memory fixed at
+//! start-up.
+//!
+//! The rules (DESIGN.md, "Contracts"): an order leaves when its shares reach 0; E, C or X
+//! for more than the remaining shares are clamped and counted; E, C, X, D or U naming an
+//! unknown reference are counted and change nothing; an add with 0 shares, an unknown side,
+//! or a reference that is already live is rejected and counted (the live order stays);
+//! reference 0 is ordinary. Crossing adds are applied as sent and the book is flagged:
+//! a feed handler has no matching engine behind it.
+
+use ticklane_feed::itch::{Locate, Message, OrderRef, Price, Stock};
+
+use super::ladder::{LadderView, Level, PriceLadder};
+use super::order_table::{InsertError, Order, OrderTable, Side};
+use super::top_of_book::TopOfBook;
+
+/// Every locate a 16-bit field can name.
+const LOCATES: usize = 1 << 16;
+/// `book_of` entry of a locate that has no book yet.
+const NO_BOOK: u32 = u32::MAX;
+
+/// Capacities fixed at start-up. The defaults fit a full Nasdaq day.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BookConfig {
+    /// Most orders live at once, over all books.
+    pub max_orders: usize,
+    /// Most stocks with a book (a book is opened at its stock's first add).
+    pub max_books: usize,
+    /// Most price levels on one side of one book.
+    pub levels_per_side: usize,
+}
+
+impl Default for BookConfig {
+    /// 8 Mi live orders, 16 Ki books, 1,024 levels per side. Memory is reserved as zeroed
+    /// pages that become resident only when touched.
+    fn default() -> Self {
+        BookConfig {
+            max_orders: 8 << 20,
+            max_books: 16 << 10,
+            levels_per_side: 1024,
+        }
+    }
+}
+
+/// What the books counted: every message that could not be applied as sent is here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BookCounters {
+    /// E, C, X, D or U naming a reference that is not live (a capture that starts mid-day).
+    pub unknown_refs: u64,
+    /// Adds (A, F, and the new half of U) rejected, for any of the reasons below.
+    pub rejected: u64,
+    /// ... because they had 0 shares.
+    pub rejected_zero_shares: u64,
+    /// ... because their reference was already live.
+    pub rejected_live_ref: u64,
+    /// ... because their side byte was neither `B` nor `S`.
+    pub rejected_bad_side: u64,
+    /// ... because the order table was full (`max_orders`).
+    pub rejected_order_capacity: u64,
+    /// ... because their book's side had no room for a new level (`levels_per_side`).
+    pub rejected_level_capacity: u64,
+    /// ... because no book could be opened for their stock (`max_books`).
+    pub rejected_book_capacity: u64,
+    /// E, C or X for more shares than the order had left (clamped to what was left).
+    pub clamped: u64,
+    /// Times a book went from uncrossed to crossed (bid at or above ask).
+    pub crossed_events: u64,
+    /// Most orders live at once.
+    pub live_orders_peak: u64,
+}
+
+/// Per-book state besides the levels.
+#[derive(Clone, Copy, Debug)]
+struct BookState {
+    locate: Locate,
+    /// Live levels per side: `[bid, ask]`, each at most `levels_per_side`.
+    depth: [u32; 2],
+    crossed: bool,
+}
+
+/// All books, the live-order table, each locate's symbol and trading state.
+///
+/// Applying a message allocates nothing.
+pub struct Books {
+    config: BookConfig,
+    orders: OrderTable,
+    /// Book index of each locate, or `NO_BOOK`.
+    book_of: Vec<u32>,
+    /// Opened books; capacity `max_books`, never reallocated.
+    books: Vec<BookState>,
+    /// `max_books * 2 * levels_per_side` levels: book `b`'s side `s` owns the window
+    /// starting at `(2 * b + s) * levels_per_side`.
+    levels: Vec<Level>,
+    /// Latest `R` symbol per locate (spaces when none seen).
+    symbols: Vec<Stock>,
+    /// Latest `H` trading state per locate (0 when none seen).
+    trading_states: Vec<u8>,
+    counters: BookCounters,
+}
+
+#[inline(always)]
+fn side_index(side: Side) -> usize {
+    match side {
+        Side::Bid => 0,
+        Side::Ask => 1,
+    }
+}
+
+impl Books {
+    /// Allocates every table once, at the configured capacities.
+    ///
+    /// # Panics
+    ///
+    /// If a capacity is 0 or the tables do not fit the address space.
+    pub fn new(config: BookConfig) -> Self {
+        assert!(
+            config.max_books > 0 && config.levels_per_side > 0,
+            "capacities must be > 0"
+        );
+        let level_count = config
+            .max_books
+            .checked_mul(2 * config.levels_per_side)
+            .expect("invariant: level capacity fits the address space");
+        Books {
+            config,
+            orders: OrderTable::with_capacity(config.max_orders),
+            book_of: vec![NO_BOOK; LOCATES],
+            books: Vec::with_capacity(config.max_books),
+            levels: bytemuck::zeroed_vec(level_count),
+            symbols: vec![Stock::default(); LOCATES],
+            trading_states: vec![0; LOCATES],
+            counters: BookCounters::default(),
+        }
+    }
+
+    /// The capacities in force.
+    pub fn config(&self) -> BookConfig {
+        self.config
+    }
+
+    /// What was counted so far.
+    pub fn counters(&self) -> BookCounters {
+        self.counters
+    }
+
+    /// Orders live now.
+    pub fn live_orders(&self) -> usize {
+        self.orders.len()
+    }
+
+    /// The live order with this reference.
+    pub fn order(&self, order_ref: OrderRef) -> Option<Order> {
+        self.orders.get(order_ref)
+    }
+
+    /// Symbol of the latest `R` for the locate, trailing spaces removed (empty if none).
+    pub fn symbol(&self, locate: Locate) -> &[u8] {
+        self.symbols[usize::from(locate.0)].trimmed()
+    }
+
+    /// Latest `H` trading state of the locate (`T`, `H`, `P`, `Q`), if one was seen.
+    pub fn trading_state(&self, locate: Locate) -> Option<u8> {
+        let s = self.trading_states[usize::from(locate.0)];
+        (s != 0).then_some(s)
+    }
+
+    /// Applies one message. Returns the locate whose book it changed, if it changed one
+    /// (for E, C, X, D and U, the locate the order was added under).
+    #[inline]
+    pub fn apply(&mut self, message: &Message<'_>) -> Option<Locate> {
+        match message {
+            Message::AddOrder(m) => {
+                self.add(m.locate(), m.side(), m.order_ref(), m.shares(), m.price())
+            }
+            Message::AddOrderMpid(m) => {
+                self.add(m.locate(), m.side(), m.order_ref(), m.shares(), m.price())
+            }
+            Message::OrderExecuted(m) => self.reduce(m.order_ref(), m.executed_shares()),
+            Message::OrderExecutedWithPrice(m) => self.reduce(m.order_ref(), m.executed_shares()),
+            Message::OrderCancel(m) => self.reduce(m.order_ref(), m.cancelled_shares()),
+            Message::OrderDelete(m) => self.delete(m.order_ref()),
+            Message::OrderReplace(m) => self.replace(
+                m.original_order_ref(),
+                m.new_order_ref(),
+                m.shares(),
+                m.price(),
+            ),
+            Message::StockDirectory(m) => {
+                self.symbols[usize::from(m.locate().0)] = m.stock();
+                None
+            }
+            Message::StockTradingAction(m) => {
+                self.trading_states[usize::from(m.locate().0)] = m.trading_state();
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The book of a locate, opening it on first use.
+    #[inline(always)]
+    fn book_index_or_open(&mut self, locate: Locate) -> Option<usize> {
+        let slot = &mut self.book_of[usize::from(locate.0)];
+        if *slot != NO_BOOK {
+            return Some(*slot as usize);
+        }
+        if self.books.len() == self.config.max_books {
+            return None;
+        }
+        let index = self.books.len();
+        self.books.push(BookState {
+            locate,
+            depth: [0, 0],
+            crossed: false,
+        });
+        *slot = index as u32;
+        Some(index)
+    }
+
+    #[inline(always)]
+    fn ladder(&mut self, book: usize, side: Side) -> PriceLadder<'_> {
+        let s = side_index(side);
+        let per_side = self.config.levels_per_side;
+        let base = (2 * book + s) * per_side;
+        PriceLadder::new(
+            side,
+            &mut self.levels[base..base + per_side],
+            &mut self.books[book].depth[s],
+        )
+    }
+
+    #[inline(always)]
+    fn view(&self, book: usize, side: Side) -> LadderView<'_> {
+        let s = side_index(side);
+        let base = (2 * book + s) * self.config.levels_per_side;
+        let depth = self.books[book].depth[s] as usize;
+        LadderView::new(side, &self.levels[base..base + depth])
+    }
+
+    #[inline]
+    fn add(
+        &mut self,
+        locate: Locate,
+        side: u8,
+        order_ref: OrderRef,
+        shares: u32,
+        price: Price,
+    ) -> Option<Locate> {
+        let Some(side) = Side::from_wire(side) else {
+            self.reject(|c| &mut c.rejected_bad_side);
+            return None;
+        };
+        if shares == 0 {
+            self.reject(|c| &mut c.rejected_zero_shares);
+            return None;
+        }
+        let Some(book) = self.book_index_or_open(locate) else {
+            self.reject(|c| &mut c.rejected_book_capacity);
+            return None;
+        };
+        match self.orders.insert(
+            order_ref,
+            Order {
+                locate,
+                side,
+                price,
+                shares,
+            },
+        ) {
+            Ok(()) => {}
+            Err(InsertError::AlreadyLive) => {
+                self.reject(|c| &mut c.rejected_live_ref);
+                return None;
+            }
+            Err(InsertError::Full) => {
+                self.reject(|c| &mut c.rejected_order_capacity);
+                return None;
+            }
+        }
+        if self.ladder(book, side).add(price, shares).is_err() {
+            self.orders.remove(order_ref);
+            self.reject(|c| &mut c.rejected_level_capacity);
+            return None;
+        }
+        let live = self.orders.len() as u64;
+        if live > self.counters.live_orders_peak {
+            self.counters.live_orders_peak = live;
+        }
+        self.note_crossing(book);
+        Some(locate)
+    }
+
+    #[inline(always)]
+    fn reject(&mut self, reason: impl FnOnce(&mut BookCounters) -> &mut u64) {
+        self.counters.rejected += 1;
+        *reason(&mut self.counters) += 1;
+    }
+
+    #[inline]
+    fn reduce(&mut self, order_ref: OrderRef, shares: u32) -> Option<Locate> {
+        let Some((order, taken)) = self.orders.reduce(order_ref, shares) else {
+            self.counters.unknown_refs += 1;
+            return None;
+        };
+        if taken < shares {
+            self.counters.clamped += 1;
+        }
+        self.take_from_level(order, taken, taken == order.shares);
+        Some(order.locate)
+    }
+
+    #[inline]
+    fn delete(&mut self, order_ref: OrderRef) -> Option<Locate> {
+        let Some(order) = self.orders.remove(order_ref) else {
+            self.counters.unknown_refs += 1;
+            return None;
+        };
+        self.take_from_level(order, order.shares, true);
+        Some(order.locate)
+    }
+
+    /// The original order leaves; the new reference joins the back of its level with the
+    /// original's stock and side, under the add rules.
+    #[inline]
+    fn replace(
+        &mut self,
+        original: OrderRef,
+        new: OrderRef,
+        shares: u32,
+        price: Price,
+    ) -> Option<Locate> {
+        let Some(order) = self.orders.remove(original) else {
+            self.counters.unknown_refs += 1;
+            return None;
+        };
+        self.take_from_level(order, order.shares, true);
+        let side = match order.side {
+            Side::Bid => b'B',
+            Side::Ask => b'S',
+        };
+        self.add(order.locate, side, new, shares, price);
+        Some(order.locate)
+    }
+
+    #[inline(always)]
+    fn take_from_level(&mut self, order: Order, shares: u32, order_left: bool) {
+        let book = self.book_of[usize::from(order.locate.0)] as usize;
+        self.ladder(book, order.side)
+            .reduce(order.price, shares, order_left);
+        self.note_crossing(book);
+    }
+
+    #[inline(always)]
+    fn note_crossing(&mut self, book: usize) {
+        let crossed = self.top_of_book_at(book).is_crossed();
+        let state = &mut self.books[book];
+        if crossed && !state.crossed {
+            self.counters.crossed_events += 1;
+        }
+        state.crossed = crossed;
+    }
+
+    #[inline(always)]
+    fn top_of_book_at(&self, book: usize) -> TopOfBook {
+        TopOfBook::new(
+            self.view(book, Side::Bid).best(),
+            self.view(book, Side::Ask).best(),
+        )
+    }
+
+    /// Best bid and offer of a locate's book (all zero if it has none).
+    #[inline]
+    pub fn top_of_book(&self, locate: Locate) -> TopOfBook {
+        match self.book_of[usize::from(locate.0)] {
+            NO_BOOK => TopOfBook::default(),
+            book => self.top_of_book_at(book as usize),
+        }
+    }
+
+    /// One side of a locate's book, if it has a book.
+    pub fn side(&self, locate: Locate, side: Side) -> Option<LadderView<'_>> {
+        match self.book_of[usize::from(locate.0)] {
+            NO_BOOK => None,
+            book => Some(self.view(book as usize, side)),
+        }
+    }
+
+    /// Locates with a book, ascending.
+    pub fn locates(&self) -> Vec<Locate> {
+        let mut locates: Vec<Locate> = self.books.iter().map(|b| b.locate).collect();
+        locates.sort_unstable();
+        locates
+    }
+
+    /// Books crossed now.
+    pub fn crossed_books(&self) -> usize {
+        self.books.iter().filter(|b| b.crossed).count()
+    }
+
+    /// Rebuilds every level from the live orders and compares: a check for tests and
+    /// debugging, not for the hot path.
+    ///
+    /// # Errors
+    ///
+    /// A description of the first level whose aggregate disagrees with its orders.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        use std::collections::BTreeMap;
+        let mut expected: BTreeMap<(u16, u8, u32), (u64, u32)> = BTreeMap::new();
+        for (_, order) in self.orders.iter() {
+            let e = expected.entry((order.locate.0, order.side.letter() as u8, order.price.0));
+            let (qty, n) = e.or_default();
+            *qty += u64::from(order.shares);
+            *n += 1;
+        }
+        let mut actual = BTreeMap::new();
+        for locate in self.locates() {
+            for side in [Side::Bid, Side::Ask] {
+                let ladder = self
+                    .side(locate, side)
+                    .expect("invariant: listed locates have books");
+                for level in ladder.best_first() {
+                    actual.insert(
+                        (locate.0, side.letter() as u8, level.price.0),
+                        (level.qty, level.orders),
+                    );
+                }
+            }
+        }
+        if expected == actual {
+            Ok(())
+        } else {
+            let diff = expected
+                .iter()
+                .find(|(k, v)| actual.get(k) != Some(v))
+                .map(|(k, v)| format!("level {k:?}: orders say {v:?}, ladder {:?}", actual.get(k)))
+                .unwrap_or_else(|| "the ladder has a level with no orders".to_string());
+            Err(diff)
+        }
+    }
+}

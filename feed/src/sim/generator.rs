@@ -1,0 +1,840 @@
+//! Synthetic but valid ITCH 5.0 flow, deterministic for a seed.
+//!
+//! The flow looks like a trading day in miniature: system events and the stock directory
+//! first, then adds clustered near the touch, cancels and deletes, executions at the touch
+//! that sometimes sweep several levels, replaces, hidden and cross trades, and every other
+//! message type now and then. Optional hard cases break naive books: prices near the top of
+//! the 32-bit range, share counts whose level sums pass 2^32, references reused after their
+//! order was deleted, a start in the middle of the day (references to orders never seen,
+//! over-sized executions), and, separately, flow with no matching engine behind it, so
+//! books cross.
+//!
+//! The generator never emits reference 0, zero-share or zero-price adds, or an add whose
+//! reference is live: those are tested against ticklane's own model, since independent
+//! implementations disagree on them.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::{self, Write};
+
+use super::rng::SplitMix64;
+use crate::itch::owned::{self, Message};
+use crate::itch::{Alpha, Locate, MatchNumber, Nanos, OrderRef, Price, Price8, Stock};
+
+/// What to generate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GenConfig {
+    /// Messages in total (the directory and system events included).
+    pub messages: u64,
+    /// Seed: the same seed and settings give the same bytes.
+    pub seed: u64,
+    /// Number of stocks (locates 1 ..= stocks).
+    pub stocks: u16,
+    /// Prices near 2^32, level sums above 2^32, reused references, a mid-day start.
+    pub hard_cases: bool,
+    /// Adds that cross the opposite touch and are never matched.
+    pub crossing: bool,
+}
+
+impl Default for GenConfig {
+    fn default() -> Self {
+        GenConfig {
+            messages: 100_000,
+            seed: 1,
+            stocks: 8,
+            hard_cases: true,
+            crossing: false,
+        }
+    }
+}
+
+/// 9:30:00 ET in nanoseconds since midnight.
+const MARKET_OPEN: u64 = 34_200_000_000_000;
+/// References below this are "from before the capture started" in a mid-day start.
+const MID_DAY_FIRST_REF: u64 = 1_000_000;
+
+#[derive(Clone, Copy, Debug)]
+struct GenOrder {
+    stock: usize,
+    bid: bool,
+    price: u32,
+    shares: u32,
+    /// Position in the stock's `live` list.
+    live_pos: usize,
+}
+
+#[derive(Debug)]
+struct StockState {
+    locate: Locate,
+    symbol: Stock,
+    tick: u32,
+    reference: u32,
+    bids: BTreeMap<u32, VecDeque<u64>>,
+    asks: BTreeMap<u32, VecDeque<u64>>,
+    live: Vec<u64>,
+    target_live: usize,
+}
+
+impl StockState {
+    fn best_bid(&self) -> Option<u32> {
+        self.bids.keys().next_back().copied()
+    }
+    fn best_ask(&self) -> Option<u32> {
+        self.asks.keys().next().copied()
+    }
+}
+
+/// Produces the messages of one synthetic file, in order.
+#[derive(Debug)]
+pub struct Generator {
+    config: GenConfig,
+    rng: SplitMix64,
+    emitted: u64,
+    clock: u64,
+    stocks: Vec<StockState>,
+    orders: HashMap<u64, GenOrder>,
+    next_ref: u64,
+    /// Recently deleted references, candidates for reuse.
+    freed: Vec<u64>,
+    next_match: u64,
+    pending: VecDeque<Message>,
+    epilogue_started: bool,
+}
+
+impl Generator {
+    /// A generator for `config`.
+    pub fn new(config: GenConfig) -> Self {
+        let mut rng = SplitMix64::new(config.seed);
+        let stock_count = usize::from(config.stocks.max(1));
+        let stocks = (0..stock_count)
+            .map(|i| {
+                let extreme = config.hard_cases && i == stock_count - 1 && stock_count > 1;
+                let (tick, reference) = if extreme {
+                    // A price ladder at the very top of Price(4)'s range.
+                    (10_000, u32::MAX - 2_000_000)
+                } else {
+                    (100, 100_000 + (rng.below(4_000) as u32) * 100)
+                };
+                StockState {
+                    locate: Locate(i as u16 + 1),
+                    symbol: symbol_for(i),
+                    tick,
+                    reference,
+                    bids: BTreeMap::new(),
+                    asks: BTreeMap::new(),
+                    live: Vec::new(),
+                    target_live: 40 + rng.below(200) as usize,
+                }
+            })
+            .collect();
+        let mut g = Generator {
+            config,
+            rng,
+            emitted: 0,
+            clock: MARKET_OPEN - 3_600_000_000_000,
+            stocks,
+            orders: HashMap::new(),
+            next_ref: if config.hard_cases {
+                MID_DAY_FIRST_REF
+            } else {
+                1
+            },
+            freed: Vec::new(),
+            next_match: 1,
+            pending: VecDeque::new(),
+            epilogue_started: false,
+        };
+        g.queue_preamble();
+        g
+    }
+
+    fn stamp(&mut self) -> Nanos {
+        self.clock += 1 + self.rng.below(3_000);
+        Nanos(self.clock.min(Nanos::MAX.0))
+    }
+
+    fn system_event(&mut self, code: u8) -> Message {
+        let timestamp = self.stamp();
+        Message::SystemEvent(owned::SystemEvent {
+            timestamp,
+            event_code: code,
+            ..Default::default()
+        })
+    }
+
+    fn queue_preamble(&mut self) {
+        let m = self.system_event(b'O');
+        self.pending.push_back(m);
+        let timestamp = self.stamp();
+        self.pending
+            .push_back(Message::MwcbDeclineLevel(owned::MwcbDeclineLevel {
+                timestamp,
+                level1: Price8(3_000 * 100_000_000),
+                level2: Price8(2_800 * 100_000_000),
+                level3: Price8(2_600 * 100_000_000),
+                ..Default::default()
+            }));
+        let m = self.system_event(b'S');
+        self.pending.push_back(m);
+        for i in 0..self.stocks.len() {
+            let (locate, stock) = (self.stocks[i].locate, self.stocks[i].symbol);
+            let timestamp = self.stamp();
+            self.pending
+                .push_back(Message::StockDirectory(owned::StockDirectory {
+                    locate,
+                    timestamp,
+                    stock,
+                    market_category: b'Q',
+                    financial_status: b'N',
+                    round_lot_size: 100,
+                    round_lots_only: b'N',
+                    issue_classification: b'C',
+                    issue_subtype: Alpha(*b"Z "),
+                    authenticity: b'P',
+                    short_sale_threshold: b'N',
+                    ipo_flag: b' ',
+                    luld_reference_price_tier: b'1',
+                    etp_flag: b'N',
+                    etp_leverage_factor: 0,
+                    inverse_indicator: b'N',
+                    ..Default::default()
+                }));
+            let timestamp = self.stamp();
+            self.pending
+                .push_back(Message::StockTradingAction(owned::StockTradingAction {
+                    locate,
+                    timestamp,
+                    stock,
+                    trading_state: b'T',
+                    reserved: b' ',
+                    reason: Alpha(*b"    "),
+                    ..Default::default()
+                }));
+        }
+        let m = self.system_event(b'Q');
+        self.pending.push_back(m);
+        self.clock = self.clock.max(MARKET_OPEN);
+        if self.config.hard_cases {
+            self.queue_mid_day_orphans();
+        }
+    }
+
+    /// Modifications of orders added before the capture began: every reference is unknown.
+    fn queue_mid_day_orphans(&mut self) {
+        let count = (self.config.messages / 200).clamp(1, 2_000);
+        for _ in 0..count {
+            let stock = self.pick_stock();
+            let locate = self.stocks[stock].locate;
+            let order_ref = OrderRef(1 + self.rng.below(MID_DAY_FIRST_REF - 1));
+            let timestamp = self.stamp();
+            let m = match self.rng.below(4) {
+                0 => Message::OrderDelete(owned::OrderDelete {
+                    locate,
+                    timestamp,
+                    order_ref,
+                    ..Default::default()
+                }),
+                1 => Message::OrderCancel(owned::OrderCancel {
+                    locate,
+                    timestamp,
+                    order_ref,
+                    cancelled_shares: 100,
+                    ..Default::default()
+                }),
+                2 => {
+                    let match_number = self.next_match();
+                    Message::OrderExecuted(owned::OrderExecuted {
+                        locate,
+                        timestamp,
+                        order_ref,
+                        executed_shares: 100,
+                        match_number,
+                        ..Default::default()
+                    })
+                }
+                _ => {
+                    // The new reference must not collide with one this file adds later.
+                    let new_order_ref = OrderRef(1 + self.rng.below(MID_DAY_FIRST_REF - 1));
+                    Message::OrderReplace(owned::OrderReplace {
+                        locate,
+                        timestamp,
+                        original_order_ref: order_ref,
+                        new_order_ref,
+                        shares: 100,
+                        price: Price(self.stocks[stock].reference),
+                        ..Default::default()
+                    })
+                }
+            };
+            self.pending.push_back(m);
+        }
+    }
+
+    fn next_match(&mut self) -> MatchNumber {
+        self.next_match += 1;
+        MatchNumber(self.next_match)
+    }
+
+    /// Busier stocks first: activity falls off with the stock's index.
+    fn pick_stock(&mut self) -> usize {
+        let n = self.stocks.len() as u64;
+        let a = self.rng.below(n);
+        let b = self.rng.below(n);
+        a.min(b) as usize
+    }
+
+    fn new_ref(&mut self) -> u64 {
+        if self.config.hard_cases && !self.freed.is_empty() && self.rng.chance(0.05) {
+            let i = self.rng.below(self.freed.len() as u64) as usize;
+            return self.freed.swap_remove(i);
+        }
+        let r = self.next_ref;
+        self.next_ref += 1 + self.rng.below(3);
+        r
+    }
+
+    fn share_count(&mut self) -> u32 {
+        if self.config.hard_cases && self.rng.chance(0.01) {
+            // Two of these at one level pass 2^32.
+            return 3_000_000_000 + self.rng.below(1_000_000_000) as u32;
+        }
+        match self.rng.below(10) {
+            0 => 1 + self.rng.below(99) as u32,
+            1..=7 => 100 * (1 + self.rng.below(10) as u32),
+            _ => 100 * (1 + self.rng.below(100) as u32),
+        }
+    }
+
+    /// A limit price near the touch of `bid`'s side, inside the non-crossing bound unless
+    /// crossing flow was asked for. `None` if no valid price exists (a one-tick market).
+    fn add_price(&mut self, stock: usize, bid: bool) -> Option<u32> {
+        let s = &self.stocks[stock];
+        let tick = s.tick;
+        let (own, other) = if bid {
+            (s.best_bid(), s.best_ask())
+        } else {
+            (s.best_ask(), s.best_bid())
+        };
+        let distance = self.rng.geometric(0.35, 40);
+        let improve = self.rng.chance(0.12);
+        let anchor = own.or(other).unwrap_or(s.reference);
+        let step = i64::from(tick);
+        let mut price = if own.is_none() || !improve {
+            let behind = i64::from(distance + u32::from(own.is_none() && other.is_some()));
+            if bid {
+                i64::from(anchor) - behind * step
+            } else {
+                i64::from(anchor) + behind * step
+            }
+        } else if bid {
+            i64::from(anchor) + step
+        } else {
+            i64::from(anchor) - step
+        };
+        if self.config.crossing && self.rng.chance(0.02) {
+            if let Some(o) = other {
+                price = if bid {
+                    i64::from(o) + i64::from(distance) * step
+                } else {
+                    i64::from(o) - i64::from(distance) * step
+                };
+            }
+        } else if let Some(o) = other {
+            // Keep the book uncrossed: a bid strictly below the ask, and vice versa.
+            let o = i64::from(o);
+            price = if bid {
+                price.min(o - step)
+            } else {
+                price.max(o + step)
+            };
+        }
+        let max = i64::from(u32::MAX - u32::MAX % tick);
+        (price >= i64::from(tick) && price <= max).then_some(price as u32)
+    }
+
+    fn rest(&mut self, stock: usize, order_ref: u64, bid: bool, price: u32, shares: u32) {
+        let s = &mut self.stocks[stock];
+        let live_pos = s.live.len();
+        s.live.push(order_ref);
+        let side = if bid { &mut s.bids } else { &mut s.asks };
+        side.entry(price).or_default().push_back(order_ref);
+        self.orders.insert(
+            order_ref,
+            GenOrder {
+                stock,
+                bid,
+                price,
+                shares,
+                live_pos,
+            },
+        );
+    }
+
+    /// Takes `shares` off a live order; drops it when none are left.
+    fn take(&mut self, order_ref: u64, shares: u32) {
+        let Some(o) = self.orders.get_mut(&order_ref) else {
+            return;
+        };
+        if shares < o.shares {
+            o.shares -= shares;
+            return;
+        }
+        let o = *o;
+        self.orders.remove(&order_ref);
+        let s = &mut self.stocks[o.stock];
+        s.live.swap_remove(o.live_pos);
+        if let Some(&moved) = s.live.get(o.live_pos) {
+            if let Some(m) = self.orders.get_mut(&moved) {
+                m.live_pos = o.live_pos;
+            }
+        }
+        let side = if o.bid { &mut s.bids } else { &mut s.asks };
+        if let Some(queue) = side.get_mut(&o.price) {
+            queue.retain(|&r| r != order_ref);
+            if queue.is_empty() {
+                side.remove(&o.price);
+            }
+        }
+        if self.freed.len() < 4_096 {
+            self.freed.push(order_ref);
+        }
+    }
+
+    fn random_live(&mut self, stock: usize) -> Option<u64> {
+        let live = &self.stocks[stock].live;
+        if live.is_empty() {
+            return None;
+        }
+        Some(live[self.rng.below(live.len() as u64) as usize])
+    }
+
+    fn gen_add(&mut self, stock: usize) -> Option<Message> {
+        let bid = self.rng.chance(0.5);
+        let price = self.add_price(stock, bid)?;
+        let shares = self.share_count();
+        let order_ref = self.new_ref();
+        self.rest(stock, order_ref, bid, price, shares);
+        let s = &self.stocks[stock];
+        let (locate, symbol) = (s.locate, s.symbol);
+        let timestamp = self.stamp();
+        let side = if bid { b'B' } else { b'S' };
+        Some(if self.rng.chance(0.1) {
+            Message::AddOrderMpid(owned::AddOrderMpid {
+                locate,
+                timestamp,
+                order_ref: OrderRef(order_ref),
+                side,
+                shares,
+                stock: symbol,
+                price: Price(price),
+                attribution: Alpha(*b"NITE"),
+                ..Default::default()
+            })
+        } else {
+            Message::AddOrder(owned::AddOrder {
+                locate,
+                timestamp,
+                order_ref: OrderRef(order_ref),
+                side,
+                shares,
+                stock: symbol,
+                price: Price(price),
+                ..Default::default()
+            })
+        })
+    }
+
+    fn gen_delete(&mut self, stock: usize) -> Option<Message> {
+        let order_ref = self.random_live(stock)?;
+        let shares = self.orders[&order_ref].shares;
+        self.take(order_ref, shares);
+        let (locate, timestamp) = (self.stocks[stock].locate, self.stamp());
+        Some(Message::OrderDelete(owned::OrderDelete {
+            locate,
+            timestamp,
+            order_ref: OrderRef(order_ref),
+            ..Default::default()
+        }))
+    }
+
+    fn gen_cancel(&mut self, stock: usize) -> Option<Message> {
+        let order_ref = self.random_live(stock)?;
+        let left = self.orders[&order_ref].shares;
+        let cancelled = 1 + self.rng.below(u64::from(left)) as u32;
+        self.take(order_ref, cancelled);
+        let (locate, timestamp) = (self.stocks[stock].locate, self.stamp());
+        Some(Message::OrderCancel(owned::OrderCancel {
+            locate,
+            timestamp,
+            order_ref: OrderRef(order_ref),
+            cancelled_shares: cancelled,
+            ..Default::default()
+        }))
+    }
+
+    /// Executions against the front of the best level of one side; sometimes a sweep
+    /// through several levels.
+    fn gen_executions(&mut self, stock: usize) -> Option<Message> {
+        let bid = self.rng.chance(0.5);
+        let sweep = self.rng.chance(0.08);
+        let mut wanted: u64 = if sweep {
+            u64::from(self.share_count()) * 20
+        } else {
+            u64::from(self.share_count())
+        };
+        let locate = self.stocks[stock].locate;
+        while wanted > 0 {
+            let s = &self.stocks[stock];
+            let level = if bid {
+                s.bids.iter().next_back()
+            } else {
+                s.asks.iter().next()
+            };
+            let Some((&price, queue)) = level else { break };
+            let Some(&order_ref) = queue.front() else {
+                break;
+            };
+            let left = self.orders[&order_ref].shares;
+            let exec = wanted.min(u64::from(left)) as u32;
+            wanted -= u64::from(exec);
+            let over = self.config.hard_cases && exec == left && self.rng.chance(0.02);
+            let executed_shares = if over { exec.saturating_add(100) } else { exec };
+            self.take(order_ref, exec);
+            let timestamp = self.stamp();
+            let match_number = self.next_match();
+            let m = if self.rng.chance(0.1) {
+                Message::OrderExecutedWithPrice(owned::OrderExecutedWithPrice {
+                    locate,
+                    timestamp,
+                    order_ref: OrderRef(order_ref),
+                    executed_shares,
+                    match_number,
+                    printable: if self.rng.chance(0.8) { b'Y' } else { b'N' },
+                    execution_price: Price(price),
+                    ..Default::default()
+                })
+            } else {
+                Message::OrderExecuted(owned::OrderExecuted {
+                    locate,
+                    timestamp,
+                    order_ref: OrderRef(order_ref),
+                    executed_shares,
+                    match_number,
+                    ..Default::default()
+                })
+            };
+            self.pending.push_back(m);
+            if !sweep {
+                break;
+            }
+        }
+        self.pending.pop_front()
+    }
+
+    fn gen_replace(&mut self, stock: usize) -> Option<Message> {
+        let original = self.random_live(stock)?;
+        let o = self.orders[&original];
+        self.take(original, o.shares);
+        let price = self.add_price(stock, o.bid)?;
+        let shares = self.share_count();
+        let new_ref = self.new_ref();
+        self.rest(stock, new_ref, o.bid, price, shares);
+        let (locate, timestamp) = (self.stocks[stock].locate, self.stamp());
+        Some(Message::OrderReplace(owned::OrderReplace {
+            locate,
+            timestamp,
+            original_order_ref: OrderRef(original),
+            new_order_ref: OrderRef(new_ref),
+            shares,
+            price: Price(price),
+            ..Default::default()
+        }))
+    }
+
+    /// Messages that leave the book alone: trades against hidden orders, crosses, breaks,
+    /// and the administrative types.
+    fn gen_other(&mut self, stock: usize) -> Message {
+        let s = &self.stocks[stock];
+        let (locate, stock_sym) = (s.locate, s.symbol);
+        let price = Price(s.best_bid().or(s.best_ask()).unwrap_or(s.reference));
+        let timestamp = self.stamp();
+        match self.rng.below(16) {
+            0..=4 => {
+                let match_number = self.next_match();
+                Message::Trade(owned::Trade {
+                    locate,
+                    timestamp,
+                    order_ref: OrderRef(0),
+                    side: b'B',
+                    shares: 100 * (1 + self.rng.below(5) as u32),
+                    stock: stock_sym,
+                    price,
+                    match_number,
+                    ..Default::default()
+                })
+            }
+            5 => {
+                let match_number = self.next_match();
+                Message::CrossTrade(owned::CrossTrade {
+                    locate,
+                    timestamp,
+                    shares: 5_000_000_000 + self.rng.below(1_000),
+                    stock: stock_sym,
+                    cross_price: price,
+                    match_number,
+                    cross_type: b'O',
+                    ..Default::default()
+                })
+            }
+            6 => Message::BrokenTrade(owned::BrokenTrade {
+                locate,
+                timestamp,
+                match_number: MatchNumber(1 + self.rng.below(self.next_match)),
+                ..Default::default()
+            }),
+            7 => Message::Noii(owned::Noii {
+                locate,
+                timestamp,
+                paired_shares: self.rng.below(1_000_000),
+                imbalance_shares: self.rng.below(100_000),
+                imbalance_direction: b'B',
+                stock: stock_sym,
+                far_price: price,
+                near_price: price,
+                current_reference_price: price,
+                cross_type: b'C',
+                price_variation_indicator: b'L',
+                ..Default::default()
+            }),
+            8 => Message::RetailInterest(owned::RetailInterest {
+                locate,
+                timestamp,
+                stock: stock_sym,
+                interest_flag: b'B',
+                ..Default::default()
+            }),
+            9 => Message::MarketParticipantPosition(owned::MarketParticipantPosition {
+                locate,
+                timestamp,
+                mpid: Alpha(*b"GSCO"),
+                stock: stock_sym,
+                primary_market_maker: b'Y',
+                market_maker_mode: b'N',
+                market_participant_state: b'A',
+                ..Default::default()
+            }),
+            10 => Message::LuldAuctionCollar(owned::LuldAuctionCollar {
+                locate,
+                timestamp,
+                stock: stock_sym,
+                reference_price: price,
+                upper_price: Price(price.0.saturating_add(price.0 / 20)),
+                lower_price: Price(price.0 - price.0 / 20),
+                extension: 0,
+                ..Default::default()
+            }),
+            11 => Message::IpoQuotingPeriod(owned::IpoQuotingPeriod {
+                locate,
+                timestamp,
+                stock: stock_sym,
+                release_time: 36_000,
+                release_qualifier: b'A',
+                ipo_price: price,
+                ..Default::default()
+            }),
+            12 => Message::OperationalHalt(owned::OperationalHalt {
+                locate,
+                timestamp,
+                stock: stock_sym,
+                market_code: b'Q',
+                halt_action: b'T',
+                ..Default::default()
+            }),
+            13 => Message::RegShoRestriction(owned::RegShoRestriction {
+                locate,
+                timestamp,
+                stock: stock_sym,
+                reg_sho_action: b'0',
+                ..Default::default()
+            }),
+            14 => Message::DlcrPriceDiscovery(owned::DlcrPriceDiscovery {
+                locate,
+                timestamp,
+                stock: stock_sym,
+                open_eligibility_status: b'N',
+                minimum_allowable_price: price,
+                maximum_allowable_price: price,
+                near_execution_price: price,
+                near_execution_time: timestamp.0,
+                lower_price_range_collar: price,
+                upper_price_range_collar: price,
+                ..Default::default()
+            }),
+            _ => Message::MwcbStatus(owned::MwcbStatus {
+                timestamp,
+                breached_level: b'1',
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn step(&mut self) -> Message {
+        loop {
+            let stock = self.pick_stock();
+            let live = self.stocks[stock].live.len();
+            let target = self.stocks[stock].target_live;
+            let roll = self.rng.below(1_000);
+            let add_weight = if live < 4 {
+                1_000
+            } else if live > target {
+                300
+            } else {
+                450
+            };
+            let m = if roll < add_weight {
+                self.gen_add(stock)
+            } else {
+                match self.rng.below(100) {
+                    0..=54 => self.gen_delete(stock),
+                    55..=64 => self.gen_cancel(stock),
+                    65..=81 => self.gen_executions(stock),
+                    82..=94 => self.gen_replace(stock),
+                    _ => Some(self.gen_other(stock)),
+                }
+            };
+            if let Some(m) = m {
+                return m;
+            }
+        }
+    }
+}
+
+impl Iterator for Generator {
+    type Item = Message;
+
+    fn next(&mut self) -> Option<Message> {
+        if self.emitted >= self.config.messages {
+            return None;
+        }
+        let left = self.config.messages - self.emitted;
+        if left <= 3 && !self.epilogue_started {
+            // End of market hours, end of system hours, end of messages; pending work is
+            // dropped rather than overrun the count.
+            self.epilogue_started = true;
+            self.pending.clear();
+            for code in [b'M', b'E', b'C'].into_iter().skip(3 - left as usize) {
+                let m = self.system_event(code);
+                self.pending.push_back(m);
+            }
+        }
+        let m = match self.pending.pop_front() {
+            Some(m) => m,
+            None => self.step(),
+        };
+        self.emitted += 1;
+        Some(m)
+    }
+}
+
+/// An 8-letter-or-shorter symbol for stock `i`: `AAA`, `AAB`, ...
+fn symbol_for(i: usize) -> Stock {
+    let mut raw = [b' '; 8];
+    let mut n = i;
+    for slot in raw[..4].iter_mut().rev() {
+        *slot = b'A' + (n % 26) as u8;
+        n /= 26;
+    }
+    Alpha(raw)
+}
+
+/// What [`write_itch50`] wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GenSummary {
+    /// Messages written.
+    pub messages: u64,
+    /// Bytes written, length prefixes included.
+    pub bytes: u64,
+}
+
+/// Writes the generated messages as a Nasdaq ITCH50 file: each message behind its 2-byte
+/// big-endian length.
+///
+/// # Errors
+///
+/// Whatever `out` returns.
+pub fn write_itch50<W: Write>(config: GenConfig, out: &mut W) -> io::Result<GenSummary> {
+    let mut summary = GenSummary::default();
+    let mut buf = [0u8; 66];
+    for m in Generator::new(config) {
+        let len = m.encode(&mut buf[2..]);
+        buf[..2].copy_from_slice(&(len as u16).to_be_bytes());
+        out.write_all(&buf[..len + 2])?;
+        summary.messages += 1;
+        summary.bytes += len as u64 + 2;
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::itch::{self, ALL_TAGS};
+
+    fn generate(config: GenConfig) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_itch50(config, &mut out).expect("writing to a Vec");
+        out
+    }
+
+    #[test]
+    fn same_seed_same_bytes_and_exact_count() {
+        let config = GenConfig {
+            messages: 5_000,
+            seed: 42,
+            ..Default::default()
+        };
+        let a = generate(config);
+        assert_eq!(a, generate(config));
+        assert_ne!(a, generate(GenConfig { seed: 43, ..config }));
+        let mut at = 0;
+        let mut n = 0;
+        while at < a.len() {
+            let len = usize::from(u16::from_be_bytes([a[at], a[at + 1]]));
+            itch::decode(&a[at + 2..at + 2 + len]).expect("valid message");
+            at += 2 + len;
+            n += 1;
+        }
+        assert_eq!(n, 5_000);
+    }
+
+    #[test]
+    fn every_type_appears_and_day_is_framed() {
+        let msgs: Vec<Message> = Generator::new(GenConfig {
+            messages: 50_000,
+            ..Default::default()
+        })
+        .collect();
+        for tag in ALL_TAGS {
+            assert!(
+                msgs.iter().any(|m| m.tag() == *tag),
+                "type {} never generated",
+                *tag as char
+            );
+        }
+        assert!(matches!(msgs[0], Message::SystemEvent(e) if e.event_code == b'O'));
+        assert!(matches!(msgs[msgs.len() - 1], Message::SystemEvent(e) if e.event_code == b'C'));
+        let mut last = 0;
+        for m in &msgs {
+            let mut buf = [0u8; 64];
+            let len = m.encode(&mut buf);
+            let t = itch::decode(&buf[..len]).expect("valid").timestamp().0;
+            assert!(t >= last, "timestamps never go back");
+            last = t;
+        }
+    }
+
+    #[test]
+    fn symbols_are_distinct() {
+        assert_eq!(symbol_for(0).trimmed(), b"AAAA");
+        assert_eq!(symbol_for(27).trimmed(), b"AABB");
+    }
+}
