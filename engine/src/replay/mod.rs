@@ -1,0 +1,14 @@
+//! Replay of captured input through the books, and the outputs the contracts name:
+//! the top-of-book stream, the final depth and the summary.
+
+mod bbo_csv;
+mod book_csv;
+mod csv_buffer;
+mod replayer;
+mod summary;
+
+pub use bbo_csv::{BboCsvWriter, BBO_HEADER};
+pub use book_csv::{write_book_csv, BOOK_HEADER};
+pub use csv_buffer::CsvBuffer;
+pub use replayer::{Replayer, StepError, TypeCounts};
+pub use summary::{group, PacketCounts, ReplaySummary};
