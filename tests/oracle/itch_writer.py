@@ -170,8 +170,10 @@ def synth(path: str, messages: int, stocks: int = 50, seed: int = 1) -> int:
     """Writes a deterministic synthetic day to `path`; returns the message count.
 
     Roughly: 40% adds (within a few ticks of the touch), 30% deletes, 12% replaces, 8%
-    partial cancels, 8% executes (E), 2% executes with price (C). Prices are in cents
-    (100 ITCH units per tick) around a per-stock mid that random-walks.
+    partial cancels, 8% executes (E), 2% executes with price (C); a book holding 400 live
+    orders deletes instead of adding, so books stay a realistic size. Prices are in cents
+    (100 ITCH units per tick) around a per-stock mid that random-walks; when the mid moves,
+    the orders it crossed are deleted, so the books never cross.
     """
     rng = random.Random(seed)
     w = ItchWriter()
@@ -195,24 +197,29 @@ def synth(path: str, messages: int, stocks: int = 50, seed: int = 1) -> int:
         loc = s + 1
         refs = live[s]
         r = rand()
-        if r < 0.40 or len(refs) < 8:
+        if (r < 0.40 and len(refs) < 400) or len(refs) < 8:
             side = "B" if rand() < 0.5 else "S"
             mid = mids[s]
             off = 100 * (1 + int(rng.expovariate(0.6)))
-            price = mid - off if side == "B" else mid + off
+            price = max(100, mid - off) if side == "B" else mid + off
             shares = 100 * randrange(1, 10)
             ref = next_ref
             next_ref += 1
             w.add(loc, ref, side, shares, names[s], price, ts=ts)
             orders[ref] = [s, side, shares, price]
             refs.append(ref)
-            if rand() < 0.05:                          # drift the mid now and then
-                mids[s] = max(200, mid + 100 * randrange(-2, 3))
+            if rand() < 0.01:                          # move the mid now and then, and
+                mid = mids[s] = max(300, mid + 100 * randrange(-2, 3))
+                for old in [q for q in refs if (orders[q][1] == "B") == (orders[q][3] >= mid)]:
+                    ts += 1                            # pull what it crossed: no crossed books
+                    w.delete(loc, old, ts=ts)
+                    refs.remove(old)
+                    del orders[old]
             continue
         i = randrange(len(refs))
         ref = refs[i]
         o = orders[ref]
-        if r < 0.70:                                   # delete
+        if r < 0.70:                                   # delete (also instead of an add on a full book)
             w.delete(loc, ref, ts=ts)
             refs[i] = refs[-1]
             refs.pop()
@@ -220,7 +227,9 @@ def synth(path: str, messages: int, stocks: int = 50, seed: int = 1) -> int:
         elif r < 0.82:                                 # replace: new ref, new size/price
             new = next_ref
             next_ref += 1
-            price = max(100, o[3] + 100 * randrange(-2, 3))
+            price = o[3] + 100 * randrange(-2, 3)    # stays on its own side of the mid
+            price = min(price, mids[s] - 100) if o[1] == "B" else max(price, mids[s] + 100)
+            price = max(100, price)
             shares = 100 * randrange(1, 10)
             w.replace(loc, ref, new, shares, price, ts=ts)
             del orders[ref]
