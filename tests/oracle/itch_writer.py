@@ -169,6 +169,8 @@ class ItchWriter:
 def synth(path: str, messages: int, stocks: int = 50, seed: int = 1) -> int:
     """Writes a deterministic synthetic day to `path`; returns the message count.
 
+    The count is `messages` or a few more: a mid move near the end may pull several orders.
+
     Roughly: 40% adds (within a few ticks of the touch), 30% deletes, 12% replaces, 8%
     partial cancels, 8% executes (E), 2% executes with price (C); a book holding 400 live
     orders deletes instead of adding, so books stay a realistic size. Prices are in cents
@@ -176,6 +178,7 @@ def synth(path: str, messages: int, stocks: int = 50, seed: int = 1) -> int:
     the orders it crossed are deleted, so the books never cross.
     """
     rng = random.Random(seed)
+    open(path, "wb").close()
     w = ItchWriter()
     w.system_event("O", ts=1)
     names = [f"S{i:03d}" for i in range(stocks)]
@@ -259,14 +262,10 @@ def synth(path: str, messages: int, stocks: int = 50, seed: int = 1) -> int:
     return w.count
 
 
-_flushed: dict[str, bool] = {}
-
-
 def _flush(path: str, w: ItchWriter) -> None:
-    mode = "ab" if _flushed.get(path) else "wb"
-    with open(path, mode) as f:
+    """Appends the writer's buffer to `path` (created empty by `synth`) and empties it."""
+    with open(path, "ab") as f:
         f.write(w.buf)
-    _flushed[path] = True
     w.buf = bytearray()
 
 
