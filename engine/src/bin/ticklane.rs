@@ -1,1 +1,249 @@
-fn main() {}
+//! The `ticklane` command line: thin; it parses arguments and calls the library.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use ticklane_engine::book::{BookConfig, Books, Side};
+use ticklane_engine::replay::{group, replay_file, ReplayOptions};
+use ticklane_feed::itch::Locate;
+use ticklane_feed::sim::{write_itch50, GenConfig};
+
+/// ticklane: a low-latency Nasdaq TotalView-ITCH 5.0 price engine.
+///
+/// With no subcommand it runs the built-in demo: it generates a small synthetic day and
+/// replays it through the books.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Replay a captured file (ITCH50, ITCH50.gz, pcap, pcapng) through the books.
+    Replay(ReplayArgs),
+    /// Write a synthetic, valid ITCH50 file (gzipped if OUT ends in .gz).
+    Gen(GenArgs),
+    /// The built-in demo: generate a sample day and replay it.
+    Demo(DemoArgs),
+}
+
+#[derive(Args, Debug, Clone, Copy)]
+struct CapacityArgs {
+    /// Most orders live at once.
+    #[arg(long, default_value_t = BookConfig::default().max_orders)]
+    max_orders: usize,
+    /// Most stocks with a book.
+    #[arg(long, default_value_t = BookConfig::default().max_books)]
+    max_books: usize,
+    /// Most price levels on one side of one book.
+    #[arg(long, default_value_t = BookConfig::default().levels_per_side)]
+    levels_per_side: usize,
+}
+
+impl CapacityArgs {
+    fn config(self) -> Result<BookConfig> {
+        anyhow::ensure!(
+            self.max_orders > 0 && self.max_books > 0 && self.levels_per_side > 0,
+            "capacities must be at least 1"
+        );
+        Ok(BookConfig {
+            max_orders: self.max_orders,
+            max_books: self.max_books,
+            levels_per_side: self.levels_per_side,
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+struct ReplayArgs {
+    /// The input file; its format is detected from its first bytes.
+    file: PathBuf,
+    /// Write the top-of-book stream (one CSV row per change) here.
+    #[arg(long)]
+    bbo_out: Option<PathBuf>,
+    /// Write the final L2 book as CSV here.
+    #[arg(long)]
+    book_out: Option<PathBuf>,
+    /// Levels per side in --book-out.
+    #[arg(long, default_value_t = 10)]
+    depth: usize,
+    /// Write the summary as one JSON object here.
+    #[arg(long)]
+    summary_json: Option<PathBuf>,
+    /// Take each ITCH50 message's length from its type byte (for files whose 2-byte
+    /// length prefixes are zero, as RITCH writes them).
+    #[arg(long)]
+    recover_lengths: bool,
+    /// No progress line and no summary on the terminal.
+    #[arg(long, short)]
+    quiet: bool,
+    #[command(flatten)]
+    capacity: CapacityArgs,
+}
+
+#[derive(Args, Debug)]
+struct GenArgs {
+    /// The file to write.
+    out: PathBuf,
+    /// Messages in total.
+    #[arg(long, default_value_t = 1_000_000)]
+    messages: u64,
+    /// Seed: the same seed and options give the same bytes.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of stocks.
+    #[arg(long, default_value_t = 8)]
+    stocks: u16,
+    /// Leave out the hard cases (extreme prices and sizes, reused refs, a mid-day start).
+    #[arg(long)]
+    no_hard_cases: bool,
+    /// Add flow with no matching engine behind it, so books cross.
+    #[arg(long)]
+    crossing: bool,
+}
+
+#[derive(Args, Debug)]
+struct DemoArgs {
+    /// Messages in the sample day.
+    #[arg(long, default_value_t = 2_000_000)]
+    messages: u64,
+    /// Stocks in the sample day.
+    #[arg(long, default_value_t = 12)]
+    stocks: u16,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => demo(&DemoArgs { messages: 2_000_000, stocks: 12 }),
+        Some(Command::Demo(args)) => demo(&args),
+        Some(Command::Replay(args)) => replay(&args),
+        Some(Command::Gen(args)) => generate(&args).map(|()| ExitCode::SUCCESS),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ticklane: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn replay(args: &ReplayArgs) -> Result<ExitCode> {
+    let opts = ReplayOptions {
+        input: args.file.clone(),
+        bbo_out: args.bbo_out.clone(),
+        book_out: args.book_out.clone(),
+        depth: args.depth,
+        summary_json: args.summary_json.clone(),
+        recover_lengths: args.recover_lengths,
+        books: args.capacity.config()?,
+        progress: !args.quiet,
+    };
+    let outcome = replay_file(&opts)?;
+    let summary = &outcome.summary;
+    if !args.quiet {
+        print!("{}", summary.to_text());
+    }
+    if let Some(e) = &summary.error {
+        eprintln!("ticklane: {e}");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn gen_config(args: &GenArgs) -> GenConfig {
+    GenConfig {
+        messages: args.messages,
+        seed: args.seed,
+        stocks: args.stocks.max(1),
+        hard_cases: !args.no_hard_cases,
+        crossing: args.crossing,
+    }
+}
+
+fn generate(args: &GenArgs) -> Result<()> {
+    let file = File::create(&args.out).with_context(|| format!("{}", args.out.display()))?;
+    let config = gen_config(args);
+    let gzip = args.out.extension().is_some_and(|e| e == "gz");
+    let summary = if gzip {
+        let mut out = flate2::write::GzEncoder::new(BufWriter::new(file), flate2::Compression::fast());
+        let s = write_itch50(config, &mut out)?;
+        out.finish()?.flush()?;
+        s
+    } else {
+        let mut out = BufWriter::new(file);
+        let s = write_itch50(config, &mut out)?;
+        out.flush()?;
+        s
+    };
+    eprintln!(
+        "wrote {}: {} messages, {} bytes",
+        args.out.display(),
+        group(summary.messages),
+        group(summary.bytes)
+    );
+    Ok(())
+}
+
+fn demo(args: &DemoArgs) -> Result<ExitCode> {
+    let path = std::env::temp_dir().join(format!("ticklane-demo-{}.itch50", std::process::id()));
+    println!(
+        "ticklane demo: generating a synthetic ITCH 5.0 day ({} messages, {} stocks, seed 1)",
+        group(args.messages),
+        args.stocks
+    );
+    generate(&GenArgs {
+        out: path.clone(),
+        messages: args.messages,
+        seed: 1,
+        stocks: args.stocks,
+        no_hard_cases: false,
+        crossing: false,
+    })?;
+    let opts = ReplayOptions {
+        input: path.clone(),
+        depth: 5,
+        books: BookConfig { max_orders: 1 << 20, ..BookConfig::default() },
+        progress: true,
+        ..ReplayOptions::default()
+    };
+    let outcome = replay_file(&opts);
+    let _ = std::fs::remove_file(&path);
+    let outcome = outcome?;
+    print!("{}", outcome.summary.to_text());
+    print_tops(&outcome.books, 4, 3);
+    println!("\nNext: `ticklane replay FILE --bbo-out bbo.csv --book-out book.csv` on your own capture.");
+    Ok(if outcome.summary.error.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// The top `levels` levels of the first `count` books, side by side.
+fn print_tops(books: &Books, count: usize, levels: usize) {
+    for locate in books.locates().into_iter().take(count) {
+        print_book(books, locate, levels);
+    }
+}
+
+fn print_book(books: &Books, locate: Locate, levels: usize) {
+    let symbol = String::from_utf8_lossy(books.symbol(locate)).into_owned();
+    println!("\n  {symbol:<8} (locate {})         bid | ask", locate.0);
+    let bids: Vec<_> = books.side(locate, Side::Bid).map(|l| l.best_first().take(levels).collect()).unwrap_or_default();
+    let asks: Vec<_> = books.side(locate, Side::Ask).map(|l| l.best_first().take(levels).collect()).unwrap_or_default();
+    for i in 0..levels {
+        let bid = bids
+            .get(i)
+            .map(|l| format!("{:>12} {:>12} ({:>3})", group(l.qty), l.price.to_string(), l.orders))
+            .unwrap_or_default();
+        let ask = asks
+            .get(i)
+            .map(|l| format!("{:<12} {:<12} ({:>3})", l.price.to_string(), group(l.qty), l.orders))
+            .unwrap_or_default();
+        println!("  {bid:>32} | {ask}");
+    }
+}
