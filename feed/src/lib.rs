@@ -13,5 +13,6 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod capture;
 pub mod itch;
 pub mod moldudp64;
