@@ -117,6 +117,11 @@ pub(crate) mod tests {
 
     /// An Ethernet frame with the given VLAN tags (ethertypes) around an IPv4/UDP datagram.
     pub(crate) fn ethernet_udp(vlans: &[u16], payload: &[u8]) -> Vec<u8> {
+        ethernet_ipv4(vlans, &ipv4_udp_datagram(payload, 0))
+    }
+
+    /// An Ethernet frame with the given VLAN tags (ethertypes) around an IPv4 packet.
+    pub(crate) fn ethernet_ipv4(vlans: &[u16], packet: &[u8]) -> Vec<u8> {
         let mut f = vec![
             0x01, 0x00, 0x5e, 0x36, 0x0c, 0x6f, 0xd4, 0xaf, 0xf7, 0xcb, 0x20, 0xd5,
         ];
@@ -125,7 +130,7 @@ pub(crate) mod tests {
             f.extend_from_slice(&[0x00, 0x8d]);
         }
         f.extend_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-        f.extend_from_slice(&ipv4_udp_datagram(payload, 0));
+        f.extend_from_slice(packet);
         f
     }
 

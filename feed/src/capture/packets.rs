@@ -169,3 +169,25 @@ impl<F: FrameSource> PacketStream<F> {
         stats.bytes_consumed = self.window.pos() + self.pending as u64;
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::moldudp64::{PacketWriter, Session};
+
+    /// A MoldUDP64 packet of `messages` starting at `seq` in session `name`.
+    pub(crate) fn mold_packet(name: &[u8], seq: u64, messages: &[&[u8]]) -> Vec<u8> {
+        let mut buf = vec![0u8; 4096];
+        let session = if name.is_empty() {
+            Session([0; 10])
+        } else {
+            Session::new(name).expect("short name")
+        };
+        let mut w = PacketWriter::new(&mut buf, session, seq).expect("fits");
+        for m in messages {
+            w.push(m).expect("fits");
+        }
+        let len = w.finish();
+        buf.truncate(len);
+        buf
+    }
+}
