@@ -310,3 +310,249 @@ impl FrameSource for PcapNgFrames {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::link::tests::ethernet_udp;
+    use super::super::packets::tests::mold_packet;
+    use super::super::test_support::write_temp;
+    use super::super::{CaptureErrorKind, CaptureReader, InputFormat, ReadOptions};
+    use super::*;
+
+    /// Writes pcapng blocks in one byte order.
+    struct Writer {
+        big: bool,
+        out: Vec<u8>,
+    }
+
+    impl Writer {
+        fn new() -> Self {
+            Writer {
+                big: false,
+                out: Vec::new(),
+            }
+        }
+
+        fn u16(&self, v: u16) -> [u8; 2] {
+            if self.big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        }
+
+        fn u32(&self, v: u32) -> [u8; 4] {
+            if self.big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        }
+
+        fn block(&mut self, block_type: u32, body: &[u8]) -> usize {
+            let at = self.out.len();
+            let padded = body.len().div_ceil(4) * 4;
+            let total = (12 + padded) as u32;
+            let (t, n) = (self.u32(block_type), self.u32(total));
+            self.out.extend_from_slice(&t);
+            self.out.extend_from_slice(&n);
+            self.out.extend_from_slice(body);
+            self.out.resize(self.out.len() + padded - body.len(), 0);
+            self.out.extend_from_slice(&n);
+            at
+        }
+
+        fn shb(&mut self, big: bool) {
+            self.big = big;
+            let mut body = self.u32(0x1a2b_3c4d).to_vec();
+            body.extend_from_slice(&self.u16(1));
+            body.extend_from_slice(&self.u16(0));
+            body.extend_from_slice(&[0xff; 8]);
+            self.block(SHB, &body);
+        }
+
+        /// An IDB with optional `if_tsresol` and `if_tsoffset`.
+        fn idb(&mut self, linktype: u16, tsresol: Option<u8>, tsoffset: Option<i64>) {
+            let mut body = self.u16(linktype).to_vec();
+            body.extend_from_slice(&[0, 0]);
+            body.extend_from_slice(&self.u32(0));
+            if let Some(r) = tsresol {
+                body.extend_from_slice(&self.u16(OPT_IF_TSRESOL));
+                body.extend_from_slice(&self.u16(1));
+                body.extend_from_slice(&[r, 0, 0, 0]);
+            }
+            if let Some(off) = tsoffset {
+                body.extend_from_slice(&self.u16(OPT_IF_TSOFFSET));
+                body.extend_from_slice(&self.u16(8));
+                if self.big {
+                    body.extend_from_slice(&off.to_be_bytes());
+                } else {
+                    body.extend_from_slice(&off.to_le_bytes());
+                }
+            }
+            body.extend_from_slice(&[0, 0, 0, 0]);
+            self.block(IDB, &body);
+        }
+
+        fn epb(&mut self, iface: u32, ts: u64, data: &[u8]) -> usize {
+            let mut body = self.u32(iface).to_vec();
+            body.extend_from_slice(&self.u32((ts >> 32) as u32));
+            body.extend_from_slice(&self.u32(ts as u32));
+            body.extend_from_slice(&self.u32(data.len() as u32));
+            body.extend_from_slice(&self.u32(data.len() as u32));
+            body.extend_from_slice(data);
+            self.block(EPB, &body)
+        }
+
+        fn spb(&mut self, data: &[u8]) {
+            let mut body = self.u32(data.len() as u32).to_vec();
+            body.extend_from_slice(data);
+            self.block(SPB, &body);
+        }
+    }
+
+    /// A message as seen by the tests: bytes, sequence number, capture time.
+    type Seen = (Vec<u8>, Option<u64>, Option<u64>);
+
+    fn read_all(bytes: &[u8]) -> (Vec<Seen>, CaptureReader) {
+        let file = write_temp(bytes);
+        let mut r = CaptureReader::open_with_buffer(file.path(), ReadOptions::default(), 64)
+            .expect("opens");
+        assert_eq!(r.format(), InputFormat::PcapNg);
+        let mut got = Vec::new();
+        while let Some(m) = r.next_message().expect("valid") {
+            got.push((m.bytes.to_vec(), m.seq, m.capture_ns));
+        }
+        (got, r)
+    }
+
+    #[test]
+    fn reads_enhanced_packets_and_skips_other_blocks() {
+        let mut w = Writer::new();
+        w.shb(false);
+        w.idb(1, Some(9), None);
+        w.block(4, &[1, 2, 3, 4, 5]); // name resolution: skipped
+        let p1 = mold_packet(b"S", 7, &[b"one", b"two"]);
+        w.epb(0, 1_700_000_000_123_456_789, &ethernet_udp(&[0x8100], &p1));
+        w.block(5, &[0; 16]); // interface statistics: skipped
+        let p2 = mold_packet(b"S", 9, &[b"three"]);
+        w.epb(0, 1_700_000_001_000_000_000, &ethernet_udp(&[], &p2));
+        let (got, r) = read_all(&w.out);
+        assert_eq!(
+            got,
+            [
+                (b"one".to_vec(), Some(7), Some(1_700_000_000_123_456_789)),
+                (b"two".to_vec(), Some(8), Some(1_700_000_000_123_456_789)),
+                (b"three".to_vec(), Some(9), Some(1_700_000_001_000_000_000)),
+            ]
+        );
+        let s = r.stats();
+        assert_eq!((s.packets, s.mold_packets, s.gaps), (2, 2, 0));
+        assert_eq!(s.bytes_consumed, w.out.len() as u64);
+    }
+
+    #[test]
+    fn each_section_has_its_own_byte_order_interfaces_and_resolution() {
+        let mut w = Writer::new();
+        w.shb(true);
+        // Default resolution: microseconds.
+        w.idb(1, None, None);
+        w.epb(
+            0,
+            1_500_000,
+            &ethernet_udp(&[], &mold_packet(b"S", 1, &[b"a"])),
+        );
+        w.shb(false);
+        // 2^-10 seconds, ten seconds of offset; a raw-IPv4 interface.
+        w.idb(228, Some(0x80 | 10), Some(10));
+        let datagram = &ethernet_udp(&[], &mold_packet(b"S", 2, &[b"b"]))[14..];
+        w.epb(0, 1024 * 5 + 512, datagram);
+        w.spb(datagram);
+        let (got, r) = read_all(&w.out);
+        assert_eq!(
+            got,
+            [
+                (b"a".to_vec(), Some(1), Some(1_500_000_000)),
+                (b"b".to_vec(), Some(2), Some(15_500_000_000)),
+            ]
+        );
+        // The simple packet block repeats sequence 2: a duplicate, skipped.
+        assert_eq!(r.stats().duplicates, 1);
+        assert_eq!(r.stats().packets, 3);
+    }
+
+    #[test]
+    fn timestamp_units() {
+        assert_eq!(TsUnit::Decimal(6).to_ns(3), 3_000);
+        assert_eq!(TsUnit::Decimal(9).to_ns(3), 3);
+        assert_eq!(TsUnit::Decimal(12).to_ns(3_000), 3);
+        assert_eq!(TsUnit::Decimal(127).to_ns(u64::MAX), 0);
+        assert_eq!(TsUnit::Binary(1).to_ns(3), 1_500_000_000);
+        assert_eq!(TsUnit::Decimal(0).to_ns(u64::MAX), u64::MAX);
+        assert_eq!(TsUnit::from_option(0x8a), TsUnit::Binary(10));
+    }
+
+    #[test]
+    fn truncated_block_is_an_error_with_its_offset() {
+        let mut w = Writer::new();
+        w.shb(false);
+        w.idb(1, None, None);
+        let packet = ethernet_udp(&[], &mold_packet(b"S", 1, &[b"m"]));
+        w.epb(0, 0, &packet);
+        let second = w.epb(0, 0, &packet);
+        let total = w.out.len() - second;
+        w.out.truncate(w.out.len() - 8);
+        let file = write_temp(&w.out);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        r.next_message().expect("valid").expect("first");
+        let err = r.next_message().expect_err("truncated");
+        assert_eq!((err.offset, err.index), (second as u64, 2));
+        assert!(
+            matches!(err.kind, CaptureErrorKind::Truncated { len, remain, .. }
+                if len == total as u64 && remain == total as u64 - 8),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn structural_errors() {
+        // A packet block naming an interface that was never described.
+        let mut w = Writer::new();
+        w.shb(false);
+        w.idb(1, None, None);
+        let at = w.epb(3, 0, b"x");
+        let file = write_temp(&w.out);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        let err = r.next_message().expect_err("unknown interface");
+        assert_eq!(err.offset, at as u64);
+        assert!(matches!(
+            err.kind,
+            CaptureErrorKind::UnknownInterface { id: 3, count: 1 }
+        ));
+
+        // A block length that is not a multiple of 4.
+        let mut w = Writer::new();
+        w.shb(false);
+        let at = w.out.len();
+        w.out
+            .extend_from_slice(&[6, 0, 0, 0, 13, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let file = write_temp(&w.out);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        let err = r.next_message().expect_err("bad length");
+        assert_eq!(err.offset, at as u64);
+        assert!(matches!(
+            err.kind,
+            CaptureErrorKind::BadBlockLength { len: 13 }
+        ));
+
+        // Trailing length disagreeing with the leading one.
+        let mut w = Writer::new();
+        w.shb(false);
+        let len = w.out.len();
+        w.out[len - 1] = 0x7f;
+        let file = write_temp(&w.out);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        let err = r.next_message().expect_err("mismatch");
+        assert!(matches!(err.kind, CaptureErrorKind::PcapNg(_)), "{err}");
+    }
+}
