@@ -575,7 +575,8 @@ pub struct GapRange {
 impl GapRange {
     /// How many messages are missing.
     pub fn len(&self) -> u64 {
-        self.last - self.first + 1
+        // Saturating: the fields are public, so an inverted or full-width range must not panic.
+        self.last.saturating_sub(self.first).saturating_add(1)
     }
 
     /// Always false: a gap misses at least one message. Present for clippy's
@@ -592,7 +593,7 @@ impl GapRange {
             next: self.first,
             last: self.last,
             max: max_per_request.max(1),
-            done: false,
+            done: self.first > self.last,
         }
     }
 }
@@ -693,7 +694,10 @@ impl PacketOutcome {
 
     /// The decision for the packet's `i`-th message (0-based, `i < count`).
     pub fn decide(&self, i: u16) -> Decision {
-        let seq = self.first_seq.map(|first| first + u64::from(i));
+        // Saturating: `i` past the packet's count is a caller error, not a reason to panic.
+        let seq = self
+            .first_seq
+            .map(|first| first.saturating_add(u64::from(i)));
         match seq {
             Some(seq) if i < self.duplicates => Decision::Duplicate { seq },
             seq => Decision::Deliver { seq },

@@ -262,6 +262,10 @@ impl CaptureReader {
     /// be read on: I/O or gzip errors, truncation, a zero ITCH50 length prefix, an unknown
     /// type while recovering lengths, a corrupt pcap/pcapng structure. Every message before
     /// it was yielded; later calls return `Ok(None)`.
+    ///
+    /// # Panics
+    ///
+    /// Only on a bug in this module: a format reader locating a message outside its buffer.
     pub fn next_message(&mut self) -> Result<Option<RawMessage<'_>>, CaptureError> {
         if self.done {
             return Ok(None);

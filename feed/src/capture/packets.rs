@@ -126,7 +126,8 @@ impl<F: FrameSource> PacketStream<F> {
 
     /// The next message of the current packet that is to be delivered.
     fn next_in_packet(&mut self) -> Option<Located> {
-        let cursor = self.cursor.as_mut()?;
+        // Taken out so that any early return leaves no stale cursor behind.
+        let mut cursor = self.cursor.take()?;
         let buf = self.window.buf();
         while cursor.i < cursor.outcome.count {
             // `Packet::parse` validated every block length, so these reads are in bounds.
@@ -137,16 +138,17 @@ impl<F: FrameSource> PacketStream<F> {
             cursor.i += 1;
             cursor.pos += 2 + len;
             if let Decision::Deliver { seq } = decision {
+                let capture_ns = cursor.capture_ns;
+                self.cursor = Some(cursor);
                 return Some(Located {
                     start: at + 2,
                     len,
                     offset: self.window.offset_of(at),
                     seq,
-                    capture_ns: cursor.capture_ns,
+                    capture_ns,
                 });
             }
         }
-        self.cursor = None;
         None
     }
 
