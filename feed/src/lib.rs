@@ -13,5 +13,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod capture;
 pub mod itch;
+pub mod moldudp64;
 pub mod sim;

@@ -1,0 +1,322 @@
+//! Nasdaq BinaryFILE framing: each ITCH 5.0 message preceded by a 2-byte big-endian length.
+//!
+//! Plain and gzipped files share this reader; only the byte source differs.
+
+use super::error::{CaptureErrorKind, Fault};
+use super::window::Window;
+use super::Located;
+use crate::itch::message_len;
+
+/// Reads length-prefixed ITCH 5.0 messages out of a [`Window`].
+pub(crate) struct Itch50Reader {
+    window: Window,
+    recover_lengths: bool,
+    /// Bytes of the message last handed out, consumed on the next call so its slice stays
+    /// valid until then.
+    pending: usize,
+}
+
+impl Itch50Reader {
+    pub(crate) fn new(window: Window, recover_lengths: bool) -> Self {
+        Itch50Reader {
+            window,
+            recover_lengths,
+            pending: 0,
+        }
+    }
+
+    pub(crate) fn window(&self) -> &Window {
+        &self.window
+    }
+
+    /// Input bytes read past, the message last handed out included.
+    pub(crate) fn consumed(&self) -> u64 {
+        self.window.pos() + self.pending as u64
+    }
+
+    /// The next message's place in the window, `None` at a clean end of input.
+    pub(crate) fn next(&mut self) -> Result<Option<Located>, Fault> {
+        self.window.consume(self.pending);
+        self.pending = 0;
+        let offset = self.window.pos();
+        let io = |e| Fault::new(offset, CaptureErrorKind::Io(e));
+        let have = self.window.fill(2).map_err(io)?;
+        if have == 0 {
+            return Ok(None);
+        }
+        if have < 2 {
+            return Err(Fault::new(
+                offset,
+                CaptureErrorKind::TruncatedHeader {
+                    what: "length prefix",
+                    need: 2,
+                    have,
+                },
+            ));
+        }
+        let head = self.window.available();
+        let prefix = usize::from(u16::from_be_bytes([head[0], head[1]]));
+        let (len, what) = if self.recover_lengths {
+            // The prefix is not trusted in this mode (RITCH writes 0); the type byte decides.
+            let have = self.window.fill(3).map_err(io)?;
+            let Some(&tag) = self.window.available().get(2) else {
+                return Err(Fault::new(
+                    offset,
+                    CaptureErrorKind::TruncatedHeader {
+                        what: "length prefix and type byte",
+                        need: 3,
+                        have,
+                    },
+                ));
+            };
+            let Some(len) = message_len(tag) else {
+                return Err(Fault::new(offset, CaptureErrorKind::UnknownType { tag }));
+            };
+            (len, "the message type's spec length")
+        } else if prefix == 0 {
+            return Err(Fault::new(offset, CaptureErrorKind::ZeroLength));
+        } else {
+            (prefix, "length prefix")
+        };
+        let have = self.window.fill(2 + len).map_err(io)?;
+        if have < 2 + len {
+            return Err(Fault::new(
+                offset,
+                CaptureErrorKind::Truncated {
+                    what,
+                    len: len as u64,
+                    remain: (have - 2) as u64,
+                },
+            ));
+        }
+        self.pending = 2 + len;
+        Ok(Some(Located {
+            start: self.window.start() + 2,
+            len,
+            offset,
+            seq: None,
+            capture_ns: None,
+        }))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::super::test_support::{data_dir, write_temp};
+    use super::super::{CaptureErrorKind, CaptureReader, InputFormat, ReadOptions};
+    use crate::itch::{self, owned, Nanos, OrderRef};
+    use std::collections::BTreeMap;
+
+    /// Length-prefixed frames of `messages`.
+    pub(crate) fn framed(messages: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for m in messages {
+            out.extend_from_slice(&(m.len() as u16).to_be_bytes());
+            out.extend_from_slice(m);
+        }
+        out
+    }
+
+    pub(crate) fn sample_messages(n: u64) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| {
+                let m = if i % 2 == 0 {
+                    owned::Message::OrderDelete(owned::OrderDelete {
+                        timestamp: Nanos(i),
+                        order_ref: OrderRef(i),
+                        ..Default::default()
+                    })
+                } else {
+                    owned::Message::AddOrder(owned::AddOrder {
+                        timestamp: Nanos(i),
+                        order_ref: OrderRef(i),
+                        side: b'B',
+                        shares: 100,
+                        ..Default::default()
+                    })
+                };
+                let mut buf = [0u8; 64];
+                let len = m.encode(&mut buf);
+                buf[..len].to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn yields_every_message_with_offset_and_index() {
+        let messages = sample_messages(50);
+        let bytes = framed(&messages);
+        let file = write_temp(&bytes);
+        // A 64-byte buffer forces frames to straddle refills.
+        let mut r = CaptureReader::open_with_buffer(file.path(), ReadOptions::default(), 64)
+            .expect("opens");
+        assert_eq!(r.format(), InputFormat::Itch50);
+        let mut offset = 0u64;
+        for (i, m) in messages.iter().enumerate() {
+            let got = r.next_message().expect("valid").expect("more");
+            assert_eq!(got.bytes, m.as_slice());
+            assert_eq!(got.offset, offset);
+            assert_eq!(got.index, i as u64 + 1);
+            assert_eq!(got.seq, None);
+            offset += 2 + m.len() as u64;
+        }
+        assert!(r.next_message().expect("clean end").is_none());
+        let stats = r.stats();
+        assert_eq!(stats.messages, 50);
+        assert_eq!(stats.bytes_consumed, bytes.len() as u64);
+        assert_eq!(stats.bytes_total, Some(bytes.len() as u64));
+    }
+
+    #[test]
+    fn empty_file_has_no_messages() {
+        let file = write_temp(&[]);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        assert!(r.next_message().expect("clean end").is_none());
+    }
+
+    #[test]
+    fn truncated_message_names_offset_and_index() {
+        let messages = sample_messages(3);
+        let mut bytes = framed(&messages);
+        // The third frame (a D, 19 bytes) at 21 + 38 = 59 loses its last 7 bytes.
+        bytes.truncate(bytes.len() - 7);
+        let file = write_temp(&bytes);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        for _ in 0..2 {
+            r.next_message().expect("valid").expect("more");
+        }
+        let err = r.next_message().expect_err("truncated");
+        assert_eq!((err.offset, err.index), (59, 3));
+        assert!(
+            matches!(
+                err.kind,
+                CaptureErrorKind::Truncated {
+                    len: 19,
+                    remain: 12,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.ends_with("byte 59, message 3: truncated: length prefix says 19 bytes, 12 remain"),
+            "{text}"
+        );
+        // After an error the reader is finished.
+        assert!(r.next_message().expect("fused").is_none());
+    }
+
+    #[test]
+    fn partial_length_prefix_at_end_is_an_error() {
+        let mut bytes = framed(&sample_messages(1));
+        bytes.push(0);
+        let file = write_temp(&bytes);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        r.next_message().expect("valid").expect("one");
+        let err = r.next_message().expect_err("truncated");
+        assert_eq!((err.offset, err.index), (21, 2));
+        assert!(matches!(
+            err.kind,
+            CaptureErrorKind::TruncatedHeader {
+                need: 2,
+                have: 1,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn zero_length_prefix_explains_recover_lengths() {
+        let mut bytes = framed(&sample_messages(2));
+        bytes[21] = 0;
+        bytes[22] = 0;
+        let file = write_temp(&bytes);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        r.next_message().expect("valid").expect("one");
+        let err = r.next_message().expect_err("zero length");
+        assert!(matches!(err.kind, CaptureErrorKind::ZeroLength));
+        assert_eq!((err.offset, err.index), (21, 2));
+        let text = err.to_string();
+        assert!(text.contains("--recover-lengths"), "{text}");
+        assert!(text.contains("RITCH"), "{text}");
+    }
+
+    #[test]
+    fn recover_lengths_reads_zeroed_prefixes_and_stops_at_unknown_types() {
+        let messages = sample_messages(4);
+        let mut bytes = framed(&messages);
+        let mut at = 0;
+        for m in &messages {
+            bytes[at] = 0;
+            bytes[at + 1] = 0;
+            at += 2 + m.len();
+        }
+        bytes.extend_from_slice(&[0, 0, b'z', 1, 2]);
+        let file = write_temp(&bytes);
+        let opts = ReadOptions {
+            recover_lengths: true,
+        };
+        let mut r = CaptureReader::open_with_buffer(file.path(), opts, 16).expect("opens");
+        for m in &messages {
+            assert_eq!(
+                r.next_message().expect("valid").expect("more").bytes,
+                m.as_slice()
+            );
+        }
+        let err = r.next_message().expect_err("unknown type");
+        assert!(matches!(
+            err.kind,
+            CaptureErrorKind::UnknownType { tag: b'z' }
+        ));
+        assert_eq!((err.offset, err.index), (at as u64, 5));
+    }
+
+    #[test]
+    fn unknown_type_with_a_length_is_yielded_as_is() {
+        let bytes = framed(&[vec![b'z', 1, 2, 3]]);
+        let file = write_temp(&bytes);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        assert_eq!(
+            r.next_message().expect("valid").expect("one").bytes,
+            &[b'z', 1, 2, 3]
+        );
+    }
+
+    #[test]
+    fn ritch_file_needs_recover_lengths_and_then_decodes_fully() {
+        let Some(dir) = data_dir() else { return };
+        let path = dir.join("ritch/ex20101224.TEST_ITCH_50");
+        let mut r = CaptureReader::open(&path, ReadOptions::default()).expect("opens");
+        let err = r.next_message().expect_err("zeroed prefixes");
+        assert!(matches!(err.kind, CaptureErrorKind::ZeroLength), "{err}");
+        assert_eq!((err.offset, err.index), (0, 1));
+
+        let opts = ReadOptions {
+            recover_lengths: true,
+        };
+        let mut r = CaptureReader::open(&path, opts).expect("opens");
+        let mut by_type = BTreeMap::new();
+        while let Some(m) = r.next_message().expect("well formed") {
+            let decoded = itch::decode(m.bytes).expect("decodes");
+            *by_type.entry(decoded.tag() as char).or_insert(0u64) += 1;
+        }
+        let expected: BTreeMap<char, u64> = [
+            ('S', 6),
+            ('R', 3),
+            ('H', 3),
+            ('A', 4997),
+            ('F', 3),
+            ('E', 198),
+            ('X', 45),
+            ('D', 1745),
+            ('U', 12),
+            ('P', 5000),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(by_type, expected);
+        assert_eq!(r.stats().messages, 12_012);
+        assert_eq!(r.stats().bytes_consumed, 465_048);
+    }
+}

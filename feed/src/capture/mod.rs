@@ -1,0 +1,409 @@
+//! Readers of captured market data: Nasdaq ITCH 5.0 day files (plain or gzipped) and pcap /
+//! pcapng captures of MoldUDP64 over UDP, behind one lending reader.
+//!
+//! [`CaptureReader`] detects the format from the file's first bytes ([`detect`]) and yields
+//! each ITCH message as a slice borrowed from one buffer allocated at open: nothing is
+//! allocated per message. Captured packets go through the same [`MoldSession`] as live
+//! traffic, so duplicates are skipped, gaps counted with their ranges, and sanitized captures
+//! (blank session, sequence 0) replayed in file order.
+//!
+//! Files are read through a reusable buffer rather than memory-mapped: mapping a file is
+//! `unsafe` in memmap2 (another process truncating it is undefined behaviour), this crate
+//! forbids `unsafe`, and sequential replay gains little from a mapping.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use ticklane_feed::capture::{CaptureReader, ReadOptions};
+//!
+//! let mut reader = CaptureReader::open(Path::new("day.itch50.gz"), ReadOptions::default())?;
+//! while let Some(msg) = reader.next_message()? {
+//!     let _ = ticklane_feed::itch::decode(msg.bytes);
+//! }
+//! println!("{} messages, {} gaps", reader.stats().messages, reader.stats().gaps);
+//! # Ok::<(), ticklane_feed::capture::CaptureError>(())
+//! ```
+
+mod error;
+mod gzip;
+mod itch50;
+mod link;
+mod packets;
+mod pcap;
+mod pcapng;
+mod window;
+
+pub use error::{CaptureError, CaptureErrorKind};
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use crate::moldudp64::GapRange;
+use error::Fault;
+use itch50::Itch50Reader;
+use packets::PacketStream;
+use pcap::PcapFrames;
+use pcapng::PcapNgFrames;
+use window::Window;
+
+/// Bytes of the read buffer: large enough that refills are rare, small enough to stay in L2.
+pub const DEFAULT_BUFFER_LEN: usize = 1 << 20;
+
+/// The largest pcap record or pcapng block accepted; anything larger is taken as corruption
+/// rather than a reason to allocate.
+pub(crate) const MAX_RECORD_LEN: usize = 1 << 24;
+
+/// How to read a capture.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// ITCH50 files only: ignore each 2-byte length prefix and take the length from the
+    /// message's type byte. For files whose prefixes were written as 0 (RITCH).
+    pub recover_lengths: bool,
+}
+
+/// The kind of input, from its first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputFormat {
+    /// Nasdaq BinaryFILE: ITCH 5.0 messages, each after a 2-byte big-endian length.
+    Itch50,
+    /// The same, gzip compressed (one or more gzip members).
+    GzipItch50,
+    /// Classic pcap (microsecond or nanosecond, either byte order) of MoldUDP64.
+    Pcap,
+    /// pcapng of MoldUDP64.
+    PcapNg,
+}
+
+/// The format whose magic bytes start `head` (the first 4 bytes of the file suffice);
+/// anything unrecognised is taken to be an ITCH50 file.
+pub fn detect(head: &[u8]) -> InputFormat {
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return InputFormat::GzipItch50;
+    }
+    if head.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]) {
+        return InputFormat::PcapNg;
+    }
+    if let Some(&[a, b, c, d]) = head.get(..4) {
+        let magic = u32::from_le_bytes([a, b, c, d]);
+        if pcap::magic_kind(magic).is_some() {
+            return InputFormat::Pcap;
+        }
+    }
+    InputFormat::Itch50
+}
+
+/// One ITCH message from a capture, borrowed from the reader's buffer until the next call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawMessage<'a> {
+    /// The message's bytes, type byte first, without any length prefix.
+    pub bytes: &'a [u8],
+    /// Byte offset in the input (decompressed, for gzip) where the message's length prefix
+    /// starts: the BinaryFILE prefix, or the MoldUDP64 block length inside a capture.
+    pub offset: u64,
+    /// 1-based position among the messages this reader yielded (duplicates skipped by the
+    /// MoldUDP64 session are not counted).
+    pub index: u64,
+    /// MoldUDP64 sequence number; `None` for ITCH50 files and sanitized captures.
+    pub seq: Option<u64>,
+    /// Capture timestamp of the packet that carried it, in nanoseconds since the Unix epoch;
+    /// `None` for ITCH50 files and pcapng simple packet blocks.
+    pub capture_ns: Option<u64>,
+}
+
+/// Counters for a read so far, for summaries and progress.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CaptureStats<'a> {
+    /// Messages yielded.
+    pub messages: u64,
+    /// Captured frames read (pcap records, pcapng packet blocks); 0 for ITCH50 files.
+    pub packets: u64,
+    /// Frames that carried a MoldUDP64 packet.
+    pub mold_packets: u64,
+    /// Frames skipped because they carried no MoldUDP64 packet: not IPv4/UDP, IP
+    /// fragments, or a UDP payload that does not parse as MoldUDP64.
+    pub non_mold_packets: u64,
+    /// Of `non_mold_packets`, IPv4 fragments (reassembly is not attempted).
+    pub ip_fragments: u64,
+    /// Frames cut short by the capture's snap length.
+    pub snapped_packets: u64,
+    /// MoldUDP64 heartbeats.
+    pub heartbeats: u64,
+    /// MoldUDP64 end-of-session packets.
+    pub end_of_session: u64,
+    /// MoldUDP64 packets replayed unsequenced (sanitized: blank session, sequence 0).
+    pub unsequenced_packets: u64,
+    /// Messages skipped because their sequence number was already applied.
+    pub duplicates: u64,
+    /// Sequence gaps detected.
+    pub gaps: u64,
+    /// Messages missing in all gaps together.
+    pub missing_messages: u64,
+    /// The first gaps, in order (at most [`crate::moldudp64::DEFAULT_GAP_CAPACITY`]).
+    pub gap_ranges: &'a [GapRange],
+    /// MoldUDP64 session changes.
+    pub session_changes: u64,
+    /// Input bytes read past (decompressed, for gzip).
+    pub bytes_consumed: u64,
+    /// Size of the input, for progress; `None` for gzip, whose decompressed size is unknown.
+    pub bytes_total: Option<u64>,
+}
+
+/// The location of a message in a format reader's window.
+pub(crate) struct Located {
+    pub(crate) start: usize,
+    pub(crate) len: usize,
+    pub(crate) offset: u64,
+    pub(crate) seq: Option<u64>,
+    pub(crate) capture_ns: Option<u64>,
+}
+
+enum Inner {
+    Itch50(Itch50Reader),
+    Pcap(PacketStream<PcapFrames>),
+    PcapNg(PacketStream<PcapNgFrames>),
+}
+
+impl Inner {
+    fn window(&self) -> &Window {
+        match self {
+            Inner::Itch50(r) => r.window(),
+            Inner::Pcap(s) => s.window(),
+            Inner::PcapNg(s) => s.window(),
+        }
+    }
+}
+
+/// Reads ITCH messages out of a captured file of any supported format.
+///
+/// `next_message` lends each message from an internal buffer, so it is
+/// allocation-free per message. The reader is `Send`.
+pub struct CaptureReader {
+    path: PathBuf,
+    format: InputFormat,
+    inner: Inner,
+    yielded: u64,
+    /// Set at the end of input or after an error: later calls return `Ok(None)`.
+    done: bool,
+    bytes_total: Option<u64>,
+}
+
+impl CaptureReader {
+    /// Opens `path` and detects its format.
+    ///
+    /// # Errors
+    ///
+    /// A [`CaptureError`] if the file cannot be opened or read, or (pcap) its file header is
+    /// truncated or names an unsupported link type.
+    pub fn open(path: &Path, opts: ReadOptions) -> Result<Self, CaptureError> {
+        Self::open_with_buffer(path, opts, DEFAULT_BUFFER_LEN)
+    }
+
+    /// [`CaptureReader::open`] with a chosen buffer size, so tests can force frames across
+    /// refills.
+    pub(crate) fn open_with_buffer(
+        path: &Path,
+        opts: ReadOptions,
+        buffer_len: usize,
+    ) -> Result<Self, CaptureError> {
+        let fail = |offset, kind| CaptureError {
+            path: path.to_path_buf(),
+            offset,
+            index: 1,
+            kind,
+        };
+        let io = |e: io::Error| fail(0, CaptureErrorKind::Io(e));
+        let mut file = File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        let mut head = [0u8; 4];
+        let got = read_head(&mut file, &mut head).map_err(io)?;
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let format = detect(&head[..got]);
+
+        let (source, bytes_total): (Box<dyn Read + Send>, _) = match format {
+            InputFormat::GzipItch50 => (gzip::decoder(file), None),
+            _ => (Box::new(file), Some(len)),
+        };
+        let mut window = Window::new(source, buffer_len);
+        let inner = match format {
+            InputFormat::Itch50 | InputFormat::GzipItch50 => {
+                Inner::Itch50(Itch50Reader::new(window, opts.recover_lengths))
+            }
+            InputFormat::Pcap => {
+                let frames = PcapFrames::open(&mut window).map_err(|f| fail(f.offset, f.kind))?;
+                Inner::Pcap(PacketStream::new(window, frames))
+            }
+            InputFormat::PcapNg => Inner::PcapNg(PacketStream::new(window, PcapNgFrames::new())),
+        };
+        Ok(CaptureReader {
+            path: path.to_path_buf(),
+            format,
+            inner,
+            yielded: 0,
+            done: false,
+            bytes_total,
+        })
+    }
+
+    /// The detected format.
+    pub fn format(&self) -> InputFormat {
+        self.format
+    }
+
+    /// The path being read.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The next message, or `None` at the end of the input.
+    ///
+    /// # Errors
+    ///
+    /// A [`CaptureError`] naming the byte offset and message index where the input cannot
+    /// be read on: I/O or gzip errors, truncation, a zero ITCH50 length prefix, an unknown
+    /// type while recovering lengths, a corrupt pcap/pcapng structure. Every message before
+    /// it was yielded; later calls return `Ok(None)`.
+    ///
+    /// # Panics
+    ///
+    /// Only on a bug in this module: a format reader locating a message outside its buffer.
+    pub fn next_message(&mut self) -> Result<Option<RawMessage<'_>>, CaptureError> {
+        if self.done {
+            return Ok(None);
+        }
+        let next = match &mut self.inner {
+            Inner::Itch50(r) => r.next(),
+            Inner::Pcap(s) => s.next(),
+            Inner::PcapNg(s) => s.next(),
+        };
+        match next {
+            Ok(Some(at)) => {
+                self.yielded += 1;
+                let bytes = self
+                    .inner
+                    .window()
+                    .buf()
+                    .get(at.start..at.start + at.len)
+                    .expect("invariant: format readers locate messages inside the window");
+                Ok(Some(RawMessage {
+                    bytes,
+                    offset: at.offset,
+                    index: self.yielded,
+                    seq: at.seq,
+                    capture_ns: at.capture_ns,
+                }))
+            }
+            Ok(None) => {
+                self.done = true;
+                Ok(None)
+            }
+            Err(Fault { offset, kind }) => {
+                self.done = true;
+                Err(CaptureError {
+                    path: self.path.clone(),
+                    offset,
+                    index: self.yielded + 1,
+                    kind,
+                })
+            }
+        }
+    }
+
+    /// Counters so far; gap ranges are borrowed from the reader.
+    pub fn stats(&self) -> CaptureStats<'_> {
+        let mut stats = CaptureStats {
+            messages: self.yielded,
+            bytes_total: self.bytes_total,
+            ..CaptureStats::default()
+        };
+        match &self.inner {
+            Inner::Itch50(r) => stats.bytes_consumed = r.consumed(),
+            Inner::Pcap(s) => s.add_stats(&mut stats),
+            Inner::PcapNg(s) => s.add_stats(&mut stats),
+        }
+        stats
+    }
+}
+
+/// Reads up to `head.len()` bytes, fewer only at the end of the file.
+fn read_head(file: &mut File, head: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use std::io::Write;
+    use std::path::{Path, PathBuf};
+
+    /// The shared third-party captures (`../shared/data` from the repository root), or
+    /// `None` with a loud note when they are absent. Under `CI=true` absence is a failure.
+    pub(crate) fn data_dir() -> Option<PathBuf> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data");
+        if dir.is_dir() {
+            return Some(dir);
+        }
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "../shared/data not found at {} and CI=true",
+            dir.display()
+        );
+        eprintln!(
+            "SKIPPED: ../shared/data not found (looked in {})",
+            dir.display()
+        );
+        None
+    }
+
+    /// A temporary file holding `bytes`.
+    pub(crate) fn write_temp(bytes: &[u8]) -> tempfile::NamedTempFile {
+        let mut file = tempfile::NamedTempFile::new().expect("temp file");
+        file.write_all(bytes).expect("write temp file");
+        file.flush().expect("flush temp file");
+        file
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::write_temp;
+    use super::*;
+
+    #[test]
+    fn detects_formats_from_magic_bytes() {
+        assert_eq!(detect(&[0x1f, 0x8b, 8, 0]), InputFormat::GzipItch50);
+        assert_eq!(detect(&[0xd4, 0xc3, 0xb2, 0xa1]), InputFormat::Pcap);
+        assert_eq!(detect(&[0xa1, 0xb2, 0xc3, 0xd4]), InputFormat::Pcap);
+        assert_eq!(detect(&[0x4d, 0x3c, 0xb2, 0xa1]), InputFormat::Pcap);
+        assert_eq!(detect(&[0xa1, 0xb2, 0x3c, 0x4d]), InputFormat::Pcap);
+        assert_eq!(detect(&[0x0a, 0x0d, 0x0d, 0x0a]), InputFormat::PcapNg);
+        assert_eq!(detect(&[0x00, 0x0c, b'S', 0]), InputFormat::Itch50);
+        assert_eq!(detect(&[]), InputFormat::Itch50);
+    }
+
+    #[test]
+    fn missing_file_error_names_the_path() {
+        let err = CaptureReader::open(Path::new("/nonexistent/x.itch"), ReadOptions::default())
+            .err()
+            .expect("no such file");
+        assert!(matches!(err.kind, CaptureErrorKind::Io(_)));
+        assert!(err
+            .to_string()
+            .starts_with("file /nonexistent/x.itch: byte 0"));
+    }
+
+    #[test]
+    fn reader_is_send() {
+        fn assert_send<T: Send>() {}
+        assert_send::<CaptureReader>();
+        let file = write_temp(&[]);
+        assert!(CaptureReader::open(file.path(), ReadOptions::default()).is_ok());
+    }
+}
