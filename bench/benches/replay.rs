@@ -14,7 +14,13 @@ const MESSAGES: u64 = 1_000_000;
 
 fn day() -> Vec<u8> {
     let mut bytes = Vec::new();
-    let config = GenConfig { messages: MESSAGES, seed: 7, stocks: 50, hard_cases: false, crossing: false };
+    let config = GenConfig {
+        messages: MESSAGES,
+        seed: 7,
+        stocks: 50,
+        hard_cases: false,
+        crossing: false,
+    };
     write_itch50(config, &mut bytes).expect("writing to memory");
     bytes
 }
@@ -40,13 +46,19 @@ fn bench(c: &mut Criterion) {
             let mut sum = 0u64;
             for frame in frames(&bytes) {
                 if let Ok(m) = itch::decode(frame) {
-                    sum = sum.wrapping_add(m.timestamp().0).wrapping_add(u64::from(m.locate().0));
+                    sum = sum
+                        .wrapping_add(m.timestamp().0)
+                        .wrapping_add(u64::from(m.locate().0));
                 }
             }
             black_box(sum)
         })
     });
-    let config = BookConfig { max_orders: 1 << 20, max_books: 256, levels_per_side: 4096 };
+    let config = BookConfig {
+        max_orders: 1 << 20,
+        max_books: 256,
+        levels_per_side: 4096,
+    };
     group.bench_function("decode+book", |b| {
         b.iter(|| {
             let mut r: Replayer<io::Sink> = Replayer::new(config, None);

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use ticklane_engine::book::BookConfig;
-use ticklane_engine::replay::{replay_file, ReplayOptions};
+use ticklane_engine::replay::{replay_file, ReplayOptions, ReplaySummary};
 use ticklane_feed::sim::GenConfig;
 
 fn oracle_python() -> Option<PathBuf> {
@@ -41,7 +41,10 @@ fn oracle_python() -> Option<PathBuf> {
         return Some(python);
     }
     let why = format!("no Python with itch-book at {}", python.display());
-    assert!(!util::in_ci(), "CI=true but {why}: .ci/run must install the oracle");
+    assert!(
+        !util::in_ci(),
+        "CI=true but {why}: .ci/run must install the oracle"
+    );
     println!("ORACLE SKIPPED: {why} (run .ci/run, or set TICKLANE_ORACLE_PYTHON)");
     None
 }
@@ -63,7 +66,13 @@ fn run(python: &Path, script: &str, args: &[&Path], extra: &[&str]) -> String {
     stdout
 }
 
-fn cross_check(python: &Path, dir: &Path, name: &str, config: GenConfig, depth: usize) {
+fn cross_check(
+    python: &Path,
+    dir: &Path,
+    name: &str,
+    config: GenConfig,
+    depth: usize,
+) -> ReplaySummary {
     let file = dir.join(format!("{name}.itch50"));
     util::write_generated(&file, config);
     let ours_bbo = dir.join(format!("{name}.ours.bbo.csv"));
@@ -73,7 +82,11 @@ fn cross_check(python: &Path, dir: &Path, name: &str, config: GenConfig, depth: 
         bbo_out: Some(ours_bbo.clone()),
         book_out: Some(ours_book.clone()),
         depth,
-        books: BookConfig { max_orders: 1 << 20, max_books: 1024, levels_per_side: 4096 },
+        books: BookConfig {
+            max_orders: 1 << 20,
+            max_books: 1024,
+            levels_per_side: 4096,
+        },
         ..ReplayOptions::default()
     })
     .expect("replay runs");
@@ -88,37 +101,112 @@ fn cross_check(python: &Path, dir: &Path, name: &str, config: GenConfig, depth: 
     run(
         python,
         "itch_book_oracle.py",
-        &[&file, bbo_flag, &theirs_bbo, book_flag, &theirs_book, depth_flag, Path::new(&depth_arg)],
+        &[
+            &file,
+            bbo_flag,
+            &theirs_bbo,
+            book_flag,
+            &theirs_book,
+            depth_flag,
+            Path::new(&depth_arg),
+        ],
         &[],
     );
     let extra: &[&str] = if config.hard_cases { &["--mod32"] } else { &[] };
-    let verdict = run(python, "compare.py", &[&ours_bbo, &theirs_bbo, &ours_book, &theirs_book], extra);
+    let verdict = run(
+        python,
+        "compare.py",
+        &[&ours_bbo, &theirs_bbo, &ours_book, &theirs_book],
+        extra,
+    );
     println!("{name}: {}", verdict.trim());
     assert!(verdict.contains("ORACLE OK"), "{verdict}");
-    let rows = std::fs::read_to_string(&ours_bbo).expect("bbo written").lines().count();
-    assert!(rows > (config.messages / 20) as usize, "{name}: a day this long moves the top often");
+    let rows = std::fs::read_to_string(&ours_bbo)
+        .expect("bbo written")
+        .lines()
+        .count();
+    assert!(
+        rows > (config.messages / 20) as usize,
+        "{name}: a day this long moves the top often"
+    );
+    outcome.summary
+}
+
+/// True if some top-of-book quantity in the stream passed 2^32.
+fn some_level_passed_2_32(summary_name: &str, dir: &Path) -> bool {
+    let text =
+        std::fs::read_to_string(dir.join(format!("{summary_name}.ours.bbo.csv"))).expect("bbo");
+    text.lines().skip(1).any(|line| {
+        let f: Vec<&str> = line.split(',').collect();
+        [5, 8]
+            .iter()
+            .any(|&i| f[i].parse::<u64>().is_ok_and(|q| q >= 1 << 32))
+    })
 }
 
 #[test]
 fn top_of_book_and_depth_equal_itch_book() {
-    let Some(python) = oracle_python() else { return };
+    let Some(python) = oracle_python() else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("temp dir");
-    let base = GenConfig { messages: 200_000, seed: 1, stocks: 10, hard_cases: false, crossing: false };
+    let base = GenConfig {
+        messages: 200_000,
+        seed: 1,
+        stocks: 10,
+        hard_cases: false,
+        crossing: false,
+    };
     // Plain flow; then every hard case; then crossing flow; then a long day.
     cross_check(&python, dir.path(), "plain", base, 10);
-    cross_check(&python, dir.path(), "hard", GenConfig { seed: 2, hard_cases: true, ..base }, 10);
-    cross_check(
+    let hard = cross_check(
+        &python,
+        dir.path(),
+        "hard",
+        GenConfig {
+            seed: 2,
+            hard_cases: true,
+            ..base
+        },
+        10,
+    );
+    // The hard cases must really be there, or the comparison proves less than it says.
+    assert!(
+        hard.book.unknown_refs > 0,
+        "a mid-day start names unknown orders"
+    );
+    assert!(hard.book.clamped > 0, "over-sized executions are clamped");
+    assert!(
+        some_level_passed_2_32("hard", dir.path()),
+        "a level's shares pass 2^32"
+    );
+    let crossing = cross_check(
         &python,
         dir.path(),
         "crossing",
-        GenConfig { seed: 3, hard_cases: true, crossing: true, ..base },
+        GenConfig {
+            seed: 3,
+            hard_cases: true,
+            crossing: true,
+            ..base
+        },
         25,
+    );
+    assert!(
+        crossing.book.crossed_events > 0,
+        "crossing flow crosses books"
     );
     cross_check(
         &python,
         dir.path(),
         "long",
-        GenConfig { messages: 1_000_000, seed: 4, stocks: 40, hard_cases: true, crossing: false },
+        GenConfig {
+            messages: 1_000_000,
+            seed: 4,
+            stocks: 40,
+            hard_cases: true,
+            crossing: false,
+        },
         10,
     );
 }

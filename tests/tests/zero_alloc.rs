@@ -64,13 +64,25 @@ const MEASURED: u64 = 1_200_000;
 fn replay_allocates_nothing_per_message_after_warm_up() {
     let dir = tempfile::tempdir().expect("temp dir");
     let file = dir.path().join("day.itch50");
-    let config = GenConfig { messages: WARM_UP + MEASURED, seed: 9, stocks: 50, hard_cases: true, crossing: true };
+    let config = GenConfig {
+        messages: WARM_UP + MEASURED,
+        seed: 9,
+        stocks: 50,
+        hard_cases: true,
+        crossing: true,
+    };
     util::write_generated(&file, config);
 
     let mut reader = CaptureReader::open(&file, ReadOptions::default()).expect("open");
     let bbo = BboCsvWriter::new(io::sink()).expect("sink");
-    let mut replayer =
-        Replayer::new(BookConfig { max_orders: 1 << 20, max_books: 256, levels_per_side: 4096 }, Some(bbo));
+    let mut replayer = Replayer::new(
+        BookConfig {
+            max_orders: 1 << 20,
+            max_books: 256,
+            levels_per_side: 4096,
+        },
+        Some(bbo),
+    );
     let mut measured = 0u64;
     while let Some(raw) = reader.next_message().expect("valid file") {
         if raw.index == WARM_UP + 1 {
@@ -84,6 +96,12 @@ fn replay_allocates_nothing_per_message_after_warm_up() {
     COUNTING.with(|c| c.set(false));
     let allocations = ALLOCATIONS.with(Cell::get);
     assert_eq!(measured, MEASURED);
-    assert!(replayer.bbo_rows() > MEASURED / 10, "the top of book was tracked");
-    assert_eq!(allocations, 0, "allocations over {MEASURED} messages after warm-up");
+    assert!(
+        replayer.bbo_rows() > MEASURED / 10,
+        "the top of book was tracked"
+    );
+    assert_eq!(
+        allocations, 0,
+        "allocations over {MEASURED} messages after warm-up"
+    );
 }

@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use ticklane_engine::book::{BookConfig, Books, Side};
 use ticklane_engine::replay::{group, replay_file, ReplayOptions};
 use ticklane_feed::itch::Locate;
-use ticklane_feed::sim::{write_itch50, GenConfig};
+use ticklane_feed::sim::{write_itch50, GenConfig, GenSummary};
 
 /// ticklane: a low-latency Nasdaq TotalView-ITCH 5.0 price engine.
 ///
@@ -121,7 +121,10 @@ struct DemoArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => demo(&DemoArgs { messages: 2_000_000, stocks: 12 }),
+        None => demo(&DemoArgs {
+            messages: 2_000_000,
+            stocks: 12,
+        }),
         Some(Command::Demo(args)) => demo(&args),
         Some(Command::Replay(args)) => replay(&args),
         Some(Command::Gen(args)) => generate(&args).map(|()| ExitCode::SUCCESS),
@@ -169,20 +172,7 @@ fn gen_config(args: &GenArgs) -> GenConfig {
 }
 
 fn generate(args: &GenArgs) -> Result<()> {
-    let file = File::create(&args.out).with_context(|| format!("{}", args.out.display()))?;
-    let config = gen_config(args);
-    let gzip = args.out.extension().is_some_and(|e| e == "gz");
-    let summary = if gzip {
-        let mut out = flate2::write::GzEncoder::new(BufWriter::new(file), flate2::Compression::fast());
-        let s = write_itch50(config, &mut out)?;
-        out.finish()?.flush()?;
-        s
-    } else {
-        let mut out = BufWriter::new(file);
-        let s = write_itch50(config, &mut out)?;
-        out.flush()?;
-        s
-    };
+    let summary = write_file(args)?;
     eprintln!(
         "wrote {}: {} messages, {} bytes",
         args.out.display(),
@@ -192,6 +182,25 @@ fn generate(args: &GenArgs) -> Result<()> {
     Ok(())
 }
 
+fn write_file(args: &GenArgs) -> Result<GenSummary> {
+    let file = File::create(&args.out).with_context(|| format!("{}", args.out.display()))?;
+    let config = gen_config(args);
+    let gzip = args.out.extension().is_some_and(|e| e == "gz");
+    let summary = if gzip {
+        let mut out =
+            flate2::write::GzEncoder::new(BufWriter::new(file), flate2::Compression::fast());
+        let s = write_itch50(config, &mut out)?;
+        out.finish()?.flush()?;
+        s
+    } else {
+        let mut out = BufWriter::new(file);
+        let s = write_itch50(config, &mut out)?;
+        out.flush()?;
+        s
+    };
+    Ok(summary)
+}
+
 fn demo(args: &DemoArgs) -> Result<ExitCode> {
     let path = std::env::temp_dir().join(format!("ticklane-demo-{}.itch50", std::process::id()));
     println!(
@@ -199,7 +208,7 @@ fn demo(args: &DemoArgs) -> Result<ExitCode> {
         group(args.messages),
         args.stocks
     );
-    generate(&GenArgs {
+    write_file(&GenArgs {
         out: path.clone(),
         messages: args.messages,
         seed: 1,
@@ -210,7 +219,10 @@ fn demo(args: &DemoArgs) -> Result<ExitCode> {
     let opts = ReplayOptions {
         input: path.clone(),
         depth: 5,
-        books: BookConfig { max_orders: 1 << 20, ..BookConfig::default() },
+        books: BookConfig {
+            max_orders: 1 << 20,
+            ..BookConfig::default()
+        },
         progress: true,
         ..ReplayOptions::default()
     };
@@ -219,8 +231,14 @@ fn demo(args: &DemoArgs) -> Result<ExitCode> {
     let outcome = outcome?;
     print!("{}", outcome.summary.to_text());
     print_tops(&outcome.books, 4, 3);
-    println!("\nNext: `ticklane replay FILE --bbo-out bbo.csv --book-out book.csv` on your own capture.");
-    Ok(if outcome.summary.error.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    println!(
+        "\nNext: `ticklane replay FILE --bbo-out bbo.csv --book-out book.csv` on your own capture."
+    );
+    Ok(if outcome.summary.error.is_some() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// The top `levels` levels of the first `count` books, side by side.
@@ -233,16 +251,36 @@ fn print_tops(books: &Books, count: usize, levels: usize) {
 fn print_book(books: &Books, locate: Locate, levels: usize) {
     let symbol = String::from_utf8_lossy(books.symbol(locate)).into_owned();
     println!("\n  {symbol:<8} (locate {})         bid | ask", locate.0);
-    let bids: Vec<_> = books.side(locate, Side::Bid).map(|l| l.best_first().take(levels).collect()).unwrap_or_default();
-    let asks: Vec<_> = books.side(locate, Side::Ask).map(|l| l.best_first().take(levels).collect()).unwrap_or_default();
+    let bids: Vec<_> = books
+        .side(locate, Side::Bid)
+        .map(|l| l.best_first().take(levels).collect())
+        .unwrap_or_default();
+    let asks: Vec<_> = books
+        .side(locate, Side::Ask)
+        .map(|l| l.best_first().take(levels).collect())
+        .unwrap_or_default();
     for i in 0..levels {
         let bid = bids
             .get(i)
-            .map(|l| format!("{:>12} {:>12} ({:>3})", group(l.qty), l.price.to_string(), l.orders))
+            .map(|l| {
+                format!(
+                    "{:>12} {:>12} ({:>3})",
+                    group(l.qty),
+                    l.price.to_string(),
+                    l.orders
+                )
+            })
             .unwrap_or_default();
         let ask = asks
             .get(i)
-            .map(|l| format!("{:<12} {:<12} ({:>3})", l.price.to_string(), group(l.qty), l.orders))
+            .map(|l| {
+                format!(
+                    "{:<12} {:<12} ({:>3})",
+                    l.price.to_string(),
+                    group(l.qty),
+                    l.orders
+                )
+            })
             .unwrap_or_default();
         println!("  {bid:>32} | {ask}");
     }

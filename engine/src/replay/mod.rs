@@ -5,10 +5,12 @@ mod bbo_csv;
 mod book_csv;
 mod csv_buffer;
 mod replayer;
+mod run;
 mod summary;
 
 pub use bbo_csv::{BboCsvWriter, BBO_HEADER};
 pub use book_csv::{write_book_csv, BOOK_HEADER};
 pub use csv_buffer::CsvBuffer;
 pub use replayer::{Replayer, StepError, TypeCounts};
+pub use run::{replay_file, ReplayError, ReplayOptions, ReplayOutcome};
 pub use summary::{group, PacketCounts, ReplaySummary};

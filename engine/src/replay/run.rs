@@ -53,7 +53,10 @@ pub enum ReplayError {
 fn output(path: &Path) -> Result<BufWriter<File>, ReplayError> {
     File::create(path)
         .map(BufWriter::new)
-        .map_err(|source| ReplayError::Output { path: path.to_path_buf(), source })
+        .map_err(|source| ReplayError::Output {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// A finished replay: its report and the books as they ended.
@@ -75,13 +78,21 @@ const PROGRESS_EVERY: u64 = 1 << 20;
 /// [`ReplayError`] if the input cannot be opened or an output cannot be written.
 pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
     let started = Instant::now();
-    let mut reader =
-        CaptureReader::open(&opts.input, ReadOptions { recover_lengths: opts.recover_lengths })?;
+    let mut reader = CaptureReader::open(
+        &opts.input,
+        ReadOptions {
+            recover_lengths: opts.recover_lengths,
+        },
+    )?;
     let bbo = match &opts.bbo_out {
-        Some(path) => Some(
-            BboCsvWriter::new(output(path)?)
-                .map_err(|source| ReplayError::Output { path: path.clone(), source })?,
-        ),
+        Some(path) => {
+            Some(
+                BboCsvWriter::new(output(path)?).map_err(|source| ReplayError::Output {
+                    path: path.clone(),
+                    source,
+                })?,
+            )
+        }
         None => None,
     };
     let mut replayer = Replayer::new(opts.books, bbo);
@@ -115,10 +126,18 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
             let stats = reader.stats();
             let pct = stats
                 .bytes_total
-                .map(|total| format!("{:5.1}%", 100.0 * stats.bytes_consumed as f64 / total.max(1) as f64))
+                .map(|total| {
+                    format!(
+                        "{:5.1}%",
+                        100.0 * stats.bytes_consumed as f64 / total.max(1) as f64
+                    )
+                })
                 .unwrap_or_default();
             let rate = index as f64 / started.elapsed().as_secs_f64() / 1e6;
-            eprint!("\r  {pct} {:>12} messages  {rate:.1} M msg/s", super::group(index));
+            eprint!(
+                "\r  {pct} {:>12} messages  {rate:.1} M msg/s",
+                super::group(index)
+            );
         }
     }
     if show_progress {
@@ -145,8 +164,12 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
     })?;
     let elapsed_s = started.elapsed().as_secs_f64();
     if let Some(path) = &opts.book_out {
-        write_book_csv(&books, opts.depth, output(path)?)
-            .map_err(|source| ReplayError::Output { path: path.clone(), source })?;
+        write_book_csv(&books, opts.depth, output(path)?).map_err(|source| {
+            ReplayError::Output {
+                path: path.clone(),
+                source,
+            }
+        })?;
     }
     let summary = ReplaySummary {
         input: opts.input.display().to_string(),
@@ -166,7 +189,10 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
         let mut out = output(path)?;
         out.write_all(summary.to_json().as_bytes())
             .and_then(|()| out.flush())
-            .map_err(|source| ReplayError::Output { path: path.clone(), source })?;
+            .map_err(|source| ReplayError::Output {
+                path: path.clone(),
+                source,
+            })?;
     }
     Ok(ReplayOutcome { summary, books })
 }

@@ -74,6 +74,17 @@ pub enum InputFormat {
     PcapNg,
 }
 
+impl std::fmt::Display for InputFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            InputFormat::Itch50 => "ITCH50",
+            InputFormat::GzipItch50 => "ITCH50.gz",
+            InputFormat::Pcap => "pcap",
+            InputFormat::PcapNg => "pcapng",
+        })
+    }
+}
+
 /// The format whose magic bytes start `head` (the first 4 bytes of the file suffice);
 /// anything unrecognised is taken to be an ITCH50 file.
 pub fn detect(head: &[u8]) -> InputFormat {

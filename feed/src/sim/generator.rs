@@ -293,7 +293,7 @@ impl Generator {
     }
 
     fn share_count(&mut self) -> u32 {
-        if self.config.hard_cases && self.rng.chance(0.01) {
+        if self.config.hard_cases && self.rng.chance(0.002) {
             // Two of these at one level pass 2^32.
             return 3_000_000_000 + self.rng.below(1_000_000_000) as u32;
         }

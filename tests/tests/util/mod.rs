@@ -25,7 +25,10 @@ pub fn shared_data() -> Option<PathBuf> {
         return Some(dir);
     }
     assert!(!in_ci(), "CI=true but {} is missing", dir.display());
-    println!("SKIPPED: {} not found; this test reads the real captures there", dir.display());
+    println!(
+        "SKIPPED: {} not found; this test reads the real captures there",
+        dir.display()
+    );
     None
 }
 
