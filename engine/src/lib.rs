@@ -3,3 +3,6 @@
 //! `unsafe` is denied crate-wide; only the ring, the seqlock and the snapshot mapping allow
 //! it, each block with a `// SAFETY:` line.
 #![deny(unsafe_code)]
+
+pub mod ring;
+mod sync;
