@@ -5,4 +5,5 @@
 #![deny(unsafe_code)]
 
 pub mod ring;
+pub mod seqlock;
 mod sync;
