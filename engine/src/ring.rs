@@ -371,10 +371,11 @@ impl<T> Producer<T> {
     #[inline]
     pub fn write_batch(&mut self, max: usize) -> WriteBatch<'_, T> {
         let reserved = self.free_at_least(max).min(max);
-        let end = self.head.wrapping_add(reserved);
+        let start = self.head;
         WriteBatch {
             producer: self,
-            end,
+            start,
+            end: start.wrapping_add(reserved),
         }
     }
 
@@ -541,6 +542,8 @@ impl<T> fmt::Debug for Producer<T> {
 #[must_use = "a batch publishes its items when committed or dropped"]
 pub struct WriteBatch<'a, T> {
     producer: &'a mut Producer<T>,
+    /// The producer's head when the batch began.
+    start: usize,
     /// One past the last reserved index. Invariant: `producer.head..end` are free slots.
     end: usize,
 }
@@ -658,7 +661,11 @@ impl<T> WriteBatch<'_, T> {
 
 impl<T> Drop for WriteBatch<'_, T> {
     fn drop(&mut self) {
-        self.producer.publish();
+        // An empty batch (the usual outcome of polling a full ring) stores nothing, so the
+        // head's cache line is not dirtied for nothing.
+        if self.producer.head != self.start {
+            self.producer.publish();
+        }
     }
 }
 
@@ -768,10 +775,11 @@ impl<T> Consumer<T> {
     #[inline]
     pub fn read_batch(&mut self, max: usize) -> ReadBatch<'_, T> {
         let available = self.available_at_least(max).min(max);
-        let end = self.tail.wrapping_add(available);
+        let start = self.tail;
         ReadBatch {
             consumer: self,
-            end,
+            start,
+            end: start.wrapping_add(available),
         }
     }
 
@@ -940,6 +948,8 @@ impl<T> fmt::Debug for Consumer<T> {
 #[must_use = "a batch does nothing unless its items are taken"]
 pub struct ReadBatch<'a, T> {
     consumer: &'a mut Consumer<T>,
+    /// The consumer's tail when the batch began.
+    start: usize,
     /// One past the last index covered. Invariant: `consumer.tail..end` are published slots.
     end: usize,
 }
@@ -998,7 +1008,10 @@ impl<T> ExactSizeIterator for ReadBatch<'_, T> {}
 
 impl<T> Drop for ReadBatch<'_, T> {
     fn drop(&mut self) {
-        self.consumer.release();
+        // An empty batch (the usual outcome of polling an empty ring) stores nothing.
+        if self.consumer.tail != self.start {
+            self.consumer.release();
+        }
     }
 }
 
