@@ -6,3 +6,6 @@
 
 pub mod book;
 pub mod replay;
+pub mod ring;
+pub mod seqlock;
+mod sync;
