@@ -61,7 +61,8 @@ fn bench(c: &mut Criterion) {
     };
     group.bench_function("decode+book", |b| {
         b.iter(|| {
-            let mut r: Replayer<io::Sink> = Replayer::new(config, None);
+            let mut r: Replayer<BboCsvWriter<io::Sink>> =
+                Replayer::new(config, None).expect("books fit");
             for (i, frame) in frames(&bytes).enumerate() {
                 r.step(i as u64 + 1, frame).expect("valid day");
             }
@@ -71,7 +72,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("decode+book+bbo_csv", |b| {
         b.iter(|| {
             let bbo = BboCsvWriter::new(io::sink()).expect("sink");
-            let mut r = Replayer::new(config, Some(bbo));
+            let mut r = Replayer::new(config, Some(bbo)).expect("books fit");
             for (i, frame) in frames(&bytes).enumerate() {
                 r.step(i as u64 + 1, frame).expect("valid day");
             }

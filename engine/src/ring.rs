@@ -63,8 +63,20 @@ use core::mem::{needs_drop, MaybeUninit};
 use bytemuck::Zeroable;
 use crossbeam_utils::CachePadded;
 
-use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::atomic::{fence, AtomicUsize, Ordering};
 use crate::sync::{Arc, UnsafeCell};
+
+/// True once the other half has been dropped. Then an Acquire fence pairs with the Release
+/// decrement in the other half's `Arc` drop, so every index it published before dropping is
+/// visible to the loads that follow.
+#[inline]
+fn abandoned<T>(ring: &Arc<Ring<T>>) -> bool {
+    let gone = Arc::strong_count(ring) < 2;
+    if gone {
+        fence(Ordering::Acquire);
+    }
+    gone
+}
 
 /// The storage shared by a [`Producer`] and its [`Consumer`].
 ///
@@ -452,7 +464,7 @@ impl<T> Producer<T> {
     /// assert!(producer.is_abandoned());
     /// ```
     pub fn is_abandoned(&self) -> bool {
-        Arc::strong_count(&self.ring) < 2
+        abandoned(&self.ring)
     }
 
     /// Returns the free slots according to the cached tail, refreshing it only if that shows
@@ -858,7 +870,7 @@ impl<T> Consumer<T> {
     /// assert_eq!(consumer.pop(), Ok(1)); // what was pushed is still delivered
     /// ```
     pub fn is_abandoned(&self) -> bool {
-        Arc::strong_count(&self.ring) < 2
+        abandoned(&self.ring)
     }
 
     /// Returns the items available according to the cached head, refreshing it only if that

@@ -190,7 +190,7 @@ proptest! {
     #[test]
     fn books_equal_the_naive_model(messages in prop::collection::vec(message(), 1..300)) {
         let config = BookConfig { max_orders: 64, max_books: 8, levels_per_side: 64 };
-        let mut books = Books::new(config);
+        let mut books = Books::new(config).expect("books fit");
         let mut model = Model::default();
         let mut buf = [0u8; 64];
         for (i, m) in messages.iter().enumerate() {
@@ -226,7 +226,8 @@ fn reference_zero_is_ordinary_and_reusable() {
         max_orders: 8,
         max_books: 2,
         levels_per_side: 8,
-    });
+    })
+    .expect("books fit");
     let mut buf = [0u8; 64];
     let mut apply = |books: &mut Books, m: owned::Message| {
         let len = m.encode(&mut buf);
@@ -269,7 +270,8 @@ fn capacity_exhaustion_is_counted_not_fatal() {
         max_orders: 2,
         max_books: 1,
         levels_per_side: 1,
-    });
+    })
+    .expect("books fit");
     let mut buf = [0u8; 64];
     let mut add = |books: &mut Books, locate: u16, r: u64, price: u32| {
         let m = owned::Message::AddOrder(owned::AddOrder {

@@ -82,7 +82,8 @@ fn replay_allocates_nothing_per_message_after_warm_up() {
             levels_per_side: 4096,
         },
         Some(bbo),
-    );
+    )
+    .expect("books fit");
     let mut measured = 0u64;
     while let Some(raw) = reader.next_message().expect("valid file") {
         if raw.index == WARM_UP + 1 {

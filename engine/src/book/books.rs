@@ -8,6 +8,8 @@
 //! reference 0 is ordinary. Crossing adds are applied as sent and the book is flagged:
 //! a feed handler has no matching engine behind it.
 
+use std::io;
+
 use ticklane_feed::itch::{Locate, Message, OrderRef, Price, Stock};
 
 use super::ladder::{LadderView, Level, PriceLadder};
@@ -107,30 +109,31 @@ fn side_index(side: Side) -> usize {
 }
 
 impl Books {
-    /// Allocates every table once, at the configured capacities.
+    /// Allocates every table once, at the configured capacities (each at least 1).
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// If a capacity is 0 or the tables do not fit the address space.
-    pub fn new(config: BookConfig) -> Self {
-        assert!(
-            config.max_books > 0 && config.levels_per_side > 0,
-            "capacities must be > 0"
-        );
+    /// If the tables do not fit the address space or cannot be mapped.
+    pub fn new(config: BookConfig) -> io::Result<Self> {
+        let config = BookConfig {
+            max_orders: config.max_orders.max(1),
+            max_books: config.max_books.clamp(1, LOCATES),
+            levels_per_side: config.levels_per_side.clamp(1, u32::MAX as usize),
+        };
         let level_count = config
             .max_books
             .checked_mul(2 * config.levels_per_side)
-            .expect("invariant: level capacity fits the address space");
-        Books {
+            .ok_or_else(|| io::Error::other("level capacity overflows the address space"))?;
+        Ok(Books {
             config,
-            orders: OrderTable::with_capacity(config.max_orders),
+            orders: OrderTable::with_capacity(config.max_orders)?,
             book_of: vec![NO_BOOK; LOCATES],
             books: Vec::with_capacity(config.max_books),
             levels: bytemuck::zeroed_vec(level_count),
             symbols: vec![Stock::default(); LOCATES],
             trading_states: vec![0; LOCATES],
             counters: BookCounters::default(),
-        }
+        })
     }
 
     /// The capacities in force.
@@ -156,6 +159,12 @@ impl Books {
     /// Symbol of the latest `R` for the locate, trailing spaces removed (empty if none).
     pub fn symbol(&self, locate: Locate) -> &[u8] {
         self.symbols[usize::from(locate.0)].trimmed()
+    }
+
+    /// Symbol of the latest `R` for the locate, space padded (all spaces if none).
+    #[inline]
+    pub fn symbol_raw(&self, locate: Locate) -> Stock {
+        self.symbols[usize::from(locate.0)]
     }
 
     /// Latest `H` trading state of the locate (`T`, `H`, `P`, `Q`), if one was seen.

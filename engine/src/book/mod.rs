@@ -4,8 +4,10 @@ mod books;
 mod ladder;
 mod order_table;
 mod top_of_book;
+mod zeroed_pages;
 
 pub use books::{BookConfig, BookCounters, Books};
 pub use ladder::{LadderFull, LadderView, Level, LevelView, PriceLadder};
 pub use order_table::{InsertError, Order, OrderTable, Side};
 pub use top_of_book::TopOfBook;
+pub use zeroed_pages::ZeroedPages;

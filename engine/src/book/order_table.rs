@@ -1,14 +1,21 @@
 //! The live-order table: every resting order by reference, in memory allocated once.
 //!
-//! Open addressing with linear probing and backward-shift deletion (no tombstones, so probe
-//! chains never rot over a day). The slot of a reference keeps the low bits of the reference
-//! itself and folds the high bits in with a multiply: Nasdaq hands out references nearly in
-//! sequence, so consecutive orders land in consecutive slots (a direct index in effect,
-//! cache- and TLB-friendly), while references that share their low bits are still spread.
-//! The table holds at most half as many orders as it has slots, so probe chains stay short.
+//! A bucket array of 4-byte heads, indexed by the reference, points into a pool of order
+//! records chained per bucket. The bucket of a reference keeps the reference's low bits and
+//! folds the high bits in with a multiply: Nasdaq hands out references nearly in sequence, so
+//! consecutive orders land in consecutive buckets and chains stay one long (a direct index in
+//! effect), while references that share their low bits are still spread. Pool records are
+//! recycled last-freed-first, so the records in use stay few and hot in cache, and the memory
+//! a day touches grows with its live orders and (4 bytes each) its reference range, not with
+//! the configured capacity: first-touch page faults were a third of a replay's time when the
+//! records themselves were indexed by reference.
+
+use std::io;
 
 use bytemuck::{Pod, Zeroable};
 use ticklane_feed::itch::{Locate, OrderRef, Price};
+
+use super::zeroed_pages::ZeroedPages;
 
 /// Which side of the book an order rests on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -52,28 +59,28 @@ pub struct Order {
     pub shares: u32,
 }
 
-/// One slot. `shares == 0` marks an empty slot: a live order always has shares left, so no
-/// reference (0 included) needs to be reserved as a marker.
+/// A link to a pool record: record `i` is stored as `i + 1`, so zeroed memory is "none".
+type Link = u32;
+const NONE: Link = 0;
+
+/// One pool record: a live order, or a free record whose `next` links the free list.
 #[derive(Clone, Copy, Pod, Zeroable)]
 #[repr(C)]
-struct Slot {
+struct Record {
     order_ref: u64,
+    /// Next record in the same bucket (live) or in the free list (free).
+    next: Link,
     price: u32,
     shares: u32,
     locate: u16,
     /// 0 bid, 1 ask.
     side: u8,
-    _pad: [u8; 5],
+    _pad: u8,
 }
 
-const _: () = assert!(core::mem::size_of::<Slot>() == 24);
+const _: () = assert!(core::mem::size_of::<Record>() == 24);
 
-impl Slot {
-    #[inline(always)]
-    fn is_empty(&self) -> bool {
-        self.shares == 0
-    }
-
+impl Record {
     #[inline(always)]
     fn order(&self) -> Order {
         Order {
@@ -94,42 +101,67 @@ pub enum InsertError {
     Full,
 }
 
+/// Where a live reference sits: its record, and the link that points at it.
+#[derive(Clone, Copy)]
+struct Found {
+    record: usize,
+    /// The record before it in the bucket's chain, or `None` if the bucket head points at it.
+    before: Option<usize>,
+    bucket: usize,
+}
+
 /// Every live order by reference, with a fixed capacity chosen at start-up.
 ///
 /// Lookups, inserts and removals allocate nothing.
 pub struct OrderTable {
-    /// Length is a power of two, at least twice `capacity`.
-    slots: Vec<Slot>,
-    /// `slots.len() - 1`.
+    /// Head link of each bucket; length a power of two, at least twice `capacity`.
+    buckets: ZeroedPages<Link>,
+    /// `buckets.len() - 1`.
     mask: usize,
-    /// `log2(slots.len())`.
+    /// `log2(buckets.len())`.
     shift: u32,
-    /// Most live orders allowed.
-    capacity: usize,
+    /// `capacity` records.
+    records: ZeroedPages<Record>,
+    /// Records `0 .. fresh` have been used at least once; the rest were never touched.
+    fresh: usize,
+    /// Head of the list of freed records.
+    free: Link,
     /// Live orders now; never above `capacity`.
     len: usize,
 }
 
+/// The bucket of a reference in a table of `mask + 1 == 1 << shift` buckets.
+#[inline(always)]
+fn bucket_of(order_ref: OrderRef, shift: u32, mask: usize) -> usize {
+    let r = order_ref.0;
+    // Low bits kept as they are (sequential refs, sequential buckets); the high bits are
+    // mixed in so refs that differ only above the mask do not share a bucket.
+    let folded = r ^ (r >> shift).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    folded as usize & mask
+}
+
 impl OrderTable {
-    /// A table for up to `capacity` live orders. The slots are zeroed memory from the
-    /// allocator, so pages the day never touches are never made resident.
+    /// A table for up to `capacity` (at least 1, below 2^32) live orders. Its memory is
+    /// zeroed pages, made resident only when touched.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// If `capacity` is 0 or the table would not fit the address space.
-    pub fn with_capacity(capacity: usize) -> Self {
-        assert!(capacity > 0, "order capacity must be at least 1");
-        let slot_count = capacity
+    /// If the table does not fit the address space or cannot be mapped.
+    pub fn with_capacity(capacity: usize) -> io::Result<Self> {
+        let capacity = capacity.clamp(1, u32::MAX as usize - 1);
+        let bucket_count = capacity
             .checked_mul(2)
             .and_then(usize::checked_next_power_of_two)
-            .expect("invariant: order capacity fits the address space");
-        OrderTable {
-            slots: bytemuck::zeroed_vec(slot_count),
-            mask: slot_count - 1,
-            shift: slot_count.trailing_zeros(),
-            capacity,
+            .ok_or_else(|| io::Error::other("order capacity overflows the address space"))?;
+        Ok(OrderTable {
+            buckets: ZeroedPages::new(bucket_count)?,
+            mask: bucket_count - 1,
+            shift: bucket_count.trailing_zeros(),
+            records: ZeroedPages::new(capacity)?,
+            fresh: 0,
+            free: NONE,
             len: 0,
-        }
+        })
     }
 
     /// Live orders now.
@@ -147,38 +179,36 @@ impl OrderTable {
     /// Most live orders the table accepts.
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.records.len()
     }
 
     #[inline(always)]
-    fn home(&self, order_ref: OrderRef) -> usize {
-        let r = order_ref.0;
-        // Low bits kept as they are (sequential refs, sequential slots); the high bits are
-        // mixed in so refs that differ only above the mask do not share a home.
-        let folded = r ^ (r >> self.shift).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        folded as usize & self.mask
-    }
-
-    /// The slot index holding `order_ref`, if it is live.
-    #[inline(always)]
-    fn find(&self, order_ref: OrderRef) -> Option<usize> {
-        let mut i = self.home(order_ref);
-        loop {
-            let slot = &self.slots[i];
-            if slot.is_empty() {
-                return None;
+    fn find(&self, order_ref: OrderRef) -> Option<Found> {
+        let bucket = bucket_of(order_ref, self.shift, self.mask);
+        let records = self.records.as_slice();
+        let mut link = self.buckets.as_slice()[bucket];
+        let mut before = None;
+        while link != NONE {
+            let record = link as usize - 1;
+            let r = &records[record];
+            if r.order_ref == order_ref.0 {
+                return Some(Found {
+                    record,
+                    before,
+                    bucket,
+                });
             }
-            if slot.order_ref == order_ref.0 {
-                return Some(i);
-            }
-            i = (i + 1) & self.mask;
+            before = Some(record);
+            link = r.next;
         }
+        None
     }
 
     /// The live order with this reference.
     #[inline]
     pub fn get(&self, order_ref: OrderRef) -> Option<Order> {
-        self.find(order_ref).map(|i| self.slots[i].order())
+        self.find(order_ref)
+            .map(|f| self.records.as_slice()[f.record].order())
     }
 
     /// Adds a live order.
@@ -194,28 +224,32 @@ impl OrderTable {
     #[inline]
     pub fn insert(&mut self, order_ref: OrderRef, order: Order) -> Result<(), InsertError> {
         debug_assert!(order.shares > 0, "a live order has shares");
-        let mut i = self.home(order_ref);
-        loop {
-            let slot = &self.slots[i];
-            if slot.is_empty() {
-                break;
-            }
-            if slot.order_ref == order_ref.0 {
-                return Err(InsertError::AlreadyLive);
-            }
-            i = (i + 1) & self.mask;
+        if self.find(order_ref).is_some() {
+            return Err(InsertError::AlreadyLive);
         }
-        if self.len == self.capacity {
+        let records = self.records.as_mut_slice();
+        let record = if self.free != NONE {
+            let record = self.free as usize - 1;
+            self.free = records[record].next;
+            record
+        } else if self.fresh < records.len() {
+            self.fresh += 1;
+            self.fresh - 1
+        } else {
             return Err(InsertError::Full);
-        }
-        self.slots[i] = Slot {
+        };
+        let bucket = bucket_of(order_ref, self.shift, self.mask);
+        let head = &mut self.buckets.as_mut_slice()[bucket];
+        records[record] = Record {
             order_ref: order_ref.0,
+            next: *head,
             price: order.price.0,
             shares: order.shares,
             locate: order.locate.0,
             side: u8::from(order.side == Side::Ask),
-            _pad: [0; 5],
+            _pad: 0,
         };
+        *head = record as Link + 1;
         self.len += 1;
         Ok(())
     }
@@ -224,13 +258,13 @@ impl OrderTable {
     /// actually taken (clamped to what was left). An order whose shares reach 0 leaves.
     #[inline]
     pub fn reduce(&mut self, order_ref: OrderRef, shares: u32) -> Option<(Order, u32)> {
-        let i = self.find(order_ref)?;
-        let before = self.slots[i].order();
+        let found = self.find(order_ref)?;
+        let before = self.records.as_slice()[found.record].order();
         let taken = shares.min(before.shares);
         if taken == before.shares {
-            self.remove_at(i);
+            self.unlink(found);
         } else {
-            self.slots[i].shares -= taken;
+            self.records.as_mut_slice()[found.record].shares -= taken;
         }
         Some((before, taken))
     }
@@ -238,43 +272,43 @@ impl OrderTable {
     /// Removes a live order and returns it.
     #[inline]
     pub fn remove(&mut self, order_ref: OrderRef) -> Option<Order> {
-        let i = self.find(order_ref)?;
-        let order = self.slots[i].order();
-        self.remove_at(i);
+        let found = self.find(order_ref)?;
+        let order = self.records.as_slice()[found.record].order();
+        self.unlink(found);
         Some(order)
     }
 
-    /// Backward-shift deletion: pull later members of the probe chain into the hole so that
-    /// every live order stays reachable from its home without tombstones.
-    #[inline]
-    fn remove_at(&mut self, mut hole: usize) {
-        let mut i = hole;
-        loop {
-            i = (i + 1) & self.mask;
-            let slot = self.slots[i];
-            if slot.is_empty() {
-                break;
-            }
-            let home = self.home(OrderRef(slot.order_ref));
-            // The slot may move into the hole only if its home is not cyclically in
-            // (hole, i]; otherwise moving it would put it before its home.
-            let dist_home = i.wrapping_sub(home) & self.mask;
-            let dist_hole = i.wrapping_sub(hole) & self.mask;
-            if dist_home >= dist_hole {
-                self.slots[hole] = slot;
-                hole = i;
-            }
+    /// Takes a record out of its bucket's chain and pushes it on the free list, so the next
+    /// insert reuses it while it is still in cache.
+    #[inline(always)]
+    fn unlink(&mut self, found: Found) {
+        let records = self.records.as_mut_slice();
+        let next = records[found.record].next;
+        match found.before {
+            Some(before) => records[before].next = next,
+            None => self.buckets.as_mut_slice()[found.bucket] = next,
         }
-        self.slots[hole] = Slot::zeroed();
+        records[found.record] = Record {
+            next: self.free,
+            ..Record::zeroed()
+        };
+        self.free = found.record as Link + 1;
         self.len -= 1;
     }
 
-    /// Every live order, in table order (for checks and final reports, not the hot path).
+    /// Every live order (for checks and final reports, not the hot path).
     pub fn iter(&self) -> impl Iterator<Item = (OrderRef, Order)> + '_ {
-        self.slots
-            .iter()
-            .filter(|s| !s.is_empty())
-            .map(|s| (OrderRef(s.order_ref), s.order()))
+        let records = self.records.as_slice();
+        self.buckets.as_slice().iter().flat_map(move |&head| {
+            let mut link = head;
+            std::iter::from_fn(move || {
+                (link != NONE).then(|| {
+                    let r = &records[link as usize - 1];
+                    link = r.next;
+                    (OrderRef(r.order_ref), r.order())
+                })
+            })
+        })
     }
 }
 
@@ -295,7 +329,7 @@ mod tests {
 
     #[test]
     fn insert_get_reduce_remove() {
-        let mut t = OrderTable::with_capacity(4);
+        let mut t = OrderTable::with_capacity(4).expect("map");
         assert_eq!(t.insert(OrderRef(0), order(10)), Ok(()));
         assert_eq!(
             t.insert(OrderRef(0), order(5)),
@@ -315,7 +349,7 @@ mod tests {
 
     #[test]
     fn full_is_an_error_not_a_crash() {
-        let mut t = OrderTable::with_capacity(2);
+        let mut t = OrderTable::with_capacity(2).expect("map");
         t.insert(OrderRef(1), order(1)).expect("room");
         t.insert(OrderRef(2), order(1)).expect("room");
         assert_eq!(t.insert(OrderRef(3), order(1)), Err(InsertError::Full));
@@ -325,9 +359,9 @@ mod tests {
 
     #[test]
     fn colliding_refs_survive_deletion_in_any_order() {
-        // Refs equal modulo the slot count share a home without the high-bit fold; with it,
-        // and with wrap-around at the end of the table, chains still resolve.
-        let mut t = OrderTable::with_capacity(8);
+        // Refs equal modulo the bucket count would share a bucket without the high-bit fold;
+        // with it or without it, chains must resolve.
+        let mut t = OrderTable::with_capacity(8).expect("map");
         let refs: Vec<u64> = (0..8).map(|k| 15 + (k << 4)).collect();
         for &r in &refs {
             t.insert(OrderRef(r), order(1)).expect("room");
@@ -343,7 +377,7 @@ mod tests {
     proptest! {
         #[test]
         fn behaves_like_a_hash_map(ops in prop::collection::vec((0u8..3, 0u64..40, 1u32..5), 1..400)) {
-            let mut t = OrderTable::with_capacity(16);
+            let mut t = OrderTable::with_capacity(16).expect("map");
             let mut model: HashMap<u64, u32> = HashMap::new();
             for (op, r, n) in ops {
                 match op {

@@ -2,6 +2,7 @@
 //! the top-of-book stream, the final depth and the summary.
 
 mod bbo_csv;
+mod bbo_row;
 mod book_csv;
 mod csv_buffer;
 mod replayer;
@@ -9,6 +10,7 @@ mod run;
 mod summary;
 
 pub use bbo_csv::{BboCsvWriter, BBO_HEADER};
+pub use bbo_row::{BboRow, BboSink};
 pub use book_csv::{write_book_csv, BOOK_HEADER};
 pub use csv_buffer::CsvBuffer;
 pub use replayer::{Replayer, StepError, TypeCounts};

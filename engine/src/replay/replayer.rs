@@ -3,12 +3,12 @@
 //! The input loop (files, captures) and the live pipeline both feed this one step, so a
 //! message is handled the same way wherever it came from.
 
-use std::io::{self, Write};
+use std::io;
 
-use ticklane_feed::itch::{self, DecodeError};
+use ticklane_feed::itch::{self, DecodeError, Locate, Nanos, Stock};
 
-use super::bbo_csv::BboCsvWriter;
-use crate::book::{BookConfig, Books};
+use super::bbo_row::{BboRow, BboSink};
+use crate::book::{BookConfig, Books, TopOfBook};
 
 /// Why one message stopped the replay.
 #[derive(Debug)]
@@ -39,10 +39,18 @@ impl TypeCounts {
     }
 }
 
+/// The top-of-book stream's state: where rows go and the last row sent per stock.
+struct BboTracker<S> {
+    sink: S,
+    /// Last row sent per locate; all zero before the first, as the contract says.
+    last: Vec<TopOfBook>,
+    rows: u64,
+}
+
 /// Books plus the optional top-of-book stream, fed one message at a time.
-pub struct Replayer<W: Write> {
+pub struct Replayer<S: BboSink> {
     books: Books,
-    bbo: Option<BboCsvWriter<W>>,
+    bbo: Option<BboTracker<S>>,
     by_type: TypeCounts,
     /// ITCH messages handled (unknown types included).
     messages: u64,
@@ -50,16 +58,25 @@ pub struct Replayer<W: Write> {
     unknown_types: u64,
 }
 
-impl<W: Write> Replayer<W> {
-    /// Books at `config`, writing the top-of-book stream to `bbo` if given.
-    pub fn new(config: BookConfig, bbo: Option<BboCsvWriter<W>>) -> Self {
-        Replayer {
-            books: Books::new(config),
-            bbo,
+impl<S: BboSink> Replayer<S> {
+    /// Books at `config`, sending the top-of-book stream to `bbo` if given: a row each time
+    /// any of a stock's six top-of-book values differs from its last row.
+    ///
+    /// # Errors
+    ///
+    /// If the book tables cannot be allocated.
+    pub fn new(config: BookConfig, bbo: Option<S>) -> io::Result<Self> {
+        Ok(Replayer {
+            books: Books::new(config)?,
+            bbo: bbo.map(|sink| BboTracker {
+                sink,
+                last: vec![TopOfBook::default(); 1 << 16],
+                rows: 0,
+            }),
             by_type: TypeCounts::default(),
             messages: 0,
             unknown_types: 0,
-        }
+        })
     }
 
     /// Handles message number `index` (1-based, in input order) given as exactly its bytes.
@@ -85,11 +102,31 @@ impl<W: Write> Replayer<W> {
         self.by_type.0[usize::from(message.tag())] += 1;
         if let Some(locate) = self.books.apply(&message) {
             if let Some(bbo) = &mut self.bbo {
-                bbo.on_change(&self.books, index, message.timestamp(), locate)
+                Self::track(bbo, &self.books, index, message.timestamp(), locate)
                     .map_err(StepError::Output)?;
             }
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn track(
+        bbo: &mut BboTracker<S>,
+        books: &Books,
+        index: u64,
+        timestamp: Nanos,
+        locate: Locate,
+    ) -> io::Result<()> {
+        let top = books.top_of_book(locate);
+        let last = &mut bbo.last[usize::from(locate.0)];
+        if top == *last {
+            return Ok(());
+        }
+        *last = top;
+        bbo.rows += 1;
+        let symbol: Stock = books.symbol_raw(locate);
+        bbo.sink
+            .write_row(&BboRow::new(index, timestamp, locate, symbol, &top))
     }
 
     /// The books as they stand.
@@ -114,7 +151,7 @@ impl<W: Write> Replayer<W> {
 
     /// Top-of-book rows written so far.
     pub fn bbo_rows(&self) -> u64 {
-        self.bbo.as_ref().map_or(0, BboCsvWriter::rows)
+        self.bbo.as_ref().map_or(0, |b| b.rows)
     }
 
     /// Flushes the top-of-book stream, if any, and gives back the books.
@@ -124,7 +161,7 @@ impl<W: Write> Replayer<W> {
     /// Whatever the stream's sink returns.
     pub fn finish(self) -> io::Result<Books> {
         if let Some(bbo) = self.bbo {
-            bbo.finish()?;
+            bbo.sink.finish()?;
         }
         Ok(self.books)
     }

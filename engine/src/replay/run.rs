@@ -40,6 +40,9 @@ pub enum ReplayError {
     /// The input could not be opened or recognised.
     #[error(transparent)]
     Open(#[from] ticklane_feed::capture::CaptureError),
+    /// The book tables could not be allocated at the configured capacities.
+    #[error("allocating the books: {0} (lower --max-orders, --max-books or --levels-per-side)")]
+    Books(io::Error),
     /// An output file could not be written.
     #[error("{path}: {source}")]
     Output {
@@ -95,7 +98,7 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
         }
         None => None,
     };
-    let mut replayer = Replayer::new(opts.books, bbo);
+    let mut replayer = Replayer::new(opts.books, bbo).map_err(ReplayError::Books)?;
     let show_progress = opts.progress && io::stderr().is_terminal();
     let mut error = None;
     loop {

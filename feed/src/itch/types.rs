@@ -136,9 +136,16 @@ impl<const N: usize> Alpha<N> {
     }
 
     /// The bytes with trailing spaces removed (the spec pads on the right).
+    #[inline]
     pub fn trimmed(&self) -> &[u8] {
-        let end = self.0.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
-        &self.0[..end]
+        Self::trim(&self.0)
+    }
+
+    /// `raw` with trailing spaces removed.
+    #[inline]
+    pub fn trim(raw: &[u8; N]) -> &[u8] {
+        let end = raw.iter().rposition(|&b| b != b' ').map_or(0, |i| i + 1);
+        &raw[..end]
     }
 
     /// The trimmed text, with any byte that is not printable ASCII shown as `?`.
