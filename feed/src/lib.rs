@@ -11,7 +11,10 @@
 //! let Ok(Message::OrderDelete(d)) = itch::decode(&delete) else { panic!() };
 //! assert_eq!(d.order_ref().0, 42);
 //! ```
-#![forbid(unsafe_code)]
+//!
+//! `unsafe` is denied crate-wide; the one exception is mapping a capture file into memory
+//! (`capture/mapped_file.rs`), with its `// SAFETY:` argument.
+#![deny(unsafe_code)]
 
 pub mod capture;
 pub mod itch;

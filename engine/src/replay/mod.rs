@@ -3,6 +3,7 @@
 
 mod bbo_csv;
 mod bbo_row;
+mod bbo_thread;
 mod book_csv;
 mod csv_buffer;
 mod replayer;
@@ -11,6 +12,7 @@ mod summary;
 
 pub use bbo_csv::{BboCsvWriter, BBO_HEADER};
 pub use bbo_row::{BboRow, BboSink};
+pub use bbo_thread::ThreadedBboSink;
 pub use book_csv::{write_book_csv, BOOK_HEADER};
 pub use csv_buffer::CsvBuffer;
 pub use replayer::{Replayer, StepError, TypeCounts};

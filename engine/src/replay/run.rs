@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use ticklane_feed::capture::{CaptureReader, InputFormat, ReadOptions};
 
-use super::bbo_csv::BboCsvWriter;
+use super::bbo_thread::ThreadedBboSink;
 use super::book_csv::write_book_csv;
 use super::replayer::{Replayer, StepError};
 use super::summary::{PacketCounts, ReplaySummary};
@@ -87,17 +87,16 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
             recover_lengths: opts.recover_lengths,
         },
     )?;
-    let bbo = match &opts.bbo_out {
-        Some(path) => {
-            Some(
-                BboCsvWriter::new(output(path)?).map_err(|source| ReplayError::Output {
+    let bbo =
+        match &opts.bbo_out {
+            Some(path) => Some(ThreadedBboSink::spawn(output(path)?).map_err(|source| {
+                ReplayError::Output {
                     path: path.clone(),
                     source,
-                })?,
-            )
-        }
-        None => None,
-    };
+                }
+            })?),
+            None => None,
+        };
     let mut replayer = Replayer::new(opts.books, bbo).map_err(ReplayError::Books)?;
     let show_progress = opts.progress && io::stderr().is_terminal();
     let mut error = None;

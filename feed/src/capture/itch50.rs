@@ -35,9 +35,32 @@ impl Itch50Reader {
     }
 
     /// The next message's place in the window, `None` at a clean end of input.
+    #[inline]
     pub(crate) fn next(&mut self) -> Result<Option<Located>, Fault> {
         self.window.consume(self.pending);
         self.pending = 0;
+        // Fast path: the whole frame is already in the window (always, for a mapped file).
+        if !self.recover_lengths {
+            if let Some(&[hi, lo]) = self.window.available().get(..2) {
+                let len = usize::from(u16::from_be_bytes([hi, lo]));
+                if len > 0 && self.window.available().len() >= 2 + len {
+                    self.pending = 2 + len;
+                    return Ok(Some(Located {
+                        start: self.window.start() + 2,
+                        len,
+                        offset: self.window.pos(),
+                        seq: None,
+                        capture_ns: None,
+                    }));
+                }
+            }
+        }
+        self.next_slow()
+    }
+
+    /// Refills the window as needed, and reports every way a frame can be bad.
+    #[cold]
+    fn next_slow(&mut self) -> Result<Option<Located>, Fault> {
         let offset = self.window.pos();
         let io = |e| Fault::new(offset, CaptureErrorKind::Io(e));
         let have = self.window.fill(2).map_err(io)?;

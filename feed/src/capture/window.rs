@@ -4,15 +4,29 @@
 //! borrowed slice of this buffer. A frame split across two reads is moved to the front of
 //! the buffer (a `memmove` of the unread tail, at most once per buffer's worth of input),
 //! never copied into a fresh allocation.
+//!
+//! An uncompressed file is not read at all: the window is then the whole file, mapped into
+//! memory, and every message is a slice of the mapping (no copy, no system call per chunk).
 
 use std::io::{self, Read};
 
+use memmap2::Mmap;
+
+/// Where the window's bytes live.
+enum Storage {
+    /// Read from a stream into a buffer allocated at open; it grows only for a single frame
+    /// larger than it (cold, bounded by the formats' own limits), never per message.
+    Buffered {
+        src: Box<dyn Read + Send>,
+        buf: Vec<u8>,
+    },
+    /// The whole input, mapped.
+    Mapped(Mmap),
+}
+
 /// The unread part of a stream, `buf[start..end]`, and where it sits in the input.
 pub(crate) struct Window {
-    src: Box<dyn Read + Send>,
-    /// Allocated at open; grows only for a single frame larger than it (cold, bounded by
-    /// the formats' own limits), never per message.
-    buf: Vec<u8>,
+    storage: Storage,
     /// Invariant: `start <= end <= buf.len()`.
     start: usize,
     end: usize,
@@ -25,12 +39,26 @@ impl Window {
     /// A window reading `src` in chunks of up to `capacity` bytes.
     pub(crate) fn new(src: Box<dyn Read + Send>, capacity: usize) -> Self {
         Window {
-            src,
-            buf: vec![0; capacity.max(1)],
+            storage: Storage::Buffered {
+                src,
+                buf: vec![0; capacity.max(1)],
+            },
             start: 0,
             end: 0,
             base: 0,
             eof: false,
+        }
+    }
+
+    /// A window over a whole mapped input: everything is available from the start.
+    pub(crate) fn mapped(map: Mmap) -> Self {
+        let end = map.len();
+        Window {
+            storage: Storage::Mapped(map),
+            start: 0,
+            end,
+            base: 0,
+            eof: true,
         }
     }
 
@@ -51,13 +79,18 @@ impl Window {
 
     /// The whole buffer; indices from [`Window::start`] on stay valid until the next
     /// [`Window::fill`] or [`Window::consume`].
+    #[inline(always)]
     pub(crate) fn buf(&self) -> &[u8] {
-        &self.buf
+        match &self.storage {
+            Storage::Buffered { buf, .. } => buf,
+            Storage::Mapped(map) => map,
+        }
     }
 
     /// The unread bytes held now.
+    #[inline(always)]
     pub(crate) fn available(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        &self.buf()[self.start..self.end]
     }
 
     /// Makes at least `n` unread bytes available, reading as much as the buffer holds; returns
@@ -65,21 +98,26 @@ impl Window {
     ///
     /// May move the unread bytes to the front of the buffer, so indices taken before it are
     /// stale afterwards.
+    #[inline]
     pub(crate) fn fill(&mut self, n: usize) -> io::Result<usize> {
         if self.end - self.start >= n || self.eof {
             return Ok(self.end - self.start);
         }
-        if self.start + n > self.buf.len() {
-            self.buf.copy_within(self.start..self.end, 0);
+        let Storage::Buffered { src, buf } = &mut self.storage else {
+            // A mapped window is at end of input from the start (`eof`).
+            return Ok(self.end - self.start);
+        };
+        if self.start + n > buf.len() {
+            buf.copy_within(self.start..self.end, 0);
             self.base += self.start as u64;
             self.end -= self.start;
             self.start = 0;
-            if n > self.buf.len() {
-                self.buf.resize(n, 0);
+            if n > buf.len() {
+                buf.resize(n, 0);
             }
         }
         while self.end - self.start < n {
-            match self.src.read(&mut self.buf[self.end..]) {
+            match src.read(&mut buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
                     break;
@@ -93,6 +131,7 @@ impl Window {
     }
 
     /// Marks `n` bytes read.
+    #[inline(always)]
     pub(crate) fn consume(&mut self, n: usize) {
         debug_assert!(n <= self.end - self.start, "consume past the data held");
         self.start = (self.start + n).min(self.end);
