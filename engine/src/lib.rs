@@ -9,3 +9,4 @@ pub mod replay;
 pub mod ring;
 pub mod seqlock;
 mod sync;
+pub mod pipeline;

@@ -15,6 +15,6 @@ pub use bbo_row::{BboRow, BboSink};
 pub use bbo_thread::ThreadedBboSink;
 pub use book_csv::{write_book_csv, BOOK_HEADER};
 pub use csv_buffer::CsvBuffer;
-pub use replayer::{Replayer, StepError, TypeCounts};
+pub use replayer::{Applied, NoBbo, Replayer, StepError, TypeCounts};
 pub use run::{replay_file, ReplayError, ReplayOptions, ReplayOutcome};
 pub use summary::{group, PacketCounts, ReplaySummary};

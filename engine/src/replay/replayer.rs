@@ -5,7 +5,7 @@
 
 use std::io;
 
-use ticklane_feed::itch::{self, DecodeError, Locate, Nanos, Stock};
+use ticklane_feed::itch::{self, DecodeError, Locate, Message, Nanos, Stock};
 
 use super::bbo_row::{BboRow, BboSink};
 use crate::book::{BookConfig, Books, TopOfBook};
@@ -17,6 +17,29 @@ pub enum StepError {
     Decode(DecodeError),
     /// The top-of-book output could not be written.
     Output(io::Error),
+}
+
+/// What one step did: the message (absent for an unknown type, which is skipped) and the
+/// locate whose book it changed, if any.
+#[derive(Clone, Copy, Debug)]
+pub struct Applied<'m> {
+    /// The decoded message.
+    pub message: Option<Message<'m>>,
+    /// The locate whose book changed (for E, C, X, D and U, the order's own locate).
+    pub changed: Option<Locate>,
+}
+
+/// A top-of-book sink for replays that want none; it is never called.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoBbo;
+
+impl BboSink for NoBbo {
+    fn write_row(&mut self, _row: &BboRow) -> io::Result<()> {
+        Ok(())
+    }
+    fn finish(self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Counts by message type: index is the type byte.
@@ -88,25 +111,24 @@ impl<S: BboSink> Replayer<S> {
     /// and skipped, since its frame's length already says where the next message starts.
     /// [`StepError::Output`] if the top-of-book stream cannot be written.
     #[inline]
-    pub fn step(&mut self, index: u64, bytes: &[u8]) -> Result<(), StepError> {
+    pub fn step<'m>(&mut self, index: u64, bytes: &'m [u8]) -> Result<Applied<'m>, StepError> {
         let message = match itch::decode(bytes) {
             Ok(m) => m,
             Err(DecodeError::UnknownType { .. }) => {
                 self.messages += 1;
                 self.unknown_types += 1;
-                return Ok(());
+                return Ok(Applied { message: None, changed: None });
             }
             Err(e) => return Err(StepError::Decode(e)),
         };
         self.messages += 1;
         self.by_type.0[usize::from(message.tag())] += 1;
-        if let Some(locate) = self.books.apply(&message) {
-            if let Some(bbo) = &mut self.bbo {
-                Self::track(bbo, &self.books, index, message.timestamp(), locate)
-                    .map_err(StepError::Output)?;
-            }
+        let changed = self.books.apply(&message);
+        if let (Some(locate), Some(bbo)) = (changed, &mut self.bbo) {
+            Self::track(bbo, &self.books, index, message.timestamp(), locate)
+                .map_err(StepError::Output)?;
         }
-        Ok(())
+        Ok(Applied { message: Some(message), changed })
     }
 
     #[inline(always)]

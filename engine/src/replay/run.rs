@@ -111,7 +111,7 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
         };
         let (index, offset) = (raw.index, raw.offset);
         match replayer.step(index, raw.bytes) {
-            Ok(()) => {}
+            Ok(_) => {}
             Err(StepError::Decode(e)) => {
                 error = Some(format!(
                     "{}: byte {offset}, message {index}: {e}",

@@ -1,0 +1,127 @@
+//! The book thread: pops frames from the ring, applies each message to the books, and
+//! publishes what changed.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::clock::Clock;
+use super::frame::{Frame, FrameKind};
+use super::latency::StageLatency;
+use super::wait::{WaitStrategy, Waiter};
+use crate::book::{BookConfig, Books};
+use crate::replay::{Applied, NoBbo, Replayer, StepError, TypeCounts};
+use crate::ring::Consumer;
+
+/// Frames taken per batch: the slots go back to the reader together.
+const BATCH: usize = 256;
+
+/// Where the book thread sends changed state (the snapshot file, a subscriber, a test).
+pub trait Publisher {
+    /// A message was applied; `applied.changed` names the book it changed, if any.
+    fn publish(&mut self, books: &Books, applied: &Applied<'_>, frame: &Frame, now_ns: u64);
+    /// The ring was empty: time for periodic work (a heartbeat). Called often; keep it cheap.
+    fn idle(&mut self, _now_ns: u64) {}
+    /// The feed ended: flush and close.
+    fn finish(&mut self, _books: &Books) {}
+}
+
+/// A publisher that publishes nothing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoPublisher;
+
+impl Publisher for NoPublisher {
+    fn publish(&mut self, _: &Books, _: &Applied<'_>, _: &Frame, _: u64) {}
+}
+
+/// What the book thread did.
+pub struct BookStageReport {
+    /// The books as they ended.
+    pub books: Books,
+    /// Messages applied (unknown types included).
+    pub messages: u64,
+    /// Counts by type.
+    pub by_type: TypeCounts,
+    /// Messages that could not be decoded (skipped, counted; the first is described).
+    pub decode_errors: u64,
+    /// The first decode error, with the frame's sequence number.
+    pub first_decode_error: Option<String>,
+    /// Latency histograms.
+    pub latency: StageLatency,
+    /// Whether an end frame was seen (the feed ended) rather than a stop request.
+    pub ended: bool,
+}
+
+/// The book stage, before it runs.
+pub struct BookStage<P: Publisher> {
+    replayer: Replayer<NoBbo>,
+    publisher: P,
+    clock: Clock,
+    wait: WaitStrategy,
+}
+
+impl<P: Publisher> BookStage<P> {
+    /// Books at `config`, publishing to `publisher`.
+    ///
+    /// # Errors
+    ///
+    /// If the book tables cannot be allocated.
+    pub fn new(config: BookConfig, publisher: P, clock: Clock, wait: WaitStrategy) -> std::io::Result<Self> {
+        Ok(BookStage { replayer: Replayer::new(config, None)?, publisher, clock, wait })
+    }
+
+    /// Runs until an end frame arrives, or `stop` is set and the ring is drained, or the
+    /// reader is gone and the ring is drained.
+    pub fn run(mut self, mut frames: Consumer<Frame>, stop: &AtomicBool) -> BookStageReport {
+        let mut latency = StageLatency::default();
+        let mut waiter = Waiter::new(self.wait);
+        let mut decode_errors = 0u64;
+        let mut first_decode_error = None;
+        let mut ended = false;
+        'outer: loop {
+            let gone = frames.is_abandoned();
+            let mut batch = frames.read_batch(BATCH);
+            if batch.len() == 0 {
+                drop(batch);
+                if gone || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                self.publisher.idle(self.clock.now_ns());
+                waiter.wait();
+                continue;
+            }
+            waiter.reset();
+            while let Some(end) = batch.next_with(|frame| {
+                if frame.kind() != Some(FrameKind::Message) {
+                    return true;
+                }
+                match self.replayer.step(frame.seq, frame.message()) {
+                    Ok(applied) => {
+                        let applied_ns = self.clock.now_ns();
+                        let published_ns = applied.changed.map(|_| {
+                            self.publisher.publish(self.replayer.books(), &applied, frame, applied_ns);
+                            self.clock.now_ns()
+                        });
+                        latency.record(frame.recv_ns, frame.intended_ns, applied_ns, published_ns);
+                    }
+                    Err(StepError::Decode(e)) => {
+                        decode_errors += 1;
+                        if first_decode_error.is_none() {
+                            first_decode_error = Some(format!("sequence {}: {e}", frame.seq));
+                        }
+                    }
+                    Err(StepError::Output(_)) => {}
+                }
+                false
+            }) {
+                if end {
+                    ended = true;
+                    break 'outer;
+                }
+            }
+        }
+        self.publisher.finish(self.replayer.books());
+        let messages = self.replayer.messages();
+        let by_type = *self.replayer.by_type();
+        let books = self.replayer.finish().expect("invariant: NoBbo never fails");
+        BookStageReport { books, messages, by_type, decode_errors, first_decode_error, latency, ended }
+    }
+}

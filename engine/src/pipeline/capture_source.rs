@@ -1,0 +1,159 @@
+//! A reader stage that plays a captured file into the ring: `ticklane replay --pace`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ticklane_feed::capture::{CaptureReader, CaptureStats};
+use ticklane_feed::itch::{Nanos, WireField};
+
+use super::clock::Clock;
+use super::frame::Frame;
+use super::wait::{WaitStrategy, Waiter};
+use super::FrameSource;
+use crate::ring::{Producer, PushError};
+
+/// How fast a capture is played.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Pace {
+    /// As fast as the book thread takes it.
+    Max,
+    /// At the recorded pace (pcap timestamps, or ITCH timestamps for ITCH50 files),
+    /// divided by the factor: `Recorded(1.0)` is real time, `Recorded(10.0)` ten times faster.
+    Recorded(f64),
+}
+
+impl std::str::FromStr for Pace {
+    type Err = String;
+
+    /// `max`, `recorded`, or `<N>x` (N times the recorded pace).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "max" => Ok(Pace::Max),
+            "recorded" => Ok(Pace::Recorded(1.0)),
+            _ => s
+                .strip_suffix('x')
+                .and_then(|n| n.parse::<f64>().ok())
+                .filter(|n| *n > 0.0 && n.is_finite())
+                .map(Pace::Recorded)
+                .ok_or_else(|| format!("pace {s:?}: use max, recorded or <N>x (e.g. 10x)")),
+        }
+    }
+}
+
+/// What the capture source did.
+#[derive(Debug, Default)]
+pub struct CaptureSourceReport {
+    /// Messages pushed into the ring.
+    pub messages: u64,
+    /// Packet-level counters of a pcap input (packets, gaps, duplicates).
+    pub packets: u64,
+    /// Sequence gaps seen.
+    pub gaps: u64,
+    /// Messages skipped as already applied.
+    pub duplicates: u64,
+    /// The error that ended the input early, if any.
+    pub error: Option<String>,
+}
+
+/// Plays a capture into the pipeline.
+pub struct CaptureSource {
+    reader: CaptureReader,
+    pace: Pace,
+    wait: WaitStrategy,
+}
+
+impl CaptureSource {
+    /// A source reading `reader` at `pace`, waiting on a full ring with `wait`.
+    pub fn new(reader: CaptureReader, pace: Pace, wait: WaitStrategy) -> Self {
+        CaptureSource { reader, pace, wait }
+    }
+}
+
+/// The time a message carries: its capture stamp if the format has one, else its ITCH
+/// timestamp (bytes 5..11 of every message).
+fn message_time(bytes: &[u8], capture_ns: Option<u64>) -> Option<u64> {
+    capture_ns.or_else(|| bytes.get(5..11).map(|t| Nanos::read(t).0))
+}
+
+/// Waits until the clock reads `deadline`: sleeps while far, spins the last stretch.
+fn wait_until(clock: &Clock, deadline: u64, stop: &AtomicBool) {
+    loop {
+        let now = clock.now_ns();
+        if now >= deadline || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let left = deadline - now;
+        if left > 200_000 {
+            std::thread::sleep(Duration::from_nanos((left - 100_000).min(50_000_000)));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+impl FrameSource for CaptureSource {
+    type Report = CaptureSourceReport;
+
+    fn run(mut self, mut frames: Producer<Frame>, clock: Clock, stop: &AtomicBool) -> CaptureSourceReport {
+        let mut report = CaptureSourceReport::default();
+        let mut waiter = Waiter::new(self.wait);
+        let mut first: Option<(u64, u64)> = None; // (message time, clock) at the first message
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let raw = match self.reader.next_message() {
+                Ok(Some(raw)) => raw,
+                Ok(None) => break,
+                Err(e) => {
+                    report.error = Some(e.to_string());
+                    break;
+                }
+            };
+            let mut intended_ns = 0;
+            if let Pace::Recorded(speed) = self.pace {
+                if let Some(t) = message_time(raw.bytes, raw.capture_ns) {
+                    let (t0, c0) = *first.get_or_insert((t, clock.now_ns()));
+                    intended_ns = c0 + (t.saturating_sub(t0) as f64 / speed) as u64;
+                    wait_until(&clock, intended_ns, stop);
+                }
+            }
+            let seq = raw.seq.unwrap_or(raw.index);
+            let bytes = raw.bytes;
+            let mut fill = |f: &mut Frame| {
+                f.set_message(bytes, seq, clock.now_ns(), intended_ns);
+            };
+            loop {
+                match frames.push_with(fill) {
+                    Ok(()) => break,
+                    Err(PushError::Full(back)) => {
+                        if frames.is_abandoned() {
+                            return finish(report, self.reader.stats());
+                        }
+                        fill = back;
+                        waiter.wait();
+                    }
+                }
+            }
+            waiter.reset();
+            report.messages += 1;
+        }
+        let end_ns = clock.now_ns();
+        let mut end = |f: &mut Frame| f.set_end(end_ns);
+        while let Err(PushError::Full(back)) = frames.push_with(end) {
+            if frames.is_abandoned() || stop.load(Ordering::Relaxed) {
+                break;
+            }
+            end = back;
+            waiter.wait();
+        }
+        finish(report, self.reader.stats())
+    }
+}
+
+fn finish(mut report: CaptureSourceReport, stats: CaptureStats<'_>) -> CaptureSourceReport {
+    report.packets = stats.packets;
+    report.gaps = stats.gaps;
+    report.duplicates = stats.duplicates;
+    report
+}

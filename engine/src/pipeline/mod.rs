@@ -1,0 +1,115 @@
+//! The live pipeline: a reader thread pushes received messages into a bounded SPSC ring
+//! whose slots are the tick arena; a book thread pops them, applies them to the books and
+//! publishes what changed. Each stage is one thread, optionally pinned to a core.
+//!
+//! Live feeds, capture playback and tests differ only in the [`FrameSource`] that runs on
+//! the reader thread and the [`Publisher`] the book thread calls.
+
+mod book_stage;
+mod capture_source;
+mod clock;
+mod frame;
+mod latency;
+mod wait;
+
+pub use book_stage::{BookStage, BookStageReport, NoPublisher, Publisher};
+pub use capture_source::{CaptureSource, CaptureSourceReport, Pace};
+pub use clock::Clock;
+pub use frame::{Frame, FrameKind, MAX_MESSAGE};
+pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
+pub use wait::{WaitStrategy, Waiter};
+
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use crate::book::BookConfig;
+use crate::ring::{Producer, Ring};
+
+/// What runs on the reader thread: it fills frames until its input ends or `stop` is set,
+/// then pushes an end frame (or simply drops the producer).
+pub trait FrameSource: Send {
+    /// What the source reports when it ends.
+    type Report: Send;
+    /// Runs the source to its end.
+    fn run(self, frames: Producer<Frame>, clock: Clock, stop: &AtomicBool) -> Self::Report;
+}
+
+/// Threads, cores and sizes of a pipeline.
+#[derive(Clone, Copy, Debug)]
+pub struct PipelineConfig {
+    /// Ring slots (rounded up to a power of two); each is a 128-byte frame.
+    pub ring_slots: usize,
+    /// How each stage waits.
+    pub wait: WaitStrategy,
+    /// Core for the reader thread, if pinned.
+    pub reader_core: Option<usize>,
+    /// Core for the book thread, if pinned.
+    pub book_core: Option<usize>,
+    /// Book capacities.
+    pub books: BookConfig,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        PipelineConfig {
+            ring_slots: 1 << 16,
+            wait: WaitStrategy::default(),
+            reader_core: None,
+            book_core: None,
+            books: BookConfig::default(),
+        }
+    }
+}
+
+/// What a pipeline run did.
+pub struct PipelineReport<R> {
+    /// The reader's report.
+    pub source: R,
+    /// The book thread's report (books, counts, latency).
+    pub book: BookStageReport,
+    /// Wall time from start to both threads done.
+    pub elapsed: Duration,
+    /// Whether each requested pin took effect: `(reader, book)`.
+    pub pinned: (bool, bool),
+}
+
+/// Pins the current thread to `core`, if asked; returns whether it is pinned.
+fn pin(core: Option<usize>) -> bool {
+    core.is_some_and(|id| core_affinity::set_for_current(core_affinity::CoreId { id }))
+}
+
+/// Runs `source` into the books until the feed ends or `stop` is set.
+///
+/// # Errors
+///
+/// If the book tables cannot be allocated or a thread cannot be started.
+pub fn run_pipeline<S: FrameSource, P: Publisher + Send>(
+    config: PipelineConfig,
+    source: S,
+    publisher: P,
+    stop: &AtomicBool,
+) -> std::io::Result<PipelineReport<S::Report>> {
+    let clock = Clock::start();
+    let started = Instant::now();
+    let stage = BookStage::new(config.books, publisher, clock, config.wait)?;
+    let (producer, consumer) = Ring::<Frame>::new(config.ring_slots);
+    std::thread::scope(|scope| {
+        let book = std::thread::Builder::new()
+            .name("book".into())
+            .spawn_scoped(scope, move || {
+                let pinned = pin(config.book_core);
+                (stage.run(consumer, stop), pinned)
+            })?;
+        let reader = std::thread::Builder::new()
+            .name("reader".into())
+            .spawn_scoped(scope, move || {
+                let pinned = pin(config.reader_core);
+                (source.run(producer, clock, stop), pinned)
+            })?;
+        let (source, reader_pinned) =
+            reader.join().map_err(|_| std::io::Error::other("the reader thread panicked"))?;
+        let (book, book_pinned) =
+            book.join().map_err(|_| std::io::Error::other("the book thread panicked"))?;
+        Ok(PipelineReport { source, book, elapsed: started.elapsed(), pinned: (reader_pinned, book_pinned) })
+    })
+}
