@@ -628,11 +628,10 @@ impl<'a> ServerMessage<'a> {
             DEBUG => Ok(ServerMessage::Debug(frame.payload)),
             LOGIN_ACCEPTED => {
                 fixed_len(frame, LOGIN_ACCEPTED_LEN)?;
-                let sequence = parse_numeric(&frame.payload[SESSION_LEN..]).ok_or(
-                    ParseError::BadNumeric {
+                let sequence =
+                    parse_numeric(&frame.payload[SESSION_LEN..]).ok_or(ParseError::BadNumeric {
                         field: NumericField::AcceptedSequence,
-                    },
-                )?;
+                    })?;
                 Ok(ServerMessage::LoginAccepted {
                     session: session_field(frame.payload),
                     sequence,
@@ -685,9 +684,7 @@ impl<'a> ServerMessage<'a> {
         let len = self.encoded_len();
         let payload = frame_into(out, self.packet_type(), len - LENGTH_PREFIX - 1)?;
         match *self {
-            ServerMessage::Debug(p) | ServerMessage::SequencedData(p) => {
-                payload.copy_from_slice(p)
-            }
+            ServerMessage::Debug(p) | ServerMessage::SequencedData(p) => payload.copy_from_slice(p),
             ServerMessage::LoginAccepted { session, sequence } => {
                 payload[..SESSION_LEN].copy_from_slice(session.as_bytes());
                 // 20 digits hold every u64.
@@ -728,11 +725,10 @@ impl<'a> ClientMessage<'a> {
                 let at = USERNAME_LEN + PASSWORD_LEN;
                 let session = session_field(&p[at..]);
                 let at = at + SESSION_LEN;
-                let sequence = parse_numeric(&p[at..at + SEQUENCE_LEN]).ok_or(
-                    ParseError::BadNumeric {
+                let sequence =
+                    parse_numeric(&p[at..at + SEQUENCE_LEN]).ok_or(ParseError::BadNumeric {
                         field: NumericField::RequestedSequence,
-                    },
-                )?;
+                    })?;
                 let timeout_field = &p[LOGIN_REQUEST_LEN_V4_0..];
                 // A blank 4.1 field means no timeout asked for, as if it were absent.
                 let heartbeat_timeout_ms = if timeout_field.iter().all(|&b| b == b' ') {
@@ -914,7 +910,11 @@ impl Link {
     /// Queues a server frame. Queuing counts as sending for the heartbeat timer: the bytes
     /// reach the socket as soon as the caller drains the outbox, and if the caller cannot
     /// drain it the peer is not reading and a heartbeat would not help.
-    fn send_server(&mut self, message: ServerMessage<'_>, now: Duration) -> Result<(), EncodeError> {
+    fn send_server(
+        &mut self,
+        message: ServerMessage<'_>,
+        now: Duration,
+    ) -> Result<(), EncodeError> {
         self.outbox
             .push(|out| message.encode(out), message.encoded_len())?;
         self.last_sent = self.last_sent.max(now);
@@ -922,7 +922,11 @@ impl Link {
     }
 
     /// Queues a client frame; see [`Link::send_server`].
-    fn send_client(&mut self, message: ClientMessage<'_>, now: Duration) -> Result<(), EncodeError> {
+    fn send_client(
+        &mut self,
+        message: ClientMessage<'_>,
+        now: Duration,
+    ) -> Result<(), EncodeError> {
         self.outbox
             .push(|out| message.encode(out), message.encoded_len())?;
         self.last_sent = self.last_sent.max(now);
@@ -1321,7 +1325,11 @@ impl SoupClient {
         if self.state == ClientState::LoggedIn
             && self.link.heartbeat_due(now, self.config.heartbeat_interval)
         {
-            if self.link.send_client(ClientMessage::Heartbeat, now).is_err() {
+            if self
+                .link
+                .send_client(ClientMessage::Heartbeat, now)
+                .is_err()
+            {
                 // Outbox full: bytes are waiting to go, so the server will hear from us
                 // once it reads; retrying at every poll would only spin.
                 self.link.last_sent = now;
@@ -1335,7 +1343,10 @@ impl SoupClient {
 
     /// When [`SoupClient::poll_timers`] next has something to do; `None` when no timer runs.
     pub fn next_deadline(&self) -> Option<Duration> {
-        let dead = self.link.last_received.saturating_add(self.config.server_timeout);
+        let dead = self
+            .link
+            .last_received
+            .saturating_add(self.config.server_timeout);
         match self.state {
             ClientState::LoginSent | ClientState::LoggedOut => Some(dead),
             ClientState::LoggedIn => Some(
@@ -1735,7 +1746,10 @@ impl SoupServerSession {
     /// sent for the interval, declares the client dead when nothing arrived for the
     /// timeout (also before it logs in). Call until it returns `None`.
     pub fn poll_timers(&mut self, now: Duration) -> Option<TimerEvent> {
-        if !matches!(self.state, ServerState::AwaitingLogin | ServerState::Streaming) {
+        if !matches!(
+            self.state,
+            ServerState::AwaitingLogin | ServerState::Streaming
+        ) {
             return None;
         }
         let silent_for = self.link.silent_for(now);
@@ -1746,7 +1760,11 @@ impl SoupServerSession {
         if self.state == ServerState::Streaming
             && self.link.heartbeat_due(now, self.config.heartbeat_interval)
         {
-            if self.link.send_server(ServerMessage::Heartbeat, now).is_err() {
+            if self
+                .link
+                .send_server(ServerMessage::Heartbeat, now)
+                .is_err()
+            {
                 // Outbox full: see `SoupClient::poll_timers`.
                 self.link.last_sent = now;
                 return None;
@@ -1802,5 +1820,677 @@ impl SoupServerSession {
     /// The counters.
     pub fn stats(&self) -> ServerStats {
         self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::SplitMix64;
+    use proptest::prelude::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn creds() -> Credentials {
+        Credentials::new(b"user01", b"pw").expect("short")
+    }
+
+    fn session(name: &[u8]) -> Session {
+        Session::new(name).expect("short")
+    }
+
+    fn encode_server(m: &ServerMessage<'_>) -> Vec<u8> {
+        let mut out = vec![0u8; m.encoded_len()];
+        assert_eq!(m.encode(&mut out), Ok(out.len()));
+        out
+    }
+
+    fn encode_client(m: &ClientMessage<'_>) -> Vec<u8> {
+        let mut out = vec![0u8; m.encoded_len()];
+        assert_eq!(m.encode(&mut out), Ok(out.len()));
+        out
+    }
+
+    fn one_frame(bytes: &[u8]) -> (u8, Vec<u8>) {
+        let mut d = FrameDecoder::new(MAX_FRAME_LEN);
+        assert_eq!(d.fill(bytes), bytes.len());
+        let f = d.next_frame().expect("whole").expect("valid");
+        let out = (f.packet_type, f.payload.to_vec());
+        assert!(d.next_frame().is_none());
+        out
+    }
+
+    fn server_round_trip(m: ServerMessage<'_>) {
+        let bytes = encode_server(&m);
+        let (ty, payload) = one_frame(&bytes);
+        let frame = Frame {
+            packet_type: ty,
+            payload: &payload,
+        };
+        assert_eq!(ServerMessage::parse(frame), Ok(m));
+    }
+
+    fn client_round_trip(m: ClientMessage<'_>) {
+        let bytes = encode_client(&m);
+        let (ty, payload) = one_frame(&bytes);
+        let frame = Frame {
+            packet_type: ty,
+            payload: &payload,
+        };
+        assert_eq!(ClientMessage::parse(frame), Ok(m));
+    }
+
+    #[test]
+    fn login_request_wire_layout() {
+        let login = LoginRequest {
+            credentials: creds(),
+            session: session(b"SESS1"),
+            sequence: 42,
+            heartbeat_timeout_ms: Some(1500),
+        };
+        let bytes = encode_client(&ClientMessage::LoginRequest(login));
+        let mut want = vec![0, 52, b'L'];
+        want.extend_from_slice(b"user01pw        SESS1     ");
+        want.extend_from_slice(b"                  42");
+        want.extend_from_slice(b" 1500");
+        assert_eq!(bytes, want);
+        // Without the 4.1 field it is the 3.0/4.0 layout, 46 bytes of payload.
+        let old = ClientMessage::LoginRequest(LoginRequest {
+            heartbeat_timeout_ms: None,
+            ..login
+        });
+        assert_eq!(encode_client(&old)[..2], [0, 47]);
+        client_round_trip(old);
+    }
+
+    #[test]
+    fn login_accepted_wire_layout() {
+        let bytes = encode_server(&ServerMessage::LoginAccepted {
+            session: session(b"ABC"),
+            sequence: u64::MAX,
+        });
+        assert_eq!(&bytes[..3], &[0, 31, b'A']);
+        assert_eq!(&bytes[3..13], b"ABC       ");
+        assert_eq!(&bytes[13..], b"18446744073709551615");
+    }
+
+    #[test]
+    fn every_fixed_frame_round_trips() {
+        server_round_trip(ServerMessage::Debug(b"hello"));
+        server_round_trip(ServerMessage::LoginAccepted {
+            session: session(b"S"),
+            sequence: 0,
+        });
+        for reason in [
+            RejectReason::NotAuthorized,
+            RejectReason::SessionNotAvailable,
+            RejectReason::Other(b'x'),
+        ] {
+            server_round_trip(ServerMessage::LoginRejected(reason));
+        }
+        server_round_trip(ServerMessage::SequencedData(b""));
+        server_round_trip(ServerMessage::Heartbeat);
+        server_round_trip(ServerMessage::EndOfSession);
+        client_round_trip(ClientMessage::Debug(b""));
+        client_round_trip(ClientMessage::UnsequencedData(b"order"));
+        client_round_trip(ClientMessage::Heartbeat);
+        client_round_trip(ClientMessage::LogoutRequest);
+        assert_eq!(encode_server(&ServerMessage::Heartbeat), [0, 1, b'H']);
+        assert_eq!(encode_client(&ClientMessage::Heartbeat), [0, 1, b'R']);
+        assert_eq!(encode_client(&ClientMessage::LogoutRequest), [0, 1, b'O']);
+        assert_eq!(encode_server(&ServerMessage::EndOfSession), [0, 1, b'Z']);
+    }
+
+    #[test]
+    fn encode_errors() {
+        let mut small = [0u8; 4];
+        assert_eq!(
+            ServerMessage::SequencedData(b"ab").encode(&mut small),
+            Err(EncodeError::BufferTooSmall { need: 5, have: 4 })
+        );
+        let big = vec![0u8; MAX_PAYLOAD_LEN + 1];
+        let mut out = vec![0u8; big.len() + 3];
+        assert_eq!(
+            ClientMessage::UnsequencedData(&big).encode(&mut out),
+            Err(EncodeError::PayloadTooLong { len: big.len() })
+        );
+        // The largest payload fits exactly.
+        assert_eq!(
+            ClientMessage::UnsequencedData(&big[1..]).encode(&mut out),
+            Ok(MAX_PAYLOAD_LEN + 3)
+        );
+        let login = LoginRequest {
+            credentials: creds(),
+            session: session(b""),
+            sequence: 1,
+            heartbeat_timeout_ms: Some(100_000),
+        };
+        assert_eq!(
+            ClientMessage::LoginRequest(login).encode(&mut [0u8; 64]),
+            Err(EncodeError::HeartbeatTimeoutTooLong { ms: 100_000 })
+        );
+        assert!(Credentials::new(b"toolong", b"").is_none());
+        assert!(Credentials::new(b"", b"01234567890").is_none());
+    }
+
+    #[test]
+    fn parse_errors() {
+        let f = |packet_type, payload| Frame {
+            packet_type,
+            payload,
+        };
+        assert_eq!(
+            ServerMessage::parse(f(b'L', b"")),
+            Err(ParseError::UnknownType { packet_type: b'L' })
+        );
+        assert_eq!(
+            ClientMessage::parse(f(b'S', b"")),
+            Err(ParseError::UnknownType { packet_type: b'S' })
+        );
+        assert_eq!(
+            ServerMessage::parse(f(b'H', b"x")),
+            Err(ParseError::WrongLength {
+                packet_type: b'H',
+                len: 1,
+                expected: 0
+            })
+        );
+        assert_eq!(
+            ClientMessage::parse(f(b'L', &[b' '; 47])),
+            Err(ParseError::WrongLength {
+                packet_type: b'L',
+                len: 47,
+                expected: LOGIN_REQUEST_LEN_V4_1
+            })
+        );
+        let mut accepted = [b' '; LOGIN_ACCEPTED_LEN];
+        accepted[29] = b'x';
+        assert_eq!(
+            ServerMessage::parse(f(b'A', &accepted)),
+            Err(ParseError::BadNumeric {
+                field: NumericField::AcceptedSequence
+            })
+        );
+        // 21 nines overflow 64 bits even though only 20 fit the field: use 20 nines.
+        let mut over = [b'9'; LOGIN_ACCEPTED_LEN];
+        over[..SESSION_LEN].fill(b' ');
+        assert!(matches!(
+            ServerMessage::parse(f(b'A', &over)),
+            Err(ParseError::BadNumeric { .. })
+        ));
+        // Left-justified numbers are tolerated.
+        let mut left = [b' '; LOGIN_ACCEPTED_LEN];
+        left[10..12].copy_from_slice(b"17");
+        assert_eq!(
+            ServerMessage::parse(f(b'A', &left)),
+            Ok(ServerMessage::LoginAccepted {
+                session: Session([b' '; 10]),
+                sequence: 17
+            })
+        );
+    }
+
+    #[test]
+    fn decoder_errors_are_sticky_and_bounded() {
+        let mut d = FrameDecoder::new(8);
+        d.fill(&[0, 0, b'H']);
+        assert_eq!(d.next_frame(), Some(Err(FrameError::ZeroLength)));
+        assert_eq!(d.next_frame(), Some(Err(FrameError::ZeroLength)));
+        assert_eq!(d.error(), Some(FrameError::ZeroLength));
+
+        let mut d = FrameDecoder::new(8);
+        d.fill(&[0, 9]);
+        assert_eq!(
+            d.next_frame(),
+            Some(Err(FrameError::TooLong { len: 9, max: 8 }))
+        );
+
+        // A one-frame buffer takes no more than one frame until it is polled.
+        let mut d = FrameDecoder::new(3);
+        let two = [0, 3, b'S', 1, 2, 0, 3, b'S', 3, 4];
+        assert_eq!(d.fill(&two), 5);
+        assert_eq!(d.fill(&two[5..]), 0);
+        assert_eq!(d.next_frame().expect("whole").expect("ok").payload, &[1, 2]);
+        assert_eq!(d.fill(&two[5..]), 5);
+        assert_eq!(d.next_frame().expect("whole").expect("ok").payload, &[3, 4]);
+        assert_eq!(d.buffered(), 0);
+    }
+
+    #[test]
+    fn decoder_reads_straight_into_its_buffer() {
+        let bytes = encode_server(&ServerMessage::SequencedData(b"abcdef"));
+        let mut d = FrameDecoder::with_buffer_len(16, 64);
+        for chunk in bytes.chunks(3) {
+            let spare = d.spare_mut();
+            spare[..chunk.len()].copy_from_slice(chunk);
+            d.commit(chunk.len());
+        }
+        let f = d.next_frame().expect("whole").expect("ok");
+        assert_eq!((f.packet_type, f.payload), (b'S', &b"abcdef"[..]));
+    }
+
+    /// Moves up to `max` bytes of `from`'s output into `to`, as a TCP segment would.
+    fn client_to_server(
+        client: &mut SoupClient,
+        server: &mut SoupServerSession,
+        max: usize,
+        now: Duration,
+        events: &mut Vec<String>,
+    ) {
+        let n = client.output().len().min(max);
+        let taken = server.feed(&client.output()[..n], now);
+        client.consume_output(taken);
+        while let Some(e) = server.poll_event(now) {
+            events.push(format!("{:?}", e.expect("valid client")));
+        }
+    }
+
+    fn server_to_client(
+        server: &mut SoupServerSession,
+        client: &mut SoupClient,
+        max: usize,
+        now: Duration,
+        got: &mut Vec<(u64, Vec<u8>)>,
+    ) {
+        let n = server.output().len().min(max);
+        let taken = client.feed(&server.output()[..n], now);
+        server.consume_output(taken);
+        while let Some(e) = client.poll_event() {
+            if let ClientEvent::Sequenced { seq, payload } = e.expect("valid server") {
+                got.push((seq, payload.to_vec()));
+            }
+        }
+    }
+
+    fn messages(n: usize, rng: &mut SplitMix64) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|i| {
+                let len = rng.below(60) as usize;
+                (0..len).map(|j| (i * 31 + j) as u8).collect()
+            })
+            .collect()
+    }
+
+    /// Runs a whole session through a channel that splits and joins bytes at random
+    /// and a clock that moves in random steps; returns what the client received and
+    /// every message the server had.
+    fn run_back_to_back(seed: u64, count: usize, first: u64) -> BackToBack {
+        let mut rng = SplitMix64::new(seed);
+        let all = messages(count, &mut rng);
+        let mut now = Duration::ZERO;
+        let mut cfg = ClientConfig::new(creds());
+        cfg.next_sequence = first;
+        cfg.max_frame_len = 128;
+        let mut client = SoupClient::new(cfg);
+        let mut scfg = ServerConfig::new(creds(), session(b"SESS"));
+        // A small outbox makes the server wait for the reader, as a real socket would.
+        scfg.outbox_len = 256;
+        let mut server = SoupServerSession::new(scfg, count as u64 + 1, now);
+        client.on_connected(now).expect("connecting");
+        let mut got = Vec::new();
+        let mut events = Vec::new();
+        for _ in 0..200_000 {
+            if client.state() == ClientState::Ended {
+                break;
+            }
+            if server.state() == ServerState::Streaming {
+                for _ in 0..rng.below(8) {
+                    let next = server.next_sequence();
+                    let Some(m) = all.get((next - 1) as usize) else {
+                        let _ = server.end_session(now);
+                        break;
+                    };
+                    if server.send_sequenced(m, now).is_err() {
+                        break;
+                    }
+                }
+            }
+            let max = 1 + rng.below(90) as usize;
+            client_to_server(&mut client, &mut server, max, now, &mut events);
+            let max = 1 + rng.below(90) as usize;
+            server_to_client(&mut server, &mut client, max, now, &mut got);
+            now += MS * rng.below(300) as u32;
+            while client.poll_timers(now).is_some() {}
+            while server.poll_timers(now).is_some() {}
+            assert!(!matches!(client.state(), ClientState::Dead(_)));
+            assert!(!matches!(server.state(), ServerState::Dead(_)));
+        }
+        assert_eq!(client.state(), ClientState::Ended, "{events:?}");
+        BackToBack { got, all }
+    }
+
+    struct BackToBack {
+        got: Vec<(u64, Vec<u8>)>,
+        all: Vec<Vec<u8>>,
+    }
+
+    #[test]
+    fn whole_session_arrives_in_order() {
+        let BackToBack { got, all } = run_back_to_back(1, 500, 1);
+        assert_eq!(got.len(), all.len());
+        for (i, (seq, payload)) in got.iter().enumerate() {
+            assert_eq!(*seq, i as u64 + 1);
+            assert_eq!(payload, &all[i]);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, rng_seed: proptest::test_runner::RngSeed::Fixed(11), ..ProptestConfig::default() })]
+
+        #[test]
+        fn back_to_back_exactly_once_in_order(seed in any::<u64>(), count in 0usize..300, first in 1u64..40) {
+            let BackToBack { got, all } = run_back_to_back(seed, count, first);
+            let first = first.min(count as u64 + 1);
+            let want: Vec<(u64, Vec<u8>)> = all
+                .iter()
+                .enumerate()
+                .skip((first - 1) as usize)
+                .map(|(i, m)| (i as u64 + 1, m.clone()))
+                .collect();
+            prop_assert_eq!(got, want);
+        }
+
+        #[test]
+        fn frames_survive_any_split(
+            payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..50), 1..20),
+            cuts in proptest::collection::vec(1usize..40, 1..50),
+        ) {
+            let mut stream = Vec::new();
+            for p in &payloads {
+                stream.extend_from_slice(&encode_server(&ServerMessage::SequencedData(p)));
+            }
+            let mut d = FrameDecoder::new(64);
+            let mut got = Vec::new();
+            let mut rest = &stream[..];
+            let mut cut = cuts.iter().cycle();
+            while !rest.is_empty() {
+                let n = (*cut.next().expect("cycle")).min(rest.len());
+                let taken = d.fill(&rest[..n]);
+                rest = &rest[taken..];
+                while let Some(f) = d.next_frame() {
+                    got.push(f.expect("valid").payload.to_vec());
+                }
+            }
+            prop_assert_eq!(got, payloads);
+        }
+
+        #[test]
+        fn login_request_round_trips(
+            user in proptest::collection::vec(0x21u8..0x7f, 0..=6),
+            sequence in any::<u64>(),
+            timeout in proptest::option::of(0u32..=MAX_HEARTBEAT_TIMEOUT_MS),
+        ) {
+            let login = LoginRequest {
+                credentials: Credentials::new(&user, b"secret").expect("short"),
+                session: session(b"S"),
+                sequence,
+                heartbeat_timeout_ms: timeout,
+            };
+            client_round_trip(ClientMessage::LoginRequest(login));
+        }
+
+        #[test]
+        fn data_frames_round_trip(payload in proptest::collection::vec(any::<u8>(), 0..300)) {
+            server_round_trip(ServerMessage::SequencedData(&payload));
+            server_round_trip(ServerMessage::Debug(&payload));
+            client_round_trip(ClientMessage::UnsequencedData(&payload));
+            client_round_trip(ClientMessage::Debug(&payload));
+        }
+
+        #[test]
+        fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let mut client = SoupClient::new(ClientConfig::new(creds()));
+            client.on_connected(Duration::ZERO).expect("connecting");
+            let _ = client.on_bytes(&bytes, Duration::ZERO, |_| {});
+            let mut server = SoupServerSession::new(ServerConfig::new(creds(), session(b"S")), 1, Duration::ZERO);
+            let _ = server.on_bytes(&bytes, Duration::ZERO, |_| {});
+        }
+    }
+
+    /// A connected pair after the login exchange, with the server's stream at `available`.
+    fn logged_in_pair(
+        cfg: ClientConfig,
+        available: u64,
+        now: Duration,
+    ) -> (SoupClient, SoupServerSession, Vec<String>) {
+        let mut client = SoupClient::new(cfg);
+        let mut server =
+            SoupServerSession::new(ServerConfig::new(creds(), session(b"SESS")), available, now);
+        client.on_connected(now).expect("connecting");
+        let mut events = Vec::new();
+        client_to_server(&mut client, &mut server, usize::MAX, now, &mut events);
+        let mut got = Vec::new();
+        server_to_client(&mut server, &mut client, usize::MAX, now, &mut got);
+        (client, server, events)
+    }
+
+    #[test]
+    fn wrong_password_is_rejected_not_authorised() {
+        let mut cfg = ClientConfig::new(Credentials::new(b"user01", b"wrong").expect("short"));
+        cfg.session = session(b"SESS");
+        let (client, server, events) = logged_in_pair(cfg, 1, Duration::ZERO);
+        assert_eq!(events, ["LoginRejected(NotAuthorized)"]);
+        assert_eq!(
+            server.state(),
+            ServerState::Rejected(RejectReason::NotAuthorized)
+        );
+        assert_eq!(
+            client.state(),
+            ClientState::Rejected(RejectReason::NotAuthorized)
+        );
+        // No timers run on a finished connection.
+        assert_eq!(client.next_deadline(), None);
+        assert_eq!(server.next_deadline(), None);
+    }
+
+    #[test]
+    fn unknown_session_is_rejected_session_not_available() {
+        let mut cfg = ClientConfig::new(creds());
+        cfg.session = session(b"OTHER");
+        let (client, _, events) = logged_in_pair(cfg, 1, Duration::ZERO);
+        assert_eq!(events, ["LoginRejected(SessionNotAvailable)"]);
+        assert_eq!(
+            client.state(),
+            ClientState::Rejected(RejectReason::SessionNotAvailable)
+        );
+    }
+
+    #[test]
+    fn data_before_login_is_a_protocol_error() {
+        let mut client = SoupClient::new(ClientConfig::new(creds()));
+        client.on_connected(Duration::ZERO).expect("connecting");
+        let s = encode_server(&ServerMessage::SequencedData(b"x"));
+        let err = client.on_bytes(&s, Duration::ZERO, |_| {}).unwrap_err();
+        assert_eq!(err, ProtocolError::Unexpected { packet_type: b'S' });
+        assert_eq!(client.state(), ClientState::Dead(DeadReason::Protocol(err)));
+        // Sticky: the connection is finished.
+        assert_eq!(client.poll_event(), Some(Err(err)));
+
+        let mut server =
+            SoupServerSession::new(ServerConfig::new(creds(), session(b"S")), 1, Duration::ZERO);
+        let u = encode_client(&ClientMessage::UnsequencedData(b"x"));
+        assert_eq!(
+            server.on_bytes(&u, Duration::ZERO, |_| {}),
+            Err(ProtocolError::Unexpected { packet_type: b'U' })
+        );
+    }
+
+    #[test]
+    fn heartbeats_keep_both_sides_alive() {
+        let t0 = Duration::ZERO;
+        let (mut client, mut server, _) = logged_in_pair(ClientConfig::new(creds()), 1, t0);
+        assert_eq!(client.state(), ClientState::LoggedIn);
+        // The login exchange was sending: nothing is due before 1 s.
+        assert_eq!(client.next_deadline(), Some(t0 + 1000 * MS));
+        assert_eq!(server.next_deadline(), Some(t0 + 1000 * MS));
+        assert_eq!(client.poll_timers(t0 + 999 * MS), None);
+        assert_eq!(
+            client.poll_timers(t0 + 1000 * MS),
+            Some(TimerEvent::HeartbeatQueued)
+        );
+        assert_eq!(client.poll_timers(t0 + 1000 * MS), None);
+        assert_eq!(client.output(), [0, 1, b'R']);
+        assert_eq!(
+            server.poll_timers(t0 + 1000 * MS),
+            Some(TimerEvent::HeartbeatQueued)
+        );
+        assert_eq!(server.output(), [0, 1, b'H']);
+        // Exchanging heartbeats for a minute keeps both alive.
+        let mut now = t0;
+        let mut events = Vec::new();
+        let mut got = Vec::new();
+        for _ in 0..60 {
+            now += 1000 * MS;
+            while client.poll_timers(now).is_some() {}
+            while server.poll_timers(now).is_some() {}
+            client_to_server(&mut client, &mut server, usize::MAX, now, &mut events);
+            server_to_client(&mut server, &mut client, usize::MAX, now, &mut got);
+        }
+        assert_eq!(client.state(), ClientState::LoggedIn);
+        assert_eq!(server.state(), ServerState::Streaming);
+        assert!(client.stats().heartbeats_received >= 59);
+        assert!(server.stats().heartbeats_received >= 59);
+        assert!(events.is_empty() && got.is_empty());
+    }
+
+    #[test]
+    fn silent_server_is_declared_dead() {
+        let t0 = Duration::from_secs(100);
+        let mut cfg = ClientConfig::new(creds());
+        cfg.server_timeout = Duration::from_secs(15);
+        let (mut client, _server, _) = logged_in_pair(cfg, 1, t0);
+        let mut now;
+        let mut heartbeats = 0;
+        // Stepping to each deadline: heartbeats every second, then death at 15 s.
+        loop {
+            now = client.next_deadline().expect("timers run");
+            match client.poll_timers(now) {
+                Some(TimerEvent::HeartbeatQueued) => heartbeats += 1,
+                Some(TimerEvent::PeerDead { silent_for }) => {
+                    assert_eq!(silent_for, Duration::from_secs(15));
+                    break;
+                }
+                None => panic!("a deadline with nothing due"),
+            }
+            client.consume_output(client.output().len());
+        }
+        assert_eq!(now, t0 + Duration::from_secs(15));
+        assert_eq!(heartbeats, 14);
+        assert_eq!(
+            client.state(),
+            ClientState::Dead(DeadReason::PeerSilent {
+                silent_for: Duration::from_secs(15)
+            })
+        );
+        assert_eq!(client.next_deadline(), None);
+    }
+
+    #[test]
+    fn server_gives_a_silent_client_its_requested_timeout() {
+        let t0 = Duration::ZERO;
+        let mut cfg = ClientConfig::new(creds());
+        cfg.heartbeat_timeout_ms = Some(2500);
+        let (_client, mut server, events) = logged_in_pair(cfg, 1, t0);
+        assert_eq!(events, ["LoginAccepted { next_sequence: 1 }"]);
+        assert_eq!(server.client_timeout(), 2500 * MS);
+        assert_eq!(
+            server.poll_timers(t0 + 1000 * MS),
+            Some(TimerEvent::HeartbeatQueued)
+        );
+        assert_eq!(
+            server.poll_timers(t0 + 2000 * MS),
+            Some(TimerEvent::HeartbeatQueued)
+        );
+        assert_eq!(
+            server.poll_timers(t0 + 2500 * MS),
+            Some(TimerEvent::PeerDead {
+                silent_for: 2500 * MS
+            })
+        );
+        // A client that never logs in is dropped after the configured timeout.
+        let mut lonely = SoupServerSession::new(ServerConfig::new(creds(), session(b"S")), 1, t0);
+        assert_eq!(lonely.next_deadline(), Some(t0 + DEFAULT_PEER_TIMEOUT));
+        assert_eq!(lonely.poll_timers(t0 + 14_999 * MS), None);
+        assert!(matches!(
+            lonely.poll_timers(t0 + DEFAULT_PEER_TIMEOUT),
+            Some(TimerEvent::PeerDead { .. })
+        ));
+    }
+
+    #[test]
+    fn resume_after_reconnect_loses_and_repeats_nothing() {
+        let all: Vec<Vec<u8>> = (1..=10u8).map(|i| vec![i]).collect();
+        let now = Duration::ZERO;
+        let (mut client, mut server, _) = logged_in_pair(ClientConfig::new(creds()), 11, now);
+        for m in &all[..5] {
+            server.send_sequenced(m, now).expect("room");
+        }
+        let mut got = Vec::new();
+        server_to_client(&mut server, &mut client, usize::MAX, now, &mut got);
+        // The connection drops here; the next one resumes at 6 in the same session.
+        let resume = client.resume_config();
+        assert_eq!(resume.next_sequence, 6);
+        assert_eq!(resume.session, session(b"SESS"));
+        let (mut client, mut server, events) = logged_in_pair(resume, 11, now);
+        assert_eq!(events, ["LoginAccepted { next_sequence: 6 }"]);
+        while let Some(m) = all.get((server.next_sequence() - 1) as usize) {
+            server.send_sequenced(m, now).expect("room");
+        }
+        server.end_session(now).expect("streaming");
+        server_to_client(&mut server, &mut client, usize::MAX, now, &mut got);
+        let want: Vec<(u64, Vec<u8>)> =
+            (1..=10).map(|i| (i, all[i as usize - 1].clone())).collect();
+        assert_eq!(got, want);
+        assert_eq!(client.state(), ClientState::Ended);
+        assert_eq!(client.next_sequence(), 11);
+    }
+
+    #[test]
+    fn requested_sequence_is_clamped_and_zero_means_next() {
+        for (requested, expected) in [(0, 8), (1, 1), (5, 5), (8, 8), (1000, 8)] {
+            let mut cfg = ClientConfig::new(creds());
+            cfg.next_sequence = requested;
+            let (client, server, _) = logged_in_pair(cfg, 8, Duration::ZERO);
+            assert_eq!(server.next_sequence(), expected, "requested {requested}");
+            assert_eq!(client.next_sequence(), expected, "requested {requested}");
+        }
+    }
+
+    #[test]
+    fn logout_reaches_the_server() {
+        let now = Duration::ZERO;
+        let (mut client, mut server, _) = logged_in_pair(ClientConfig::new(creds()), 1, now);
+        client.send_unsequenced(b"hi", now).expect("logged in");
+        client.logout(now).expect("logged in");
+        assert_eq!(client.state(), ClientState::LoggedOut);
+        assert_eq!(client.send_unsequenced(b"x", now), Err(SendError::NotReady));
+        let mut events = Vec::new();
+        client_to_server(&mut client, &mut server, usize::MAX, now, &mut events);
+        assert_eq!(events, ["Unsequenced([104, 105])", "LogoutRequested"]);
+        assert_eq!(server.state(), ServerState::LoggedOut);
+        assert_eq!(server.send_sequenced(b"x", now), Err(SendError::NotReady));
+    }
+
+    #[test]
+    fn full_outbox_pushes_back_without_losing_a_message() {
+        let now = Duration::ZERO;
+        let (mut client, mut server, _) = logged_in_pair(ClientConfig::new(creds()), 1, now);
+        server.consume_output(server.output().len());
+        let mut sent = 0u64;
+        while server.send_sequenced(&[7u8; 100], now).is_ok() {
+            sent += 1;
+        }
+        assert_eq!(server.next_sequence(), sent + 1);
+        assert!(matches!(
+            server.send_sequenced(&[7u8; 100], now),
+            Err(SendError::Encode(EncodeError::BufferTooSmall {
+                need: 103,
+                ..
+            }))
+        ));
+        let mut got = Vec::new();
+        server_to_client(&mut server, &mut client, usize::MAX, now, &mut got);
+        assert_eq!(got.len() as u64, sent);
+        server.send_sequenced(&[7u8; 100], now).expect("drained");
     }
 }
