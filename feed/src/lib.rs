@@ -1,5 +1,5 @@
 //! Sans-I/O market-data input for ticklane: Nasdaq TotalView-ITCH 5.0 decoding and
-//! encoding, readers of captured files, and the MoldUDP64 session layer.
+//! encoding, readers of captured files, and the MoldUDP64 and SoupBinTCP session layers.
 //!
 //! Nothing here opens a socket: bytes go in, messages and decisions come out, so live
 //! traffic, replay and tests drive the same code.
@@ -20,3 +20,4 @@ pub mod capture;
 pub mod itch;
 pub mod moldudp64;
 pub mod sim;
+pub mod soupbintcp;
