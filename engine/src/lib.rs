@@ -10,3 +10,4 @@ pub mod ring;
 pub mod seqlock;
 mod sync;
 pub mod pipeline;
+pub mod config;

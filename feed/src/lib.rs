@@ -19,5 +19,6 @@
 pub mod capture;
 pub mod itch;
 pub mod moldudp64;
+pub mod net;
 pub mod sim;
 pub mod soupbintcp;

@@ -10,12 +10,16 @@ mod capture_source;
 mod clock;
 mod frame;
 mod latency;
+mod mold_source;
+mod soup_source;
 mod wait;
 
 pub use book_stage::{BookStage, BookStageReport, NoPublisher, Publisher};
 pub use capture_source::{CaptureSource, CaptureSourceReport, Pace};
 pub use clock::Clock;
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
+pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
+pub use soup_source::{SoupFeedConfig, SoupSource, SoupSourceReport};
 pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
 pub use wait::{WaitStrategy, Waiter};
 

@@ -1,0 +1,258 @@
+//! The reader stage of a live MoldUDP64 feed: UDP packets through the recovery machine into
+//! the ring, with gaps requested from the retransmission server.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use mio::{Events, Interest, Poll, Token};
+use ticklane_feed::moldudp64::{
+    GapRange, MoldRecovery, Packet, RecoveryConfig, RecoveryStats, RecoverySink, RetransmitRequest,
+};
+use ticklane_feed::net::{UdpFeed, UdpFeedConfig};
+
+use super::clock::Clock;
+use super::frame::Frame;
+use super::wait::{WaitStrategy, Waiter};
+use super::FrameSource;
+use crate::ring::{Producer, PushError};
+
+const DATA: Token = Token(0);
+const REQUESTS: Token = Token(1);
+/// Largest datagram read.
+const DATAGRAM: usize = 65_536;
+/// Gap ranges kept for the report.
+const GAPS_KEPT: usize = 64;
+
+/// A MoldUDP64 feed line.
+#[derive(Clone, Debug)]
+pub struct MoldFeedConfig {
+    /// The data socket.
+    pub udp: UdpFeedConfig,
+    /// The retransmission (request) server, if the line has one.
+    pub request_server: Option<SocketAddr>,
+    /// Gap recovery: reorder store, timeouts, retries.
+    pub recovery: RecoveryConfig,
+    /// A feed silent this long is dead: the source ends with an error (DESIGN: a silent feed
+    /// is a dead feed; MoldUDP64 heartbeats come every second).
+    pub silence_timeout: Duration,
+    /// End after this long in any case (tests, demos); `None` runs until end of session.
+    pub max_duration: Option<Duration>,
+}
+
+impl Default for MoldFeedConfig {
+    fn default() -> Self {
+        MoldFeedConfig {
+            udp: UdpFeedConfig::default(),
+            request_server: None,
+            recovery: RecoveryConfig::default(),
+            silence_timeout: Duration::from_secs(5),
+            max_duration: None,
+        }
+    }
+}
+
+/// What the MoldUDP64 source did.
+#[derive(Debug, Default)]
+pub struct MoldSourceReport {
+    /// Recovery counters: packets, gaps, requests, recovered and lost messages, duplicates.
+    pub recovery: RecoveryStats,
+    /// Messages pushed into the ring.
+    pub messages: u64,
+    /// Lost ranges (first ones), each declared after its retries ran out.
+    pub lost: Vec<GapRange>,
+    /// Datagrams that were not MoldUDP64 packets.
+    pub bad_packets: u64,
+    /// Why the source ended: end of session, silence, stop, time limit, or an error.
+    pub end: String,
+}
+
+/// The live MoldUDP64 reader.
+pub struct MoldSource {
+    config: MoldFeedConfig,
+    data: UdpFeed,
+    requests: UdpFeed,
+    wait: WaitStrategy,
+}
+
+impl MoldSource {
+    /// Opens the sockets now (so the caller knows the bound port before anything is sent).
+    ///
+    /// # Errors
+    ///
+    /// If a socket cannot be opened.
+    pub fn open(config: MoldFeedConfig, wait: WaitStrategy) -> std::io::Result<Self> {
+        let data = UdpFeed::open(&config.udp)?;
+        let local = match config.udp.interface {
+            i if i.is_unspecified() => std::net::Ipv4Addr::LOCALHOST,
+            i => i,
+        };
+        let requests = UdpFeed::ephemeral(local)?;
+        Ok(MoldSource { config, data, requests, wait })
+    }
+
+    /// The data socket's address (its port, when bound to port 0).
+    ///
+    /// # Errors
+    ///
+    /// As `getsockname`.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.data.local_addr()
+    }
+}
+
+/// Where the recovery machine's decisions go while one packet (or timer) is handled.
+struct Sink<'a> {
+    frames: &'a mut Producer<Frame>,
+    waiter: &'a mut Waiter,
+    recv_ns: u64,
+    requests: &'a UdpFeed,
+    server: Option<SocketAddr>,
+    report: &'a mut MoldSourceReport,
+    /// Set if the book thread went away: stop.
+    abandoned: bool,
+}
+
+impl RecoverySink for Sink<'_> {
+    #[inline]
+    fn message(&mut self, seq: u64, bytes: &[u8]) {
+        let recv_ns = self.recv_ns;
+        let mut fill = |f: &mut Frame| {
+            if !f.set_message(bytes, seq, recv_ns, 0) {
+                // Longer than any ITCH message: deliver it empty, so the book thread counts
+                // a decode error for that sequence instead of losing it silently.
+                f.set_message(&[], seq, recv_ns, 0);
+            }
+        };
+        loop {
+            match self.frames.push_with(fill) {
+                Ok(()) => break,
+                Err(PushError::Full(back)) => {
+                    if self.frames.is_abandoned() {
+                        self.abandoned = true;
+                        return;
+                    }
+                    fill = back;
+                    self.waiter.wait();
+                }
+            }
+        }
+        self.waiter.reset();
+        self.report.messages += 1;
+    }
+
+    fn lost(&mut self, gap: GapRange) {
+        if self.report.lost.len() < GAPS_KEPT {
+            self.report.lost.push(gap);
+        }
+    }
+
+    fn request(&mut self, request: RetransmitRequest) {
+        if let Some(server) = self.server {
+            // A dropped request is retried by the recovery machine's timer.
+            let _ = self.requests.send_to(&request.to_bytes(), server);
+        }
+    }
+}
+
+impl FrameSource for MoldSource {
+    type Report = MoldSourceReport;
+
+    fn run(mut self, mut frames: Producer<Frame>, clock: Clock, stop: &AtomicBool) -> MoldSourceReport {
+        let mut report = MoldSourceReport::default();
+        let mut waiter = Waiter::new(self.wait);
+        let mut recovery = MoldRecovery::new(self.config.recovery);
+        let mut buf = vec![0u8; DATAGRAM].into_boxed_slice();
+        let setup = Poll::new().and_then(|poll| {
+            poll.registry().register(self.data.source(), DATA, Interest::READABLE)?;
+            poll.registry().register(self.requests.source(), REQUESTS, Interest::READABLE)?;
+            Ok(poll)
+        });
+        let mut poll = match setup {
+            Ok(p) => p,
+            Err(e) => {
+                report.end = format!("error: setting up the poll: {e}");
+                return report;
+            }
+        };
+        let mut events = Events::with_capacity(64);
+        let started = clock.now_ns();
+        let mut last_heard = started;
+        let busy = self.wait == WaitStrategy::BusySpin;
+        report.end = loop {
+            if stop.load(Ordering::Relaxed) {
+                break "stopped".into();
+            }
+            let now_ns = clock.now_ns();
+            if recovery.ended() && recovery.open_gaps() == 0 {
+                break "end of session".into();
+            }
+            if now_ns - last_heard > self.config.silence_timeout.as_nanos() as u64 {
+                break format!("error: feed silent for {:?}", self.config.silence_timeout);
+            }
+            if let Some(max) = self.config.max_duration {
+                if now_ns - started > max.as_nanos() as u64 {
+                    break format!("time limit of {max:?} reached");
+                }
+            }
+            // Wake for the next retransmission timer, and at least every 10 ms for the checks
+            // above; a busy-spinning reader never sleeps in the kernel.
+            let timeout = if busy {
+                Duration::ZERO
+            } else {
+                let now = Duration::from_nanos(now_ns);
+                recovery
+                    .next_deadline()
+                    .map_or(Duration::from_millis(10), |d| d.saturating_sub(now))
+                    .min(Duration::from_millis(10))
+            };
+            if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    break format!("error: poll: {e}");
+                }
+            }
+            let mut sink = Sink {
+                frames: &mut frames,
+                waiter: &mut waiter,
+                recv_ns: 0,
+                requests: &self.requests,
+                server: self.config.request_server,
+                report: &mut report,
+                abandoned: false,
+            };
+            for event in events.iter() {
+                let socket = if event.token() == DATA { &self.data } else { &self.requests };
+                // Drain until WouldBlock, then back to poll.
+                loop {
+                    let datagram = match socket.recv(&mut buf) {
+                        Ok(Some(d)) => d,
+                        Ok(None) => break,
+                        Err(_) => break,
+                    };
+                    sink.recv_ns = clock.now_ns();
+                    last_heard = sink.recv_ns;
+                    match Packet::parse(datagram) {
+                        Ok(packet) => recovery.on_packet(&packet, Duration::from_nanos(sink.recv_ns), &mut sink),
+                        Err(_) => sink.report.bad_packets += 1,
+                    }
+                }
+            }
+            sink.recv_ns = clock.now_ns();
+            recovery.poll_timers(Duration::from_nanos(sink.recv_ns), &mut sink);
+            if sink.abandoned {
+                break "the book thread stopped".into();
+            }
+        };
+        report.recovery = recovery.stats();
+        let end_ns = clock.now_ns();
+        let mut end = |f: &mut Frame| f.set_end(end_ns);
+        while let Err(PushError::Full(back)) = frames.push_with(end) {
+            if frames.is_abandoned() {
+                break;
+            }
+            end = back;
+            waiter.wait();
+        }
+        report
+    }
+}

@@ -1,0 +1,229 @@
+//! The reader stage of a SoupBinTCP feed: a TCP connection through the SoupBinTCP client
+//! machine into the ring; on a dropped connection it logs in again from the next sequence.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use mio::{Events, Interest, Poll, Token};
+use ticklane_feed::net::{TcpFeed, TcpRead};
+use ticklane_feed::soupbintcp::{ClientConfig, ClientEvent, ClientState, SoupClient, TimerEvent};
+
+use super::clock::Clock;
+use super::frame::Frame;
+use super::wait::{WaitStrategy, Waiter};
+use super::FrameSource;
+use crate::ring::{Producer, PushError};
+
+const CONNECTION: Token = Token(0);
+
+/// A SoupBinTCP feed line.
+#[derive(Clone, Debug)]
+pub struct SoupFeedConfig {
+    /// The server.
+    pub server: SocketAddr,
+    /// Login, session, first sequence, heartbeat and timeout settings.
+    pub client: ClientConfig,
+    /// A connect that takes longer than this fails.
+    pub connect_timeout: Duration,
+    /// Connections tried again after a drop (each resumes at the next sequence).
+    pub max_reconnects: u32,
+    /// End after this long in any case (tests, demos); `None` runs until end of session.
+    pub max_duration: Option<Duration>,
+}
+
+/// What the SoupBinTCP source did.
+#[derive(Debug, Default)]
+pub struct SoupSourceReport {
+    /// Sequenced messages pushed into the ring.
+    pub messages: u64,
+    /// Connections made (1 + reconnects).
+    pub connections: u32,
+    /// Why the source ended.
+    pub end: String,
+}
+
+/// The live SoupBinTCP reader.
+pub struct SoupSource {
+    config: SoupFeedConfig,
+    wait: WaitStrategy,
+}
+
+impl SoupSource {
+    /// A source for `config`; it connects when it runs.
+    pub fn new(config: SoupFeedConfig, wait: WaitStrategy) -> Self {
+        SoupSource { config, wait }
+    }
+}
+
+/// How one connection ended.
+enum Outcome {
+    /// The session is over (end of session, rejected, stop, time limit): do not reconnect.
+    Done(String),
+    /// The connection dropped or the server went silent: reconnect and resume.
+    Dropped(String),
+}
+
+impl SoupSource {
+    fn connection(
+        &self,
+        client: &mut SoupClient,
+        frames: &mut Producer<Frame>,
+        clock: Clock,
+        stop: &AtomicBool,
+        report: &mut SoupSourceReport,
+        deadline: Option<u64>,
+    ) -> Outcome {
+        let now = |c: &Clock| Duration::from_nanos(c.now_ns());
+        let mut waiter = Waiter::new(self.wait);
+        let mut feed = match TcpFeed::connect(self.config.server) {
+            Ok(f) => f,
+            Err(e) => return Outcome::Dropped(format!("connect: {e}")),
+        };
+        let mut poll = match Poll::new() {
+            Ok(p) => p,
+            Err(e) => return Outcome::Done(format!("error: poll: {e}")),
+        };
+        if let Err(e) = poll.registry().register(feed.source(), CONNECTION, Interest::READABLE | Interest::WRITABLE) {
+            return Outcome::Done(format!("error: register: {e}"));
+        }
+        let mut events = Events::with_capacity(16);
+        let connect_by = clock.now_ns() + self.config.connect_timeout.as_nanos() as u64;
+        let mut connected = false;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Outcome::Done("stopped".into());
+            }
+            if deadline.is_some_and(|d| clock.now_ns() > d) {
+                return Outcome::Done("time limit reached".into());
+            }
+            let timeout = client
+                .next_deadline()
+                .map_or(Duration::from_millis(10), |d| d.saturating_sub(now(&clock)))
+                .min(Duration::from_millis(10));
+            let timeout = if self.wait == WaitStrategy::BusySpin { Duration::ZERO } else { timeout };
+            if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Outcome::Done(format!("error: poll: {e}"));
+                }
+            }
+            if !connected {
+                match feed.connected() {
+                    Ok(true) => {
+                        connected = true;
+                        report.connections += 1;
+                        if let Err(e) = client.on_connected(now(&clock)) {
+                            return Outcome::Done(format!("error: login: {e:?}"));
+                        }
+                    }
+                    Ok(false) if clock.now_ns() > connect_by => {
+                        return Outcome::Dropped("connect timed out".into())
+                    }
+                    Ok(false) => continue,
+                    Err(e) => return Outcome::Dropped(format!("connect: {e}")),
+                }
+            }
+            // Read until WouldBlock, handing every frame to the client machine.
+            loop {
+                match feed.read_into(client.read_buf()) {
+                    Ok(TcpRead::Data(n)) => client.commit_read(n, now(&clock)),
+                    Ok(TcpRead::WouldBlock) => break,
+                    Ok(TcpRead::Closed) => return Outcome::Dropped("the server closed the connection".into()),
+                    Err(e) => return Outcome::Dropped(format!("read: {e}")),
+                }
+                let recv_ns = clock.now_ns();
+                while let Some(event) = client.poll_event() {
+                    match event {
+                        Ok(ClientEvent::Sequenced { seq, payload }) => {
+                            if !push(frames, &mut waiter, payload, seq, recv_ns) {
+                                return Outcome::Done("the book thread stopped".into());
+                            }
+                            report.messages += 1;
+                        }
+                        Ok(ClientEvent::EndOfSession { .. }) => return Outcome::Done("end of session".into()),
+                        Ok(ClientEvent::Rejected(reason)) => {
+                            return Outcome::Done(format!("error: login rejected: {reason:?}"))
+                        }
+                        Ok(_) => {}
+                        Err(e) => return Outcome::Dropped(format!("protocol error: {e:?}")),
+                    }
+                }
+            }
+            if let Some(TimerEvent::PeerDead { silent_for }) = client.poll_timers(now(&clock)) {
+                return Outcome::Dropped(format!("server silent for {silent_for:?}"));
+            }
+            // Write what the client queued (login, heartbeats).
+            while !client.output().is_empty() {
+                match feed.write_some(client.output()) {
+                    Ok(0) => break,
+                    Ok(n) => client.consume_output(n),
+                    Err(e) => return Outcome::Dropped(format!("write: {e}")),
+                }
+            }
+            if matches!(client.state(), ClientState::Ended) {
+                return Outcome::Done("end of session".into());
+            }
+        }
+    }
+}
+
+/// Pushes one message frame, waiting while the ring is full; `false` if the book thread
+/// is gone.
+fn push(frames: &mut Producer<Frame>, waiter: &mut Waiter, bytes: &[u8], seq: u64, recv_ns: u64) -> bool {
+    let mut fill = |f: &mut Frame| {
+        if !f.set_message(bytes, seq, recv_ns, 0) {
+            f.set_message(&[], seq, recv_ns, 0);
+        }
+    };
+    loop {
+        match frames.push_with(fill) {
+            Ok(()) => {
+                waiter.reset();
+                return true;
+            }
+            Err(PushError::Full(back)) => {
+                if frames.is_abandoned() {
+                    return false;
+                }
+                fill = back;
+                waiter.wait();
+            }
+        }
+    }
+}
+
+impl FrameSource for SoupSource {
+    type Report = SoupSourceReport;
+
+    fn run(self, mut frames: Producer<Frame>, clock: Clock, stop: &AtomicBool) -> SoupSourceReport {
+        let mut report = SoupSourceReport::default();
+        let deadline = self.config.max_duration.map(|d| clock.now_ns() + d.as_nanos() as u64);
+        let mut client = SoupClient::new(self.config.client.clone());
+        let mut attempts = 0;
+        report.end = loop {
+            match self.connection(&mut client, &mut frames, clock, stop, &mut report, deadline) {
+                Outcome::Done(why) => break why,
+                Outcome::Dropped(why) if attempts >= self.config.max_reconnects => {
+                    break format!("error: {why} (after {attempts} reconnects)")
+                }
+                Outcome::Dropped(_) => {
+                    attempts += 1;
+                    // Resume where the stream stopped, with a new client machine.
+                    client = SoupClient::new(client.resume_config());
+                    std::thread::sleep(Duration::from_millis(20 << attempts.min(5)));
+                }
+            }
+        };
+        let end_ns = clock.now_ns();
+        let mut end = |f: &mut Frame| f.set_end(end_ns);
+        let mut waiter = Waiter::new(self.wait);
+        while let Err(PushError::Full(back)) = frames.push_with(end) {
+            if frames.is_abandoned() {
+                break;
+            }
+            end = back;
+            waiter.wait();
+        }
+        report
+    }
+}
