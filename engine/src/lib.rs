@@ -8,4 +8,5 @@ pub mod book;
 pub mod replay;
 pub mod ring;
 pub mod seqlock;
+pub mod snapshot;
 mod sync;
