@@ -252,3 +252,131 @@ fn merge_header(
     header.instruments = header.instruments.min(capacity as u64);
     header
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::SnapshotWriter;
+    use std::os::unix::fs::FileExt;
+
+    /// A valid file, closed, then `patch` applied to its bytes.
+    fn patched(patch: impl FnOnce(&mut Vec<u8>)) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        SnapshotWriter::create(&path, 2, 3)
+            .expect("create")
+            .close()
+            .expect("close");
+        let mut bytes = std::fs::read(&path).expect("read");
+        patch(&mut bytes);
+        std::fs::write(&path, &bytes).expect("write");
+        (dir, path)
+    }
+
+    #[test]
+    fn a_valid_file_opens() {
+        let (_dir, path) = patched(|_| {});
+        let reader = SnapshotReader::open(&path).expect("valid");
+        let header = reader.header();
+        assert_eq!(header.magic, MAGIC);
+        assert_eq!((header.slot_capacity, header.depth), (2, 3));
+        assert_eq!(header.slot_size, 136 + 32 * 3);
+        assert!(header.is_closed());
+        assert_eq!(reader.slots(), 0..0);
+        assert_eq!(reader.depth(), 3);
+        assert_eq!(reader.sequence(0), Some(0));
+        assert_eq!(reader.sequence(2), None);
+    }
+
+    #[test]
+    fn invalid_files_are_refused_with_the_reason() {
+        let (_d, path) = patched(|b| b[0] = b'X');
+        assert!(matches!(
+            SnapshotReader::open(&path),
+            Err(SnapshotError::BadMagic { .. })
+        ));
+        let (_d, path) = patched(|b| b[8..12].copy_from_slice(&2u32.to_ne_bytes()));
+        assert!(matches!(
+            SnapshotReader::open(&path),
+            Err(SnapshotError::UnsupportedVersion {
+                found: 2,
+                supported: 1,
+                ..
+            })
+        ));
+        let (_d, path) = patched(|b| b[12..16].copy_from_slice(&0x0403_0201u32.to_ne_bytes()));
+        assert!(matches!(
+            SnapshotReader::open(&path),
+            Err(SnapshotError::ByteOrder { .. })
+        ));
+        let (_d, path) = patched(|b| b[20..24].copy_from_slice(&999u32.to_ne_bytes()));
+        assert!(matches!(
+            SnapshotReader::open(&path),
+            Err(SnapshotError::BadHeader {
+                field: "slot_size",
+                ..
+            })
+        ));
+        let (_d, path) = patched(|b| b.truncate(b.len() - 8));
+        assert!(matches!(
+            SnapshotReader::open(&path),
+            Err(SnapshotError::BadHeader {
+                field: "file length",
+                ..
+            })
+        ));
+        let (_d, path) = patched(|b| b.truncate(100));
+        assert!(matches!(
+            SnapshotReader::open(&path),
+            Err(SnapshotError::BadHeader {
+                field: "file length",
+                ..
+            })
+        ));
+        assert!(matches!(
+            SnapshotReader::open(_d.path().join("missing")),
+            Err(SnapshotError::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn an_odd_sequence_written_into_the_file_is_reported() {
+        // What `kill -9` in the middle of a write leaves: the sequence odd on disk.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let books = crate::book::Books::new(crate::book::BookConfig {
+            max_orders: 4,
+            max_books: 2,
+            levels_per_side: 2,
+        })
+        .expect("books");
+        let mut writer = SnapshotWriter::create(&path, 2, 1).expect("create");
+        writer
+            .publish(
+                &books,
+                ticklane_feed::itch::Locate(4),
+                1,
+                ticklane_feed::itch::Nanos(1),
+            )
+            .expect("room");
+        std::mem::forget(writer);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open for writing");
+        file.write_at(&5u64.to_ne_bytes(), HEADER_SIZE as u64)
+            .expect("poke");
+        let reader = SnapshotReader::open(&path).expect("open");
+        assert!(
+            !reader.header().is_closed(),
+            "a killed writer does not close"
+        );
+        assert_eq!(
+            reader.read(0),
+            Err(ReadError::WriteInProgress {
+                sequence: 5,
+                attempts: DEFAULT_READ_ATTEMPTS
+            })
+        );
+    }
+}

@@ -492,3 +492,244 @@ fn build_file(path: &Path, geometry: Geometry) -> io::Result<SharedWords> {
     }
     Ok(map)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::book::{BookConfig, LevelView};
+    use crate::snapshot::layout::SLOT_FIXED_SIZE;
+    use crate::snapshot::{LastTrade, ReadError, SnapshotReader};
+    use ticklane_feed::itch::{self, owned, OrderRef, Price, Stock};
+
+    fn books() -> Books {
+        Books::new(BookConfig {
+            max_orders: 64,
+            max_books: 8,
+            levels_per_side: 16,
+        })
+        .expect("small books")
+    }
+
+    fn apply(books: &mut Books, message: owned::Message) -> Option<Locate> {
+        let mut buf = [0u8; 64];
+        let len = message.encode(&mut buf);
+        books.apply(&itch::decode(&buf[..len]).expect("valid message"))
+    }
+
+    fn directory(books: &mut Books, locate: u16, symbol: &str) {
+        apply(
+            books,
+            owned::Message::StockDirectory(owned::StockDirectory {
+                locate: Locate(locate),
+                stock: Stock::new(symbol.as_bytes()).expect("short symbol"),
+                ..Default::default()
+            }),
+        );
+    }
+
+    fn add(books: &mut Books, locate: u16, order_ref: u64, side: u8, shares: u32, price: u32) {
+        let changed = apply(
+            books,
+            owned::Message::AddOrder(owned::AddOrder {
+                locate: Locate(locate),
+                order_ref: OrderRef(order_ref),
+                side,
+                shares,
+                price: Price(price),
+                ..Default::default()
+            }),
+        );
+        assert_eq!(changed, Some(Locate(locate)));
+    }
+
+    fn level(price: u32, qty: u64, orders: u32) -> LevelView {
+        LevelView {
+            price: Price(price),
+            qty,
+            orders,
+        }
+    }
+
+    #[test]
+    fn a_published_book_reads_back_level_by_level() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let mut books = books();
+        directory(&mut books, 3, "MSFT");
+        apply(
+            &mut books,
+            owned::Message::StockTradingAction(owned::StockTradingAction {
+                locate: Locate(3),
+                trading_state: b'T',
+                ..Default::default()
+            }),
+        );
+        for (i, price) in [100, 101, 102].into_iter().enumerate() {
+            add(&mut books, 3, i as u64, b'B', 10, price);
+        }
+        add(&mut books, 3, 10, b'B', 5, 102);
+        add(&mut books, 3, 11, b'S', 7, 110);
+        let mut writer = SnapshotWriter::create(&path, 4, 2).expect("create");
+        writer
+            .publish_at(&books, Locate(3), 99, Nanos(1234), 5678)
+            .expect("room");
+        let reader = SnapshotReader::open(&path).expect("open");
+        assert_eq!(reader.find(b"MSFT"), Some(0));
+        assert_eq!(reader.find(b"MSF"), None);
+        let state = reader.read(0).expect("consistent");
+        assert_eq!(state.symbol(), b"MSFT");
+        assert_eq!(state.locate, Locate(3));
+        assert_eq!(state.trading_state, Some(b'T'));
+        assert_eq!(
+            (state.feed_seq, state.exchange_ts, state.updated_ns),
+            (99, Nanos(1234), 5678)
+        );
+        // Depth 2 keeps the two best bids of three.
+        assert_eq!(state.bids, [level(102, 15, 2), level(101, 10, 1)]);
+        assert_eq!(state.asks, [level(110, 7, 1)]);
+        assert_eq!(state.publishes, 1);
+        assert_eq!(state.sequence, 4, "allocation write, then publication");
+        assert!(!state.flags.is_crossed() && !state.flags.is_stale());
+        assert_eq!(state.last_trade, None);
+        // The fixed payload's best levels repeat level 1 of each ladder.
+        let bytes = std::fs::read(&path).expect("read file");
+        let slot = &bytes[HEADER_SIZE..];
+        let payload: SlotPayload = bytemuck::pod_read_unaligned(&slot[8..SLOT_FIXED_SIZE]);
+        assert_eq!(
+            (
+                payload.best_bid.price,
+                payload.best_bid.qty,
+                payload.best_bid.orders
+            ),
+            (102, 15, 2)
+        );
+        assert_eq!((payload.bid_levels, payload.ask_levels), (2, 1));
+    }
+
+    #[test]
+    fn trades_and_flags_survive_the_next_publication() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let mut books = books();
+        add(&mut books, 1, 1, b'B', 10, 200);
+        let mut writer = SnapshotWriter::create(&path, 2, 3).expect("create");
+        let trade = Trade {
+            locate: Locate(1),
+            price: Price(199),
+            shares: 40,
+            timestamp: Nanos(77),
+        };
+        writer.record_trade(&books, trade).expect("room");
+        writer.record_trade(&books, trade).expect("room");
+        assert!(writer.set_instrument_stale(Locate(1), true));
+        assert!(writer.set_instrument_behind(Locate(1), Some(1_000)));
+        assert!(!writer.set_instrument_stale(Locate(2), true), "no slot");
+        // Crossing: the ask at or below the bid is applied and flagged.
+        add(&mut books, 1, 2, b'S', 3, 150);
+        writer
+            .publish(&books, Locate(1), 5, Nanos(6))
+            .expect("room");
+        let reader = SnapshotReader::open(&path).expect("open");
+        let state = reader.read(0).expect("consistent");
+        assert_eq!(
+            state.last_trade,
+            Some(LastTrade {
+                price: Price(199),
+                shares: 40,
+                timestamp: Nanos(77)
+            })
+        );
+        assert_eq!((state.trades, state.traded_shares), (2, 80));
+        assert!(state.flags.is_stale() && state.flags.is_behind() && state.flags.is_crossed());
+        assert_eq!(state.behind_since_ns, Some(1_000));
+        assert!(state.updated_ns > 0, "stamped with the wall clock");
+        writer.set_instrument_behind(Locate(1), None);
+        writer.set_instrument_stale(Locate(1), false);
+        let state = reader.read(0).expect("consistent");
+        assert!(!state.flags.is_stale() && !state.flags.is_behind());
+        assert_eq!(state.behind_since_ns, None);
+    }
+
+    #[test]
+    fn header_words_move_on_their_own() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let writer = SnapshotWriter::create(&path, 2, 1).expect("create");
+        let reader = SnapshotReader::open(&path).expect("open");
+        let header = reader.header();
+        assert_eq!(header.writer_pid, std::process::id());
+        assert!(header.heartbeat_ns > 0 && !header.is_stale() && !header.is_closed());
+        writer.heartbeat(header.heartbeat_ns + 5);
+        writer.set_stale(true);
+        writer.set_behind(250);
+        let header = reader.header();
+        assert!(header.is_stale());
+        assert_eq!(header.behind_ns, 250);
+        writer.set_stale(false);
+        assert!(!reader.header().is_stale());
+        // Dropping the writer closes the file, as `close` does.
+        drop(writer);
+        assert!(reader.header().is_closed());
+    }
+
+    #[test]
+    fn a_full_file_refuses_new_instruments_but_keeps_serving_old_ones() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let books = books();
+        let mut writer = SnapshotWriter::create(&path, 1, 1).expect("create");
+        writer
+            .publish(&books, Locate(9), 1, Nanos(1))
+            .expect("room");
+        assert_eq!(
+            writer.publish(&books, Locate(10), 2, Nanos(2)),
+            Err(PublishError::Full { capacity: 1 })
+        );
+        writer
+            .publish(&books, Locate(9), 3, Nanos(3))
+            .expect("has a slot");
+        assert_eq!(writer.instruments(), 1);
+        assert_eq!(writer.slot_of(Locate(9)), Some(0));
+    }
+
+    #[test]
+    fn an_abandoned_write_is_reported_not_waited_on() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let books = books();
+        let mut writer = SnapshotWriter::create(&path, 2, 1).expect("create");
+        writer
+            .publish(&books, Locate(1), 1, Nanos(1))
+            .expect("room");
+        writer.abandon_write_for_tests(Locate(1));
+        let reader = SnapshotReader::open(&path)
+            .expect("open")
+            .with_read_attempts(50);
+        assert!(matches!(
+            reader.read(0),
+            Err(ReadError::WriteInProgress { attempts: 50, sequence }) if sequence % 2 == 1
+        ));
+        assert_eq!(
+            reader.read(1).err(),
+            Some(ReadError::NoSuchSlot { slot: 1, in_use: 1 })
+        );
+        // The next publication repairs the slot.
+        writer
+            .publish(&books, Locate(1), 2, Nanos(2))
+            .expect("room");
+        assert_eq!(reader.read(0).expect("repaired").feed_seq, 2);
+    }
+
+    #[test]
+    fn bad_geometry_is_refused() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        for (capacity, depth) in [(0, 10), (10, 0), (MAX_CAPACITY + 1, 1), (1, MAX_DEPTH + 1)] {
+            assert!(matches!(
+                SnapshotWriter::create(&path, capacity, depth),
+                Err(SnapshotError::BadGeometry { .. })
+            ));
+        }
+        assert!(!path.exists());
+    }
+}
