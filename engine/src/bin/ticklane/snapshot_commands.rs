@@ -16,6 +16,10 @@ use ticklane_engine::snapshot::{
 };
 use ticklane_feed::itch::Nanos;
 
+/// A writer that has not stamped its heartbeat for this long is reported silent: it is
+/// expected to stamp it at least every second.
+const SILENT_AFTER_NS: u64 = 5_000_000_000;
+
 /// Arguments of `ticklane book`.
 #[derive(Args, Debug)]
 pub struct BookArgs {
@@ -301,6 +305,8 @@ fn header_status(h: &SnapshotHeader) -> String {
     }
     if h.is_closed() {
         status.push_str("  CLOSED (writer exited)");
+    } else if wall_clock_ns().saturating_sub(h.heartbeat_ns) > SILENT_AFTER_NS {
+        status.push_str("  WRITER SILENT (no heartbeat: gone or stuck)");
     }
     status
 }
