@@ -67,6 +67,8 @@ class Snapshot:
             raise SnapshotError(f"{path}: written with another byte order")
         if version != LAYOUT_VERSION:
             raise SnapshotError(f"{path}: layout version {version}, this reader knows 1")
+        if not (1 <= capacity <= 65536 and 1 <= depth <= 1024):
+            raise SnapshotError(f"{path}: capacity {capacity} or depth {depth} out of range")
         expected_slot = SLOT_FIXED_SIZE + 2 * depth * LEVEL_SIZE
         checks = [
             ("header_size", header_size, HEADER_SIZE),
@@ -75,7 +77,7 @@ class Snapshot:
             ("file length", min(len(self.map), file_size), file_size),
         ]
         for field, found, expected in checks:
-            if found != expected or depth == 0 or capacity == 0:
+            if found != expected:
                 raise SnapshotError(f"{path}: {field} is {found}, expected {expected}")
         self.slot_size, self.capacity, self.depth, self.pid = slot_size, capacity, depth, pid
 

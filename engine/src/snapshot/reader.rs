@@ -95,16 +95,8 @@ impl SnapshotReader {
                 supported: LAYOUT_VERSION,
             });
         }
-        let geometry = Geometry {
-            capacity: header.slot_capacity as usize,
-            depth: header.depth as usize,
-        };
-        let checks = [
-            (
-                "header_size",
-                u64::from(header.header_size),
-                HEADER_SIZE as u64,
-            ),
+        // Ranges first: the sizes below are computed from these and must not overflow.
+        let ranges = [
             (
                 "slot_capacity",
                 u64::from(header.slot_capacity),
@@ -114,6 +106,20 @@ impl SnapshotReader {
                 "depth",
                 u64::from(header.depth),
                 u64::from(header.depth).clamp(1, MAX_DEPTH as u64),
+            ),
+        ];
+        if let Some(&(field, found, expected)) = ranges.iter().find(|(_, f, e)| f != e) {
+            return Err(bad(field, found, expected));
+        }
+        let geometry = Geometry {
+            capacity: header.slot_capacity as usize,
+            depth: header.depth as usize,
+        };
+        let checks = [
+            (
+                "header_size",
+                u64::from(header.header_size),
+                HEADER_SIZE as u64,
             ),
             (
                 "slot_size",
@@ -314,6 +320,19 @@ mod tests {
             SnapshotReader::open(&path),
             Err(SnapshotError::BadHeader {
                 field: "slot_size",
+                ..
+            })
+        ));
+        let (_d, path) = patched(|b| b[28..32].copy_from_slice(&u32::MAX.to_ne_bytes()));
+        assert!(matches!(
+            SnapshotReader::open(&path),
+            Err(SnapshotError::BadHeader { field: "depth", .. })
+        ));
+        let (_d, path) = patched(|b| b[24..28].copy_from_slice(&0u32.to_ne_bytes()));
+        assert!(matches!(
+            SnapshotReader::open(&path),
+            Err(SnapshotError::BadHeader {
+                field: "slot_capacity",
                 ..
             })
         ));
