@@ -8,6 +8,7 @@ pub mod book;
 pub mod replay;
 pub mod ring;
 pub mod seqlock;
+pub mod snapshot;
 mod sync;
 pub mod pipeline;
 pub mod config;

@@ -12,6 +12,11 @@ use ticklane_engine::replay::{group, replay_file, ReplayOptions};
 use ticklane_feed::itch::Locate;
 use ticklane_feed::sim::{write_itch50, GenConfig, GenSummary};
 
+// The binary's own modules live beside it in `bin/ticklane/`; a file directly in `bin/`
+// would be taken for a binary of its own.
+#[path = "ticklane/snapshot_commands.rs"]
+mod snapshot_commands;
+
 /// ticklane: a low-latency Nasdaq TotalView-ITCH 5.0 price engine.
 ///
 /// With no subcommand it runs the built-in demo: it generates a small synthetic day and
@@ -31,6 +36,10 @@ enum Command {
     Gen(GenArgs),
     /// The built-in demo: generate a sample day and replay it.
     Demo(DemoArgs),
+    /// Print one book, or every book as `--book-out` CSV, from a live snapshot file.
+    Book(snapshot_commands::BookArgs),
+    /// A live view of the busiest books in a snapshot file.
+    Top(snapshot_commands::TopArgs),
 }
 
 #[derive(Args, Debug, Clone, Copy)]
@@ -128,6 +137,8 @@ fn main() -> ExitCode {
         Some(Command::Demo(args)) => demo(&args),
         Some(Command::Replay(args)) => replay(&args),
         Some(Command::Gen(args)) => generate(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Book(args)) => snapshot_commands::book(&args),
+        Some(Command::Top(args)) => snapshot_commands::top(&args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,53 @@
+//! The off-heap snapshot: every instrument's current book in a memory-mapped file that the
+//! book thread writes and other processes read without locks.
+//!
+//! The file is a header and one fixed-size slot per instrument, each slot under its own
+//! seqlock (the [`layout`] module documents every byte). [`SnapshotWriter`] creates the file
+//! and publishes into it; [`SnapshotReader`] opens it from any process, validates it and
+//! copies slots out, never torn and never waiting unboundedly. A writer killed with `kill -9`
+//! leaves a file that still reads consistently: a slot caught mid-write keeps an odd sequence
+//! and is reported as such, and the heartbeat stops.
+//!
+//! # Examples
+//!
+//! ```
+//! use ticklane_engine::book::{BookConfig, Books};
+//! use ticklane_engine::snapshot::{write_snapshot_book_csv, SnapshotReader, SnapshotWriter};
+//! use ticklane_feed::itch::{Locate, Nanos};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("books.snap");
+//! let books = Books::new(BookConfig { max_orders: 64, max_books: 8, levels_per_side: 16 })?;
+//!
+//! // The book thread: publish each instrument whose book a message changed.
+//! let mut writer = SnapshotWriter::create(&path, 8, 10)?;
+//! writer.publish(&books, Locate(1), 1, Nanos(34_200_000_000_000))?;
+//!
+//! // Any other process: open, validate, read.
+//! let reader = SnapshotReader::open(&path)?;
+//! let state = reader.read(0)?;
+//! assert_eq!(state.locate, Locate(1));
+//! let csv = write_snapshot_book_csv(&reader, 10, Vec::new())?;
+//! assert_eq!(csv, b"locate,stock,side,level,price,qty,orders\n");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod book_csv;
+mod clock;
+mod error;
+pub mod layout;
+mod mapping;
+mod reader;
+mod slot_lock;
+mod state;
+mod trade;
+mod writer;
+
+pub use book_csv::{read_all, write_snapshot_book_csv};
+pub use clock::wall_clock_ns;
+pub use error::{PublishError, ReadError, SnapshotError};
+pub use layout::{Geometry, LevelRecord, SlotPayload, SnapshotHeader, DEFAULT_DEPTH};
+pub use reader::{SnapshotReader, DEFAULT_READ_ATTEMPTS};
+pub use state::{InstrumentState, LastTrade, SlotFlags};
+pub use trade::{trade_of, Trade};
+pub use writer::SnapshotWriter;
