@@ -106,7 +106,11 @@ pub struct SnapshotSection {
 
 impl Default for SnapshotSection {
     fn default() -> Self {
-        SnapshotSection { path: None, depth: 10, capacity: 16_384 }
+        SnapshotSection {
+            path: None,
+            depth: 10,
+            capacity: 16_384,
+        }
     }
 }
 
@@ -172,12 +176,24 @@ impl RunConfig {
     ///
     /// [`ConfigError`] naming the file and, for parse errors, the line and key.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
-        let config: RunConfig = toml::from_str(&text)
-            .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
-        config.pipeline().map_err(|message| ConfigError::Invalid { path: path.to_path_buf(), message })?;
-        config.feed_config().map_err(|message| ConfigError::Invalid { path: path.to_path_buf(), message })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let config: RunConfig = toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        config.pipeline().map_err(|message| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        })?;
+        config
+            .feed_config()
+            .map_err(|message| ConfigError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            })?;
         Ok(config)
     }
 
@@ -196,7 +212,11 @@ impl RunConfig {
             wait: e.wait.parse::<WaitStrategy>()?,
             reader_core: e.reader_core,
             book_core: e.book_core,
-            books: BookConfig { max_orders: e.max_orders, max_books: e.max_books, levels_per_side: e.levels_per_side },
+            books: BookConfig {
+                max_orders: e.max_orders,
+                max_books: e.max_books,
+                levels_per_side: e.levels_per_side,
+            },
         })
     }
 
@@ -224,7 +244,9 @@ impl RunConfig {
                 },
                 request_server: *request_server,
                 recovery: RecoveryConfig {
-                    retransmit_timeout: Duration::from_millis(retransmit_timeout_ms.unwrap_or(100).max(1)),
+                    retransmit_timeout: Duration::from_millis(
+                        retransmit_timeout_ms.unwrap_or(100).max(1),
+                    ),
                     ..RecoveryConfig::default()
                 },
                 silence_timeout: seconds(*silence_timeout_s, 5.0),
@@ -244,7 +266,8 @@ impl RunConfig {
                     .ok_or("[feed] username is at most 6 and password at most 10 characters")?;
                 let mut client = ClientConfig::new(credentials);
                 if let Some(name) = session {
-                    client.session = Session::new(name.as_bytes()).ok_or("[feed] session is at most 10 characters")?;
+                    client.session = Session::new(name.as_bytes())
+                        .ok_or("[feed] session is at most 10 characters")?;
                 }
                 client.next_sequence = next_sequence.unwrap_or(1);
                 client.server_timeout = seconds(*server_timeout_s, 15.0);
@@ -269,18 +292,28 @@ mod tests {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ticklane.example.toml");
         let config = RunConfig::load(&path).expect("the committed example is valid");
         assert!(matches!(config.feed_config(), Ok(FeedConfig::Mold(_))));
-        assert_eq!(config.pipeline().map(|p| p.wait), Ok(WaitStrategy::SpinYield));
+        assert_eq!(
+            config.pipeline().map(|p| p.wait),
+            Ok(WaitStrategy::SpinYield)
+        );
     }
 
     #[test]
     fn errors_name_the_file_and_key() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("bad.toml");
-        std::fs::write(&path, "[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:1\"\nbogus = 1\n").expect("write");
+        std::fs::write(
+            &path,
+            "[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:1\"\nbogus = 1\n",
+        )
+        .expect("write");
         let e = RunConfig::load(&path).expect_err("unknown key").to_string();
         assert!(e.contains("bad.toml") && e.contains("bogus"), "{e}");
-        std::fs::write(&path, "[engine]\nwait = \"nap\"\n[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:1\"\n")
-            .expect("write");
+        std::fs::write(
+            &path,
+            "[engine]\nwait = \"nap\"\n[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:1\"\n",
+        )
+        .expect("write");
         let e = RunConfig::load(&path).expect_err("bad wait").to_string();
         assert!(e.contains("nap"), "{e}");
     }

@@ -5,10 +5,10 @@
 #![deny(unsafe_code)]
 
 pub mod book;
+pub mod config;
+pub mod pipeline;
 pub mod replay;
 pub mod ring;
 pub mod seqlock;
 pub mod snapshot;
 mod sync;
-pub mod pipeline;
-pub mod config;

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use ticklane_engine::book::{BookConfig, Books, Side};
-use ticklane_engine::replay::{group, replay_file, ReplayOptions};
+use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
+use ticklane_engine::replay::{group, replay_file, replay_paced, ReplayOptions, SnapshotTarget};
 use ticklane_feed::itch::Locate;
 use ticklane_feed::sim::{write_itch50, GenConfig, GenSummary};
 
@@ -92,8 +93,43 @@ struct ReplayArgs {
     /// No progress line and no summary on the terminal.
     #[arg(long, short)]
     quiet: bool,
+    /// Play the capture through the live pipeline (reader thread, ring, book thread) at
+    /// this pace: `max`, `recorded`, or `<N>x` (N times the recorded pace).
+    #[arg(long)]
+    pace: Option<Pace>,
+    /// With --pace: publish the books into this memory-mapped snapshot file.
+    #[arg(long, requires = "pace")]
+    snapshot: Option<PathBuf>,
+    #[command(flatten)]
+    threads: ThreadArgs,
     #[command(flatten)]
     capacity: CapacityArgs,
+}
+
+/// Threads of the pipeline (`--pace`, `run`).
+#[derive(Args, Debug, Clone, Copy)]
+struct ThreadArgs {
+    /// How the pipeline's threads wait: busy-spin, spin-yield or park.
+    #[arg(long, default_value = "spin-yield")]
+    wait: WaitStrategy,
+    /// Pin the reader thread to this core.
+    #[arg(long)]
+    reader_core: Option<usize>,
+    /// Pin the book thread to this core.
+    #[arg(long)]
+    book_core: Option<usize>,
+}
+
+impl ThreadArgs {
+    fn pipeline(self, books: BookConfig) -> PipelineConfig {
+        PipelineConfig {
+            wait: self.wait,
+            reader_core: self.reader_core,
+            book_core: self.book_core,
+            books,
+            ..PipelineConfig::default()
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -160,8 +196,29 @@ fn replay(args: &ReplayArgs) -> Result<ExitCode> {
         books: args.capacity.config()?,
         progress: !args.quiet,
     };
-    let outcome = replay_file(&opts)?;
-    let summary = &outcome.summary;
+    let summary = match args.pace {
+        None => replay_file(&opts)?.summary,
+        Some(pace) => {
+            anyhow::ensure!(
+                args.bbo_out.is_none(),
+                "--bbo-out is written by the unpaced replay; drop --pace for it"
+            );
+            let target = args.snapshot.as_ref().map(|path| SnapshotTarget {
+                path: path.clone(),
+                capacity: 16_384,
+                depth: args.depth.clamp(1, 64),
+            });
+            let pipeline = args.threads.pipeline(opts.books);
+            let outcome = replay_paced(&opts, pace, pipeline, target.as_ref())?;
+            if !args.quiet {
+                for (name, p) in &outcome.latency {
+                    println!("  {name:<22} {}", p.to_line());
+                }
+            }
+            outcome.summary
+        }
+    };
+    let summary = &summary;
     if !args.quiet {
         print!("{}", summary.to_text());
     }

@@ -7,6 +7,8 @@ use super::clock::Clock;
 use super::frame::{Frame, FrameKind};
 use super::latency::StageLatency;
 use super::wait::{WaitStrategy, Waiter};
+use ticklane_feed::itch::Message;
+
 use crate::book::{BookConfig, Books};
 use crate::replay::{Applied, NoBbo, Replayer, StepError, TypeCounts};
 use crate::ring::Consumer;
@@ -16,8 +18,13 @@ const BATCH: usize = 256;
 
 /// Where the book thread sends changed state (the snapshot file, a subscriber, a test).
 pub trait Publisher {
+    /// The message is about to be applied (an execution's order is still in the book).
+    #[inline(always)]
+    fn before_apply(&mut self, _books: &Books, _message: &Message<'_>) {}
     /// A message was applied; `applied.changed` names the book it changed, if any.
-    fn publish(&mut self, books: &Books, applied: &Applied<'_>, frame: &Frame, now_ns: u64);
+    /// Returns whether anything was published (for the publication latency).
+    fn publish(&mut self, books: &Books, applied: &Applied<'_>, frame: &Frame, now_ns: u64)
+        -> bool;
     /// The ring was empty: time for periodic work (a heartbeat). Called often; keep it cheap.
     fn idle(&mut self, _now_ns: u64) {}
     /// The feed ended: flush and close.
@@ -29,7 +36,9 @@ pub trait Publisher {
 pub struct NoPublisher;
 
 impl Publisher for NoPublisher {
-    fn publish(&mut self, _: &Books, _: &Applied<'_>, _: &Frame, _: u64) {}
+    fn publish(&mut self, _: &Books, applied: &Applied<'_>, _: &Frame, _: u64) -> bool {
+        applied.changed.is_some()
+    }
 }
 
 /// What the book thread did.
@@ -64,8 +73,18 @@ impl<P: Publisher> BookStage<P> {
     /// # Errors
     ///
     /// If the book tables cannot be allocated.
-    pub fn new(config: BookConfig, publisher: P, clock: Clock, wait: WaitStrategy) -> std::io::Result<Self> {
-        Ok(BookStage { replayer: Replayer::new(config, None)?, publisher, clock, wait })
+    pub fn new(
+        config: BookConfig,
+        publisher: P,
+        clock: Clock,
+        wait: WaitStrategy,
+    ) -> std::io::Result<Self> {
+        Ok(BookStage {
+            replayer: Replayer::new(config, None)?,
+            publisher,
+            clock,
+            wait,
+        })
     }
 
     /// Runs until an end frame arrives, or `stop` is set and the ring is drained, or the
@@ -93,13 +112,22 @@ impl<P: Publisher> BookStage<P> {
                 if frame.kind() != Some(FrameKind::Message) {
                     return true;
                 }
-                match self.replayer.step(frame.seq, frame.message()) {
+                let publisher = &mut self.publisher;
+                let step = self
+                    .replayer
+                    .step_with(frame.seq, frame.message(), |books, message| {
+                        publisher.before_apply(books, message)
+                    });
+                match step {
                     Ok(applied) => {
                         let applied_ns = self.clock.now_ns();
-                        let published_ns = applied.changed.map(|_| {
-                            self.publisher.publish(self.replayer.books(), &applied, frame, applied_ns);
-                            self.clock.now_ns()
-                        });
+                        let published = self.publisher.publish(
+                            self.replayer.books(),
+                            &applied,
+                            frame,
+                            applied_ns,
+                        );
+                        let published_ns = published.then(|| self.clock.now_ns());
                         latency.record(frame.recv_ns, frame.intended_ns, applied_ns, published_ns);
                     }
                     Err(StepError::Decode(e)) => {
@@ -121,7 +149,18 @@ impl<P: Publisher> BookStage<P> {
         self.publisher.finish(self.replayer.books());
         let messages = self.replayer.messages();
         let by_type = *self.replayer.by_type();
-        let books = self.replayer.finish().expect("invariant: NoBbo never fails");
-        BookStageReport { books, messages, by_type, decode_errors, first_decode_error, latency, ended }
+        let books = self
+            .replayer
+            .finish()
+            .expect("invariant: NoBbo never fails");
+        BookStageReport {
+            books,
+            messages,
+            by_type,
+            decode_errors,
+            first_decode_error,
+            latency,
+            ended,
+        }
     }
 }

@@ -94,7 +94,12 @@ fn wait_until(clock: &Clock, deadline: u64, stop: &AtomicBool) {
 impl FrameSource for CaptureSource {
     type Report = CaptureSourceReport;
 
-    fn run(mut self, mut frames: Producer<Frame>, clock: Clock, stop: &AtomicBool) -> CaptureSourceReport {
+    fn run(
+        mut self,
+        mut frames: Producer<Frame>,
+        clock: Clock,
+        stop: &AtomicBool,
+    ) -> CaptureSourceReport {
         let mut report = CaptureSourceReport::default();
         let mut waiter = Waiter::new(self.wait);
         let mut first: Option<(u64, u64)> = None; // (message time, clock) at the first message

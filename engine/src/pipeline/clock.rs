@@ -11,7 +11,9 @@ pub struct Clock {
 impl Clock {
     /// A clock whose zero is now.
     pub fn start() -> Self {
-        Clock { epoch: Instant::now() }
+        Clock {
+            epoch: Instant::now(),
+        }
     }
 
     /// Nanoseconds since the clock started (never 0, so 0 can mean "not stamped").

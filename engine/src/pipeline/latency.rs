@@ -96,12 +96,21 @@ impl Default for StageLatency {
 impl StageLatency {
     /// Records one message's stamps; `published_ns` is `None` if it changed no book.
     #[inline]
-    pub fn record(&mut self, recv_ns: u64, intended_ns: u64, applied_ns: u64, published_ns: Option<u64>) {
-        self.receive_to_applied.saturating_record(applied_ns.saturating_sub(recv_ns).max(1));
+    pub fn record(
+        &mut self,
+        recv_ns: u64,
+        intended_ns: u64,
+        applied_ns: u64,
+        published_ns: Option<u64>,
+    ) {
+        self.receive_to_applied
+            .saturating_record(applied_ns.saturating_sub(recv_ns).max(1));
         if let Some(p) = published_ns {
-            self.receive_to_published.saturating_record(p.saturating_sub(recv_ns).max(1));
+            self.receive_to_published
+                .saturating_record(p.saturating_sub(recv_ns).max(1));
             if intended_ns != 0 {
-                self.intended_to_published.saturating_record(p.saturating_sub(intended_ns).max(1));
+                self.intended_to_published
+                    .saturating_record(p.saturating_sub(intended_ns).max(1));
             }
         }
     }

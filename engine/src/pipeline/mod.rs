@@ -11,6 +11,7 @@ mod clock;
 mod frame;
 mod latency;
 mod mold_source;
+mod snapshot_publisher;
 mod soup_source;
 mod wait;
 
@@ -18,9 +19,10 @@ pub use book_stage::{BookStage, BookStageReport, NoPublisher, Publisher};
 pub use capture_source::{CaptureSource, CaptureSourceReport, Pace};
 pub use clock::Clock;
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
-pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
-pub use soup_source::{SoupFeedConfig, SoupSource, SoupSourceReport};
 pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
+pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
+pub use snapshot_publisher::SnapshotPublisher;
+pub use soup_source::{SoupFeedConfig, SoupSource, SoupSourceReport};
 pub use wait::{WaitStrategy, Waiter};
 
 use std::sync::atomic::AtomicBool;
@@ -110,10 +112,17 @@ pub fn run_pipeline<S: FrameSource, P: Publisher + Send>(
                 let pinned = pin(config.reader_core);
                 (source.run(producer, clock, stop), pinned)
             })?;
-        let (source, reader_pinned) =
-            reader.join().map_err(|_| std::io::Error::other("the reader thread panicked"))?;
-        let (book, book_pinned) =
-            book.join().map_err(|_| std::io::Error::other("the book thread panicked"))?;
-        Ok(PipelineReport { source, book, elapsed: started.elapsed(), pinned: (reader_pinned, book_pinned) })
+        let (source, reader_pinned) = reader
+            .join()
+            .map_err(|_| std::io::Error::other("the reader thread panicked"))?;
+        let (book, book_pinned) = book
+            .join()
+            .map_err(|_| std::io::Error::other("the book thread panicked"))?;
+        Ok(PipelineReport {
+            source,
+            book,
+            elapsed: started.elapsed(),
+            pinned: (reader_pinned, book_pinned),
+        })
     })
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::moldudp64::{
-    GapRange, MoldRecovery, Packet, RecoveryConfig, RecoveryStats, RecoverySink, RetransmitRequest,
+    GapRange, MoldRecovery, Packet, RecoveryConfig, RecoverySink, RecoveryStats, RetransmitRequest,
 };
 use ticklane_feed::net::{UdpFeed, UdpFeedConfig};
 
@@ -88,7 +88,12 @@ impl MoldSource {
             i => i,
         };
         let requests = UdpFeed::ephemeral(local)?;
-        Ok(MoldSource { config, data, requests, wait })
+        Ok(MoldSource {
+            config,
+            data,
+            requests,
+            wait,
+        })
     }
 
     /// The data socket's address (its port, when bound to port 0).
@@ -158,14 +163,21 @@ impl RecoverySink for Sink<'_> {
 impl FrameSource for MoldSource {
     type Report = MoldSourceReport;
 
-    fn run(mut self, mut frames: Producer<Frame>, clock: Clock, stop: &AtomicBool) -> MoldSourceReport {
+    fn run(
+        mut self,
+        mut frames: Producer<Frame>,
+        clock: Clock,
+        stop: &AtomicBool,
+    ) -> MoldSourceReport {
         let mut report = MoldSourceReport::default();
         let mut waiter = Waiter::new(self.wait);
         let mut recovery = MoldRecovery::new(self.config.recovery);
         let mut buf = vec![0u8; DATAGRAM].into_boxed_slice();
         let setup = Poll::new().and_then(|poll| {
-            poll.registry().register(self.data.source(), DATA, Interest::READABLE)?;
-            poll.registry().register(self.requests.source(), REQUESTS, Interest::READABLE)?;
+            poll.registry()
+                .register(self.data.source(), DATA, Interest::READABLE)?;
+            poll.registry()
+                .register(self.requests.source(), REQUESTS, Interest::READABLE)?;
             Ok(poll)
         });
         let mut poll = match setup {
@@ -221,7 +233,11 @@ impl FrameSource for MoldSource {
                 abandoned: false,
             };
             for event in events.iter() {
-                let socket = if event.token() == DATA { &self.data } else { &self.requests };
+                let socket = if event.token() == DATA {
+                    &self.data
+                } else {
+                    &self.requests
+                };
                 // Drain until WouldBlock, then back to poll.
                 loop {
                     let datagram = match socket.recv(&mut buf) {
@@ -232,7 +248,11 @@ impl FrameSource for MoldSource {
                     sink.recv_ns = clock.now_ns();
                     last_heard = sink.recv_ns;
                     match Packet::parse(datagram) {
-                        Ok(packet) => recovery.on_packet(&packet, Duration::from_nanos(sink.recv_ns), &mut sink),
+                        Ok(packet) => recovery.on_packet(
+                            &packet,
+                            Duration::from_nanos(sink.recv_ns),
+                            &mut sink,
+                        ),
                         Err(_) => sink.report.bad_packets += 1,
                     }
                 }

@@ -84,7 +84,11 @@ impl SoupSource {
             Ok(p) => p,
             Err(e) => return Outcome::Done(format!("error: poll: {e}")),
         };
-        if let Err(e) = poll.registry().register(feed.source(), CONNECTION, Interest::READABLE | Interest::WRITABLE) {
+        if let Err(e) = poll.registry().register(
+            feed.source(),
+            CONNECTION,
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
             return Outcome::Done(format!("error: register: {e}"));
         }
         let mut events = Events::with_capacity(16);
@@ -101,7 +105,11 @@ impl SoupSource {
                 .next_deadline()
                 .map_or(Duration::from_millis(10), |d| d.saturating_sub(now(&clock)))
                 .min(Duration::from_millis(10));
-            let timeout = if self.wait == WaitStrategy::BusySpin { Duration::ZERO } else { timeout };
+            let timeout = if self.wait == WaitStrategy::BusySpin {
+                Duration::ZERO
+            } else {
+                timeout
+            };
             if let Err(e) = poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
                     return Outcome::Done(format!("error: poll: {e}"));
@@ -128,7 +136,9 @@ impl SoupSource {
                 match feed.read_into(client.read_buf()) {
                     Ok(TcpRead::Data(n)) => client.commit_read(n, now(&clock)),
                     Ok(TcpRead::WouldBlock) => break,
-                    Ok(TcpRead::Closed) => return Outcome::Dropped("the server closed the connection".into()),
+                    Ok(TcpRead::Closed) => {
+                        return Outcome::Dropped("the server closed the connection".into())
+                    }
                     Err(e) => return Outcome::Dropped(format!("read: {e}")),
                 }
                 let recv_ns = clock.now_ns();
@@ -140,7 +150,9 @@ impl SoupSource {
                             }
                             report.messages += 1;
                         }
-                        Ok(ClientEvent::EndOfSession { .. }) => return Outcome::Done("end of session".into()),
+                        Ok(ClientEvent::EndOfSession { .. }) => {
+                            return Outcome::Done("end of session".into())
+                        }
                         Ok(ClientEvent::Rejected(reason)) => {
                             return Outcome::Done(format!("error: login rejected: {reason:?}"))
                         }
@@ -169,7 +181,13 @@ impl SoupSource {
 
 /// Pushes one message frame, waiting while the ring is full; `false` if the book thread
 /// is gone.
-fn push(frames: &mut Producer<Frame>, waiter: &mut Waiter, bytes: &[u8], seq: u64, recv_ns: u64) -> bool {
+fn push(
+    frames: &mut Producer<Frame>,
+    waiter: &mut Waiter,
+    bytes: &[u8],
+    seq: u64,
+    recv_ns: u64,
+) -> bool {
     let mut fill = |f: &mut Frame| {
         if !f.set_message(bytes, seq, recv_ns, 0) {
             f.set_message(&[], seq, recv_ns, 0);
@@ -197,8 +215,11 @@ impl FrameSource for SoupSource {
 
     fn run(self, mut frames: Producer<Frame>, clock: Clock, stop: &AtomicBool) -> SoupSourceReport {
         let mut report = SoupSourceReport::default();
-        let deadline = self.config.max_duration.map(|d| clock.now_ns() + d.as_nanos() as u64);
-        let mut client = SoupClient::new(self.config.client.clone());
+        let deadline = self
+            .config
+            .max_duration
+            .map(|d| clock.now_ns() + d.as_nanos() as u64);
+        let mut client = SoupClient::new(self.config.client);
         let mut attempts = 0;
         report.end = loop {
             match self.connection(&mut client, &mut frames, clock, stop, &mut report, deadline) {

@@ -25,7 +25,9 @@ impl FromStr for WaitStrategy {
             "busy-spin" | "spin" => Ok(WaitStrategy::BusySpin),
             "spin-yield" | "yield" => Ok(WaitStrategy::SpinYield),
             "park" | "sleep" => Ok(WaitStrategy::Park),
-            other => Err(format!("unknown wait strategy {other:?} (busy-spin, spin-yield, park)")),
+            other => Err(format!(
+                "unknown wait strategy {other:?} (busy-spin, spin-yield, park)"
+            )),
         }
     }
 }

@@ -112,23 +112,46 @@ impl<S: BboSink> Replayer<S> {
     /// [`StepError::Output`] if the top-of-book stream cannot be written.
     #[inline]
     pub fn step<'m>(&mut self, index: u64, bytes: &'m [u8]) -> Result<Applied<'m>, StepError> {
+        self.step_with(index, bytes, |_, _| {})
+    }
+
+    /// [`Replayer::step`], calling `before` with the books and the decoded message just
+    /// before it is applied (to see the order an execution will reduce or remove).
+    ///
+    /// # Errors
+    ///
+    /// As [`Replayer::step`].
+    #[inline]
+    pub fn step_with<'m>(
+        &mut self,
+        index: u64,
+        bytes: &'m [u8],
+        before: impl FnOnce(&Books, &Message<'m>),
+    ) -> Result<Applied<'m>, StepError> {
         let message = match itch::decode(bytes) {
             Ok(m) => m,
             Err(DecodeError::UnknownType { .. }) => {
                 self.messages += 1;
                 self.unknown_types += 1;
-                return Ok(Applied { message: None, changed: None });
+                return Ok(Applied {
+                    message: None,
+                    changed: None,
+                });
             }
             Err(e) => return Err(StepError::Decode(e)),
         };
         self.messages += 1;
         self.by_type.0[usize::from(message.tag())] += 1;
+        before(&self.books, &message);
         let changed = self.books.apply(&message);
         if let (Some(locate), Some(bbo)) = (changed, &mut self.bbo) {
             Self::track(bbo, &self.books, index, message.timestamp(), locate)
                 .map_err(StepError::Output)?;
         }
-        Ok(Applied { message: Some(message), changed })
+        Ok(Applied {
+            message: Some(message),
+            changed,
+        })
     }
 
     #[inline(always)]

@@ -43,6 +43,9 @@ pub enum ReplayError {
     /// The book tables could not be allocated at the configured capacities.
     #[error("allocating the books: {0} (lower --max-orders, --max-books or --levels-per-side)")]
     Books(io::Error),
+    /// The snapshot file could not be created.
+    #[error("snapshot: {0}")]
+    Snapshot(String),
     /// An output file could not be written.
     #[error("{path}: {source}")]
     Output {

@@ -43,7 +43,11 @@ impl UdpFeed {
     ///
     /// If the socket cannot be created, bound or joined to the group.
     pub fn open(config: &UdpFeedConfig) -> io::Result<Self> {
-        let socket = Socket::new(Domain::for_address(config.bind), Type::DGRAM, Some(Protocol::UDP))?;
+        let socket = Socket::new(
+            Domain::for_address(config.bind),
+            Type::DGRAM,
+            Some(Protocol::UDP),
+        )?;
         // Several listeners of one multicast group on a host must share the port.
         socket.set_reuse_address(true)?;
         // Best effort: the kernel caps it at net.core.rmem_max.
@@ -53,7 +57,9 @@ impl UdpFeed {
         if let Some(group) = config.multicast_group {
             socket.join_multicast_v4(&group, &config.interface)?;
         }
-        Ok(UdpFeed { socket: mio::net::UdpSocket::from_std(socket.into()) })
+        Ok(UdpFeed {
+            socket: mio::net::UdpSocket::from_std(socket.into()),
+        })
     }
 
     /// A non-blocking socket on an ephemeral loopback-or-any port, for sending requests

@@ -1,0 +1,143 @@
+//! `ticklane replay FILE --pace …`: a capture through the live pipeline (reader thread,
+//! ring, book thread, snapshot) at the recorded pace, N times faster, or as fast as the
+//! book thread goes.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+use ticklane_feed::capture::{CaptureReader, InputFormat, ReadOptions};
+
+use super::book_csv::write_book_csv;
+use super::run::{ReplayError, ReplayOptions};
+use super::summary::{PacketCounts, ReplaySummary};
+use crate::book::Books;
+use crate::pipeline::{
+    run_pipeline, CaptureSource, NoPublisher, Pace, Percentiles, PipelineConfig, PipelineReport,
+    SnapshotPublisher,
+};
+use crate::snapshot::SnapshotWriter;
+
+/// Where a paced replay publishes its books, if anywhere.
+#[derive(Clone, Debug)]
+pub struct SnapshotTarget {
+    /// The snapshot file (created or replaced).
+    pub path: PathBuf,
+    /// Instrument slots.
+    pub capacity: usize,
+    /// Levels per side in each slot.
+    pub depth: usize,
+}
+
+/// A finished paced replay.
+pub struct PacedOutcome {
+    /// Counts and timings, as for an unpaced replay.
+    pub summary: ReplaySummary,
+    /// Receive to applied, receive to published, intended send to published.
+    pub latency: [(&'static str, Percentiles); 3],
+    /// The final books.
+    pub books: Books,
+}
+
+/// Replays `opts.input` through the pipeline at `pace`. `opts.bbo_out` is not supported
+/// here (the top-of-book stream is the unpaced replay's output).
+///
+/// # Errors
+///
+/// [`ReplayError`] if the input cannot be opened, the snapshot cannot be created, the
+/// threads cannot start, or an output cannot be written.
+pub fn replay_paced(
+    opts: &ReplayOptions,
+    pace: Pace,
+    pipeline: PipelineConfig,
+    snapshot: Option<&SnapshotTarget>,
+) -> Result<PacedOutcome, ReplayError> {
+    let reader = CaptureReader::open(
+        &opts.input,
+        ReadOptions {
+            recover_lengths: opts.recover_lengths,
+        },
+    )?;
+    let format = reader.format();
+    let source = CaptureSource::new(reader, pace, pipeline.wait);
+    let pipeline = PipelineConfig {
+        books: opts.books,
+        ..pipeline
+    };
+    let stop = AtomicBool::new(false);
+    let report = match snapshot {
+        Some(target) => {
+            let writer = SnapshotWriter::create(&target.path, target.capacity, target.depth)
+                .map_err(|e| ReplayError::Snapshot(e.to_string()))?;
+            run_pipeline(pipeline, source, SnapshotPublisher::new(writer), &stop)
+        }
+        None => run_pipeline(pipeline, source, NoPublisher, &stop),
+    }
+    .map_err(ReplayError::Books)?;
+    finish(opts, format, report)
+}
+
+fn finish(
+    opts: &ReplayOptions,
+    format: InputFormat,
+    report: PipelineReport<crate::pipeline::CaptureSourceReport>,
+) -> Result<PacedOutcome, ReplayError> {
+    let PipelineReport {
+        source,
+        book,
+        elapsed,
+        ..
+    } = report;
+    if let Some(path) = &opts.book_out {
+        let out = std::fs::File::create(path)
+            .map(std::io::BufWriter::new)
+            .and_then(|out| write_book_csv(&book.books, opts.depth, out))
+            .and_then(|mut out| out.flush());
+        out.map_err(|source| ReplayError::Output {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let error = source.error.or(book.first_decode_error);
+    let summary = ReplaySummary {
+        input: opts.input.display().to_string(),
+        format: format.to_string(),
+        messages: book.messages,
+        by_type: book.by_type,
+        unknown_types: 0,
+        book: book.books.counters(),
+        crossed_books_end: book.books.crossed_books() as u64,
+        live_orders_end: book.books.live_orders() as u64,
+        bbo_rows: 0,
+        elapsed_s: elapsed.as_secs_f64(),
+        packets: matches!(format, InputFormat::Pcap | InputFormat::PcapNg).then(|| PacketCounts {
+            packets: source.packets,
+            gaps: source.gaps,
+            duplicates: source.duplicates,
+            ..PacketCounts::default()
+        }),
+        error,
+    };
+    if let Some(path) = &opts.summary_json {
+        std::fs::write(path, summary.to_json()).map_err(|source| ReplayError::Output {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    let l = &book.latency;
+    Ok(PacedOutcome {
+        summary,
+        latency: [
+            ("receive -> applied", Percentiles::of(&l.receive_to_applied)),
+            (
+                "receive -> published",
+                Percentiles::of(&l.receive_to_published),
+            ),
+            (
+                "intended -> published",
+                Percentiles::of(&l.intended_to_published),
+            ),
+        ],
+        books: book.books,
+    })
+}
