@@ -6,6 +6,7 @@
 
 pub mod book;
 pub mod config;
+pub mod overload;
 pub mod pipeline;
 pub mod replay;
 pub mod ring;

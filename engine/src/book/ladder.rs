@@ -188,6 +188,15 @@ impl<'a> LadderView<'a> {
         self.levels.len()
     }
 
+    /// The level at `price`, if one is live (the search starts at the touch, where nearly
+    /// every change happens).
+    #[inline]
+    pub fn level(&self, price: Price) -> Option<LevelView> {
+        search(self.levels, key_of(self.side, price))
+            .ok()
+            .map(|i| view(self.side, &self.levels[i]))
+    }
+
     /// Levels from the best outwards.
     pub fn best_first(&self) -> impl Iterator<Item = LevelView> + 'a {
         let side = self.side;

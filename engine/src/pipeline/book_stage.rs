@@ -27,6 +27,15 @@ pub trait Publisher {
         -> bool;
     /// The ring was empty: time for periodic work (a heartbeat). Called often; keep it cheap.
     fn idle(&mut self, _now_ns: u64) {}
+    /// A batch of frames has been applied: work deferred to batch boundaries goes here
+    /// (overload service publishes its dirty instruments). Each frame's sojourn is
+    /// `now_ns - frame.recv_ns` as [`Publisher::publish`] sees it.
+    #[inline(always)]
+    fn batch_end(&mut self, _books: &Books, _now_ns: u64) {}
+    /// A poll found the ring empty: whatever queue stood has drained. Called before
+    /// [`Publisher::idle`], as often; keep it cheap when there is nothing to do.
+    #[inline(always)]
+    fn drained(&mut self, _books: &Books, _now_ns: u64) {}
     /// The feed ended: flush and close.
     fn finish(&mut self, _books: &Books) {}
 }
@@ -103,7 +112,9 @@ impl<P: Publisher> BookStage<P> {
                 if gone || stop.load(Ordering::Relaxed) {
                     break;
                 }
-                self.publisher.idle(self.clock.now_ns());
+                let now_ns = self.clock.now_ns();
+                self.publisher.drained(self.replayer.books(), now_ns);
+                self.publisher.idle(now_ns);
                 waiter.wait();
                 continue;
             }
@@ -145,6 +156,8 @@ impl<P: Publisher> BookStage<P> {
                     break 'outer;
                 }
             }
+            self.publisher
+                .batch_end(self.replayer.books(), self.clock.now_ns());
         }
         self.publisher.finish(self.replayer.books());
         let messages = self.replayer.messages();
