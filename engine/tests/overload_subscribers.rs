@@ -165,3 +165,49 @@ fn a_standing_consumer_gets_the_latest_state_as_refreshes_and_every_trade() {
         assert_eq!(last_top, Some(d.replayer.books().top_of_book(locate)));
     }
 }
+
+#[test]
+fn tail_prints_the_update_stream_of_a_capture_for_the_symbols_asked() {
+    use ticklane_engine::overload::tail::{tail_capture, SymbolFilter};
+    use ticklane_engine::pipeline::{Pace, PipelineConfig};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("day.itch50");
+    let config = ticklane_feed::sim::GenConfig {
+        messages: 20_000,
+        seed: 3,
+        stocks: 4,
+        hard_cases: false,
+        crossing: false,
+    };
+    ticklane_feed::sim::write_itch50(config, &mut std::fs::File::create(&path).expect("file"))
+        .expect("write");
+    let mut out = Vec::new();
+    let all = tail_capture(
+        &path,
+        Pace::Max,
+        PipelineConfig::default(),
+        &SymbolFilter::default(),
+        &mut out,
+    )
+    .expect("tail");
+    assert_eq!(all.messages, 20_000);
+    let text = String::from_utf8(out).expect("utf-8");
+    assert_eq!(text.lines().count() as u64, all.printed);
+    assert!(text.contains(" QUOTE ") && text.contains(" LEVEL ") && text.contains(" TRADE "));
+    let first = text.lines().next().expect("a line");
+    let symbol = first.split_whitespace().nth(2).expect("symbol").to_string();
+    let mut only = Vec::new();
+    let one = tail_capture(
+        &path,
+        Pace::Max,
+        PipelineConfig::default(),
+        &SymbolFilter::parse(&symbol),
+        &mut only,
+    )
+    .expect("tail");
+    let only = String::from_utf8(only).expect("utf-8");
+    assert!(one.printed > 0 && one.printed < all.printed);
+    assert!(only
+        .lines()
+        .all(|l| l.split_whitespace().nth(2) == Some(symbol.as_str())));
+}

