@@ -8,15 +8,22 @@ use overload_util::{add, directory, execute, Driver};
 use ticklane_engine::book::BookConfig;
 use ticklane_engine::overload::tail::NoSink;
 use ticklane_engine::overload::{
-    CutReason, Event, EventBody, EventDeriver, OverloadConfig, RecvError, SheddingPublisher,
-    SubscriberConfig, SubscriberHub, Subscription,
+    CodelConfig, CutReason, Event, EventBody, EventDeriver, OverloadConfig, RecvError,
+    SheddingPublisher, SubscriberConfig, SubscriberHub, Subscription,
 };
 use ticklane_engine::replay::{NoBbo, Replayer};
 
+/// Small queues; the consumers' clocks out of the way (a test thread descheduled for a
+/// millisecond must not look like a slow consumer: these tests are about queue room).
 fn small_queues() -> SubscriberConfig {
     SubscriberConfig {
         queue_events: 64,
         reserved_events: 16,
+        codel: CodelConfig {
+            target_ns: u64::MAX / 4,
+            interval_ns: u64::MAX / 4,
+        },
+        deadline_ns: u64::MAX,
         ..SubscriberConfig::default()
     }
 }
@@ -122,7 +129,7 @@ fn a_standing_consumer_gets_the_latest_state_as_refreshes_and_every_trade() {
     let (hub, fanout) = SubscriberHub::new(SubscriberConfig {
         queue_events: 256,
         reserved_events: 128,
-        ..SubscriberConfig::default()
+        ..small_queues()
     });
     let mut sub = hub.subscribe();
     let mut d = Driver::new(
