@@ -12,3 +12,4 @@ pub mod ring;
 pub mod seqlock;
 pub mod snapshot;
 mod sync;
+pub mod live;

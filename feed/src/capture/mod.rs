@@ -28,11 +28,13 @@ mod gzip;
 mod itch50;
 mod link;
 mod mapped_file;
+mod pcap_writer;
 mod packets;
 mod pcap;
 mod pcapng;
 mod window;
 
+pub use pcap_writer::{PcapWriter, MAX_UDP_PAYLOAD};
 pub use error::{CaptureError, CaptureErrorKind};
 
 use std::fs::File;
