@@ -6,10 +6,10 @@
 
 pub mod book;
 pub mod config;
+pub mod live;
 pub mod pipeline;
 pub mod replay;
 pub mod ring;
 pub mod seqlock;
 pub mod snapshot;
 mod sync;
-pub mod live;

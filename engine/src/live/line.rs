@@ -4,8 +4,8 @@ use std::sync::atomic::AtomicBool;
 
 use crate::config::FeedConfig;
 use crate::pipeline::{
-    run_pipeline, Clock, Frame, FrameSource, MoldSource, MoldSourceReport, NoPublisher, PipelineConfig,
-    PipelineReport, SnapshotPublisher, SoupSource, SoupSourceReport,
+    run_pipeline, Clock, Frame, FrameSource, MoldSource, MoldSourceReport, NoPublisher,
+    PipelineConfig, PipelineReport, SnapshotPublisher, SoupSource, SoupSourceReport,
 };
 use crate::ring::Producer;
 use crate::snapshot::SnapshotWriter;

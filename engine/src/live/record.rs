@@ -30,16 +30,24 @@ pub struct RecordReport {
 /// # Errors
 ///
 /// If the socket or the file cannot be opened or written.
-pub fn record_udp(feed: &MoldFeedConfig, out: &Path, stop: &AtomicBool) -> std::io::Result<RecordReport> {
+pub fn record_udp(
+    feed: &MoldFeedConfig,
+    out: &Path,
+    stop: &AtomicBool,
+) -> std::io::Result<RecordReport> {
     let mut socket = UdpFeed::open(&feed.udp)?;
     let local = match socket.local_addr()? {
         SocketAddr::V4(a) => a,
         SocketAddr::V6(_) => SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0),
     };
-    let dst = SocketAddrV4::new(feed.udp.multicast_group.unwrap_or(*local.ip()), local.port());
+    let dst = SocketAddrV4::new(
+        feed.udp.multicast_group.unwrap_or(*local.ip()),
+        local.port(),
+    );
     let mut writer = PcapWriter::new(BufWriter::new(File::create(out)?))?;
     let mut poll = Poll::new()?;
-    poll.registry().register(socket.source(), Token(0), Interest::READABLE)?;
+    poll.registry()
+        .register(socket.source(), Token(0), Interest::READABLE)?;
     let mut events = Events::with_capacity(16);
     let mut buf = vec![0u8; 65_536];
     let started = Instant::now();
@@ -55,9 +63,14 @@ pub fn record_udp(feed: &MoldFeedConfig, out: &Path, stop: &AtomicBool) -> std::
         if last_heard.elapsed() > feed.silence_timeout {
             break format!("feed silent for {:?}", feed.silence_timeout);
         }
-        poll.poll(&mut events, Some(Duration::from_millis(10))).or_else(|e| {
-            if e.kind() == std::io::ErrorKind::Interrupted { Ok(()) } else { Err(e) }
-        })?;
+        poll.poll(&mut events, Some(Duration::from_millis(10)))
+            .or_else(|e| {
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })?;
         let mut ended = false;
         while let Some(datagram) = socket.recv_from(&mut buf)? {
             let (bytes, from) = datagram;

@@ -28,14 +28,14 @@ mod gzip;
 mod itch50;
 mod link;
 mod mapped_file;
-mod pcap_writer;
 mod packets;
 mod pcap;
+mod pcap_writer;
 mod pcapng;
 mod window;
 
-pub use pcap_writer::{PcapWriter, MAX_UDP_PAYLOAD};
 pub use error::{CaptureError, CaptureErrorKind};
+pub use pcap_writer::{PcapWriter, MAX_UDP_PAYLOAD};
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};

@@ -27,7 +27,10 @@ pub struct PcapWriter<W: Write> {
 
 /// The IPv4 header checksum (RFC 791): one's complement of the one's complement sum.
 fn ipv4_checksum(header: &[u8]) -> u16 {
-    let mut sum: u32 = header.chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum();
+    let mut sum: u32 = header
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum();
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
@@ -48,7 +51,12 @@ impl<W: Write> PcapWriter<W> {
         header[16..20].copy_from_slice(&65_535u32.to_le_bytes()); // snaplen
         header[20..24].copy_from_slice(&LINKTYPE_ETHERNET.to_le_bytes());
         out.write_all(&header)?;
-        Ok(PcapWriter { out, frame: Vec::with_capacity(HEADERS + MAX_UDP_PAYLOAD), ip_id: 0, records: 0 })
+        Ok(PcapWriter {
+            out,
+            frame: Vec::with_capacity(HEADERS + MAX_UDP_PAYLOAD),
+            ip_id: 0,
+            records: 0,
+        })
     }
 
     /// Writes one datagram from `src` to `dst`, received at `unix_ns` (nanoseconds since the
@@ -58,9 +66,18 @@ impl<W: Write> PcapWriter<W> {
     ///
     /// `InvalidInput` for a payload larger than a UDP datagram; otherwise whatever `out`
     /// returns.
-    pub fn write_udp(&mut self, unix_ns: u64, src: SocketAddrV4, dst: SocketAddrV4, payload: &[u8]) -> io::Result<()> {
+    pub fn write_udp(
+        &mut self,
+        unix_ns: u64,
+        src: SocketAddrV4,
+        dst: SocketAddrV4,
+        payload: &[u8],
+    ) -> io::Result<()> {
         if payload.len() > MAX_UDP_PAYLOAD {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "payload larger than a UDP datagram"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "payload larger than a UDP datagram",
+            ));
         }
         let f = &mut self.frame;
         f.clear();
@@ -149,7 +166,8 @@ mod tests {
             let len = packet.finish();
             let src = SocketAddrV4::new(Ipv4Addr::LOCALHOST, 5000);
             let dst = SocketAddrV4::new(Ipv4Addr::new(239, 1, 2, 3), 26477);
-            w.write_udp(1_700_000_000_123_456_789 + p, src, dst, &buf[..len]).expect("write");
+            w.write_udp(1_700_000_000_123_456_789 + p, src, dst, &buf[..len])
+                .expect("write");
         }
         assert_eq!(w.records(), 3);
         w.finish().expect("flush");
@@ -158,7 +176,10 @@ mod tests {
         let mut seqs = Vec::new();
         while let Some(m) = r.next_message().expect("valid") {
             seqs.push(m.seq);
-            assert_eq!(m.capture_ns.map(|t| t % 1_000_000_000 / 1_000_000), Some(123));
+            assert_eq!(
+                m.capture_ns.map(|t| t % 1_000_000_000 / 1_000_000),
+                Some(123)
+            );
         }
         assert_eq!(seqs, (1..=6).map(Some).collect::<Vec<_>>());
         assert_eq!(r.stats().gaps, 0);
@@ -168,8 +189,8 @@ mod tests {
     fn ipv4_checksum_of_a_known_header() {
         // The example header from RFC 1071 discussions: checksum field zeroed.
         let h = [
-            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0,
-            0xa8, 0x00, 0xc7,
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
+            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
         ];
         assert_eq!(ipv4_checksum(&h), 0xb861);
     }
