@@ -3,6 +3,7 @@
 //! retransmission server.
 
 mod error;
+mod exchange;
 mod faults;
 mod generator;
 mod message_log;
@@ -10,6 +11,7 @@ mod pacing;
 mod rng;
 
 pub use error::SimError;
+pub use exchange::{MoldSimConfig, MoldSimulator, SimStats};
 pub use faults::{BurstLoss, FaultInjector, Faults, Interruption, PacketFate};
 pub use generator::{write_itch50, GenConfig, GenSummary, Generator};
 pub use message_log::MessageLog;
