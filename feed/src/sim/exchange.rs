@@ -392,8 +392,9 @@ impl MoldSimulator {
         self.shared.snapshot()
     }
 
-    /// Holds the live stream at the next packet boundary; heartbeats go on. The schedule
-    /// resumes where it stopped, without a burst.
+    /// Holds the live stream at the next packet boundary (with `Rate::Timestamps`, after
+    /// the wait for that packet, at most `max_gap`); heartbeats go on. The schedule resumes
+    /// where it stopped, without a burst.
     pub fn pause(&self) {
         self.shared.paused.store(true, Ordering::Relaxed);
     }
@@ -414,8 +415,9 @@ impl MoldSimulator {
             == LiveEnd::Finished
     }
 
-    /// Blocks until the live stream has sent its end of session, or has stopped short of
-    /// it, or `timeout` passes. Returns [`MoldSimulator::is_finished`].
+    /// Blocks until the live stream has sent its end-of-session packets (all repeats), or
+    /// has stopped short of them, or `timeout` passes. Returns
+    /// [`MoldSimulator::is_finished`].
     pub fn wait_finished(&self, timeout: Duration) -> bool {
         let guard = self
             .shared

@@ -48,9 +48,10 @@ pub struct Faults {
     /// The live stream stops sending data for a while but keeps its heartbeats: a quiet
     /// market, the line alive.
     pub stall: Option<Interruption>,
-    /// The live stream goes silent, heartbeats included, then resumes where it stopped: for
-    /// MoldUDP64 a line outage (nothing else changes; the receiver sees a silent feed, then
-    /// a gap if it missed nothing, or none). For SoupBinTCP, the connection is closed.
+    /// The live stream goes silent, heartbeats included, then resumes where it stopped. For
+    /// MoldUDP64 that is a line outage: nothing is lost or renumbered, the receiver only
+    /// hears nothing for a while (and should call the feed dead). For SoupBinTCP the
+    /// connection is closed.
     pub disconnect: Option<Interruption>,
     /// Apply the per-packet faults to retransmission replies too. Off by default, so a gap
     /// can always be filled.
