@@ -2,10 +2,12 @@
 //! of session, a signal, or a time limit; and `ticklane record`, which writes a line's
 //! packets to pcap.
 
+mod demo;
 mod line;
 mod record;
 mod shutdown;
 
+pub use demo::{run_demo, DemoConfig, DemoError, DemoReport};
 pub use line::{run_line, LineReport, LineSource, LineSourceReport};
 pub use record::{record_udp, RecordReport};
 pub use shutdown::install_shutdown;

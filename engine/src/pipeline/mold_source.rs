@@ -96,6 +96,11 @@ impl MoldSource {
         })
     }
 
+    /// Sets the retransmission server (when it is started after the feed's port is known).
+    pub fn set_request_server(&mut self, server: SocketAddr) {
+        self.config.request_server = Some(server);
+    }
+
     /// The data socket's address (its port, when bound to port 0).
     ///
     /// # Errors
