@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use crate::config::FeedConfig;
 use crate::pipeline::{
     run_pipeline, Clock, Frame, FrameSource, MoldSource, MoldSourceReport, NoPublisher,
-    PipelineConfig, PipelineReport, SnapshotPublisher, SoupSource, SoupSourceReport,
+    PipelineConfig, PipelineReport, SnapshotPublisher, SoupSource, SoupSourceReport, SourceEnd,
 };
 use crate::ring::Producer;
 use crate::snapshot::SnapshotWriter;
@@ -28,8 +28,8 @@ pub enum LineSourceReport {
 }
 
 impl LineSourceReport {
-    /// Why the reader ended; errors start with `error:`.
-    pub fn end(&self) -> &str {
+    /// Why the reader ended.
+    pub fn end(&self) -> &SourceEnd {
         match self {
             LineSourceReport::Mold(r) => &r.end,
             LineSourceReport::Soup(r) => &r.end,

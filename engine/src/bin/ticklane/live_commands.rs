@@ -173,7 +173,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         "receive -> published",
         &Percentiles::of(&report.book.latency.receive_to_published),
     );
-    Ok(if report.source.end().starts_with("error") {
+    Ok(if report.source.end().is_error() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
