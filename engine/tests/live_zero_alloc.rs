@@ -104,7 +104,7 @@ impl Publisher for Counted {
 #[test]
 fn reader_and_book_threads_allocate_nothing_per_message() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let snapshot = SnapshotWriter::create(&dir.path().join("z.snap"), 256, 10).expect("snapshot");
+    let snapshot = SnapshotWriter::create(dir.path().join("z.snap"), 256, 10).expect("snapshot");
     let feed = MoldFeedConfig {
         udp: UdpFeedConfig {
             bind: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)),
