@@ -191,7 +191,9 @@ fn demo(args: &RunArgs, stop: &Arc<std::sync::atomic::AtomicBool>) -> Result<Exi
         args.drop * 100.0
     );
     println!("recovers them from the retransmission server.\n");
+    use std::io::IsTerminal;
     let config = DemoConfig {
+        progress: std::io::stdout().is_terminal(),
         messages: args.messages,
         rate: args.rate,
         drop_ratio: args.drop,
