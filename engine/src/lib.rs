@@ -2,14 +2,27 @@
 //!
 //! `unsafe` is denied crate-wide; only the ring, the seqlock and the snapshot mapping allow
 //! it, each block with a `// SAFETY:` line.
+//!
+//! Under `--cfg loom` only the concurrency primitives are built (the ring, the seqlock and
+//! the snapshot's slot protocol), for `cargo test -p ticklane-engine --lib ... loom`.
 #![deny(unsafe_code)]
 
+#[cfg(not(loom))]
 pub mod book;
+#[cfg(not(loom))]
 pub mod config;
+#[cfg(not(loom))]
+pub mod live;
+#[cfg(not(loom))]
 pub mod overload;
+#[cfg(not(loom))]
 pub mod pipeline;
+#[cfg(not(loom))]
 pub mod replay;
 pub mod ring;
 pub mod seqlock;
+#[cfg_attr(loom, allow(dead_code))]
+mod seqlock_words;
+#[cfg(not(loom))]
 pub mod snapshot;
 mod sync;

@@ -1,8 +1,9 @@
 //! Sans-I/O market-data input for ticklane: Nasdaq TotalView-ITCH 5.0 decoding and
 //! encoding, readers of captured files, and the MoldUDP64 and SoupBinTCP session layers.
 //!
-//! Nothing here opens a socket: bytes go in, messages and decisions come out, so live
-//! traffic, replay and tests drive the same code.
+//! The decoders and session machines open no socket: bytes go in, messages and decisions
+//! come out, so live traffic, replay and tests drive the same code. `net` holds the feed
+//! handler's mio sockets; `sim`, the exchange simulator, has its own.
 //!
 //! ```
 //! use ticklane_feed::itch::{self, Message};

@@ -17,13 +17,15 @@ use ticklane_feed::sim::{write_itch50, GenConfig, GenSummary};
 
 // The binary's own modules live beside it in `bin/ticklane/`; a file directly in `bin/`
 // would be taken for a binary of its own.
+#[path = "ticklane/live_commands.rs"]
+mod live_commands;
 #[path = "ticklane/snapshot_commands.rs"]
 mod snapshot_commands;
 
 /// ticklane: a low-latency Nasdaq TotalView-ITCH 5.0 price engine.
 ///
-/// With no subcommand it runs the built-in demo: it generates a small synthetic day and
-/// replays it through the books.
+/// With no subcommand it runs the built-in live demo (`ticklane run` without a config): a
+/// simulated exchange on loopback feeds the real pipeline.
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Cli {
@@ -37,7 +39,13 @@ enum Command {
     Replay(ReplayArgs),
     /// Write a synthetic, valid ITCH50 file (gzipped if OUT ends in .gz).
     Gen(GenArgs),
-    /// The built-in demo: generate a sample day and replay it.
+    /// Run a feed line (`--config FILE`) into the snapshot; without a config, the live demo.
+    Run(live_commands::RunArgs),
+    /// The exchange simulator: serve a file or a generated day as MoldUDP64 and/or SoupBinTCP.
+    Sim(live_commands::SimArgs),
+    /// Record a MoldUDP64 line's packets to a pcap file.
+    Record(live_commands::RecordArgs),
+    /// The replay demo: generate a sample day and replay it through the books.
     Demo(DemoArgs),
     /// Print one book, or every book as `--book-out` CSV, from a live snapshot file.
     Book(snapshot_commands::BookArgs),
@@ -187,10 +195,15 @@ struct DemoArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => demo(&DemoArgs {
-            messages: 2_000_000,
-            stocks: 12,
+        None => live_commands::run(&live_commands::RunArgs {
+            config: None,
+            messages: 1_000_000,
+            rate: 1_000_000,
+            drop: 0.002,
         }),
+        Some(Command::Run(args)) => live_commands::run(&args),
+        Some(Command::Sim(args)) => live_commands::sim(&args),
+        Some(Command::Record(args)) => live_commands::record(&args),
         Some(Command::Demo(args)) => demo(&args),
         Some(Command::Replay(args)) => replay(&args),
         Some(Command::Gen(args)) => generate(&args).map(|()| ExitCode::SUCCESS),

@@ -13,6 +13,7 @@ mod latency;
 mod mold_source;
 mod snapshot_publisher;
 mod soup_source;
+mod source_end;
 mod wait;
 
 pub use book_stage::{BookStage, BookStageReport, NoPublisher, Publisher};
@@ -23,6 +24,7 @@ pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
 pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
 pub use snapshot_publisher::SnapshotPublisher;
 pub use soup_source::{SoupFeedConfig, SoupSource, SoupSourceReport};
+pub use source_end::SourceEnd;
 pub use wait::{WaitStrategy, Waiter};
 
 use std::sync::atomic::AtomicBool;

@@ -14,7 +14,7 @@ use ticklane_feed::net::{UdpFeed, UdpFeedConfig};
 use super::clock::Clock;
 use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
-use super::FrameSource;
+use super::{FrameSource, SourceEnd};
 use crate::ring::{Producer, PushError};
 
 const DATA: Token = Token(0);
@@ -63,8 +63,8 @@ pub struct MoldSourceReport {
     pub lost: Vec<GapRange>,
     /// Datagrams that were not MoldUDP64 packets.
     pub bad_packets: u64,
-    /// Why the source ended: end of session, silence, stop, time limit, or an error.
-    pub end: String,
+    /// Why the source ended.
+    pub end: SourceEnd,
 }
 
 /// The live MoldUDP64 reader.
@@ -94,6 +94,11 @@ impl MoldSource {
             requests,
             wait,
         })
+    }
+
+    /// Sets the retransmission server (when it is started after the feed's port is known).
+    pub fn set_request_server(&mut self, server: SocketAddr) {
+        self.config.request_server = Some(server);
     }
 
     /// The data socket's address (its port, when bound to port 0).
@@ -183,7 +188,7 @@ impl FrameSource for MoldSource {
         let mut poll = match setup {
             Ok(p) => p,
             Err(e) => {
-                report.end = format!("error: setting up the poll: {e}");
+                report.end = SourceEnd::Error(format!("setting up the poll: {e}"));
                 return report;
             }
         };
@@ -193,18 +198,18 @@ impl FrameSource for MoldSource {
         let busy = self.wait == WaitStrategy::BusySpin;
         report.end = loop {
             if stop.load(Ordering::Relaxed) {
-                break "stopped".into();
+                break SourceEnd::Stopped;
             }
             let now_ns = clock.now_ns();
             if recovery.ended() && recovery.open_gaps() == 0 {
-                break "end of session".into();
+                break SourceEnd::EndOfSession;
             }
             if now_ns - last_heard > self.config.silence_timeout.as_nanos() as u64 {
-                break format!("error: feed silent for {:?}", self.config.silence_timeout);
+                break SourceEnd::Silent(self.config.silence_timeout);
             }
             if let Some(max) = self.config.max_duration {
                 if now_ns - started > max.as_nanos() as u64 {
-                    break format!("time limit of {max:?} reached");
+                    break SourceEnd::TimeLimit(max);
                 }
             }
             // Wake for the next retransmission timer, and at least every 10 ms for the checks
@@ -220,7 +225,7 @@ impl FrameSource for MoldSource {
             };
             if let Err(e) = poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
-                    break format!("error: poll: {e}");
+                    break SourceEnd::Error(format!("poll: {e}"));
                 }
             }
             let mut sink = Sink {
@@ -260,7 +265,7 @@ impl FrameSource for MoldSource {
             sink.recv_ns = clock.now_ns();
             recovery.poll_timers(Duration::from_nanos(sink.recv_ns), &mut sink);
             if sink.abandoned {
-                break "the book thread stopped".into();
+                break SourceEnd::BookThreadGone;
             }
         };
         report.recovery = recovery.stats();

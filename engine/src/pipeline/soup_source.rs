@@ -12,7 +12,7 @@ use ticklane_feed::soupbintcp::{ClientConfig, ClientEvent, ClientState, SoupClie
 use super::clock::Clock;
 use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
-use super::FrameSource;
+use super::{FrameSource, SourceEnd};
 use crate::ring::{Producer, PushError};
 
 const CONNECTION: Token = Token(0);
@@ -40,7 +40,7 @@ pub struct SoupSourceReport {
     /// Connections made (1 + reconnects).
     pub connections: u32,
     /// Why the source ended.
-    pub end: String,
+    pub end: SourceEnd,
 }
 
 /// The live SoupBinTCP reader.
@@ -59,7 +59,7 @@ impl SoupSource {
 /// How one connection ended.
 enum Outcome {
     /// The session is over (end of session, rejected, stop, time limit): do not reconnect.
-    Done(String),
+    Done(SourceEnd),
     /// The connection dropped or the server went silent: reconnect and resume.
     Dropped(String),
 }
@@ -82,24 +82,26 @@ impl SoupSource {
         };
         let mut poll = match Poll::new() {
             Ok(p) => p,
-            Err(e) => return Outcome::Done(format!("error: poll: {e}")),
+            Err(e) => return Outcome::Done(SourceEnd::Error(format!("poll: {e}"))),
         };
         if let Err(e) = poll.registry().register(
             feed.source(),
             CONNECTION,
             Interest::READABLE | Interest::WRITABLE,
         ) {
-            return Outcome::Done(format!("error: register: {e}"));
+            return Outcome::Done(SourceEnd::Error(format!("register: {e}")));
         }
         let mut events = Events::with_capacity(16);
         let connect_by = clock.now_ns() + self.config.connect_timeout.as_nanos() as u64;
         let mut connected = false;
         loop {
             if stop.load(Ordering::Relaxed) {
-                return Outcome::Done("stopped".into());
+                return Outcome::Done(SourceEnd::Stopped);
             }
             if deadline.is_some_and(|d| clock.now_ns() > d) {
-                return Outcome::Done("time limit reached".into());
+                return Outcome::Done(SourceEnd::TimeLimit(
+                    self.config.max_duration.unwrap_or_default(),
+                ));
             }
             let timeout = client
                 .next_deadline()
@@ -112,7 +114,7 @@ impl SoupSource {
             };
             if let Err(e) = poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Outcome::Done(format!("error: poll: {e}"));
+                    return Outcome::Done(SourceEnd::Error(format!("poll: {e}")));
                 }
             }
             if !connected {
@@ -121,7 +123,7 @@ impl SoupSource {
                         connected = true;
                         report.connections += 1;
                         if let Err(e) = client.on_connected(now(&clock)) {
-                            return Outcome::Done(format!("error: login: {e:?}"));
+                            return Outcome::Done(SourceEnd::Error(format!("login: {e:?}")));
                         }
                     }
                     Ok(false) if clock.now_ns() > connect_by => {
@@ -146,15 +148,17 @@ impl SoupSource {
                     match event {
                         Ok(ClientEvent::Sequenced { seq, payload }) => {
                             if !push(frames, &mut waiter, payload, seq, recv_ns) {
-                                return Outcome::Done("the book thread stopped".into());
+                                return Outcome::Done(SourceEnd::BookThreadGone);
                             }
                             report.messages += 1;
                         }
                         Ok(ClientEvent::EndOfSession { .. }) => {
-                            return Outcome::Done("end of session".into())
+                            return Outcome::Done(SourceEnd::EndOfSession)
                         }
                         Ok(ClientEvent::Rejected(reason)) => {
-                            return Outcome::Done(format!("error: login rejected: {reason:?}"))
+                            return Outcome::Done(SourceEnd::Error(format!(
+                                "login rejected: {reason:?}"
+                            )))
                         }
                         Ok(_) => {}
                         Err(e) => return Outcome::Dropped(format!("protocol error: {e:?}")),
@@ -173,7 +177,7 @@ impl SoupSource {
                 }
             }
             if matches!(client.state(), ClientState::Ended) {
-                return Outcome::Done("end of session".into());
+                return Outcome::Done(SourceEnd::EndOfSession);
             }
         }
     }
@@ -225,7 +229,7 @@ impl FrameSource for SoupSource {
             match self.connection(&mut client, &mut frames, clock, stop, &mut report, deadline) {
                 Outcome::Done(why) => break why,
                 Outcome::Dropped(why) if attempts >= self.config.max_reconnects => {
-                    break format!("error: {why} (after {attempts} reconnects)")
+                    break SourceEnd::Error(format!("{why} (after {attempts} reconnects)"))
                 }
                 Outcome::Dropped(_) => {
                     attempts += 1;

@@ -2,11 +2,43 @@
 
 use std::io::{self, Write};
 
+use ticklane_feed::itch::Locate;
+
 use super::csv_buffer::CsvBuffer;
-use crate::book::{Books, Side};
+use crate::book::{Books, LevelView, Side};
 
 /// The header line of `--book-out`.
 pub const BOOK_HEADER: &str = "locate,stock,side,level,price,qty,orders\n";
+
+/// One row of the `--book-out` format: `locate,stock,side,level,price,qty,orders`.
+///
+/// # Errors
+///
+/// Whatever the buffer's sink returns when it flushes.
+#[inline]
+pub fn write_level_row<W: Write>(
+    out: &mut CsvBuffer<W>,
+    locate: Locate,
+    symbol: &[u8],
+    side: Side,
+    level_number: usize,
+    level: &LevelView,
+) -> io::Result<()> {
+    out.uint(u64::from(locate.0));
+    out.comma();
+    out.raw(symbol);
+    out.comma();
+    out.byte(side.letter() as u8);
+    out.comma();
+    out.uint(level_number as u64);
+    out.comma();
+    out.uint(u64::from(level.price.0));
+    out.comma();
+    out.uint(level.qty);
+    out.comma();
+    out.uint(u64::from(level.orders));
+    out.end_row()
+}
 
 /// Writes up to `depth` levels per side of every book, sorted by locate, then side (`B`
 /// before `S`), then level (1 = best). Sides with no orders write no rows.
@@ -23,20 +55,7 @@ pub fn write_book_csv<W: Write>(books: &Books, depth: usize, sink: W) -> io::Res
                 continue;
             };
             for (i, level) in ladder.best_first().take(depth).enumerate() {
-                out.uint(u64::from(locate.0));
-                out.comma();
-                out.raw(books.symbol(locate));
-                out.comma();
-                out.byte(side.letter() as u8);
-                out.comma();
-                out.uint(i as u64 + 1);
-                out.comma();
-                out.uint(u64::from(level.price.0));
-                out.comma();
-                out.uint(level.qty);
-                out.comma();
-                out.uint(u64::from(level.orders));
-                out.end_row()?;
+                write_level_row(&mut out, locate, books.symbol(locate), side, i + 1, &level)?;
             }
         }
     }

@@ -14,7 +14,7 @@ mod summary;
 pub use bbo_csv::{BboCsvWriter, BBO_HEADER};
 pub use bbo_row::{BboRow, BboSink};
 pub use bbo_thread::ThreadedBboSink;
-pub use book_csv::{write_book_csv, BOOK_HEADER};
+pub use book_csv::{write_book_csv, write_level_row, BOOK_HEADER};
 pub use csv_buffer::CsvBuffer;
 pub use paced::{replay_paced, PacedOutcome, SnapshotTarget};
 pub use replayer::{Applied, NoBbo, Replayer, StepError, TypeCounts};

@@ -6,7 +6,7 @@ use super::error::SnapshotError;
 use super::reader::SnapshotReader;
 use super::state::InstrumentState;
 use crate::book::Side;
-use crate::replay::{CsvBuffer, BOOK_HEADER};
+use crate::replay::{write_level_row, CsvBuffer, BOOK_HEADER};
 
 /// Writes up to `depth` levels per side of every instrument in the snapshot, in exactly the
 /// format of [`write_book_csv`](crate::replay::write_book_csv): sorted by locate, then side
@@ -33,20 +33,8 @@ pub fn write_snapshot_book_csv<W: Write>(
     for state in &states {
         for (side, levels) in [(Side::Bid, &state.bids), (Side::Ask, &state.asks)] {
             for (i, level) in levels.iter().take(depth).enumerate() {
-                out.uint(u64::from(state.locate.0));
-                out.comma();
-                out.raw(state.symbol());
-                out.comma();
-                out.byte(side.letter() as u8);
-                out.comma();
-                out.uint(i as u64 + 1);
-                out.comma();
-                out.uint(u64::from(level.price.0));
-                out.comma();
-                out.uint(level.qty);
-                out.comma();
-                out.uint(u64::from(level.orders));
-                out.end_row().map_err(SnapshotError::Output)?;
+                write_level_row(&mut out, state.locate, state.symbol(), side, i + 1, level)
+                    .map_err(SnapshotError::Output)?;
             }
         }
     }

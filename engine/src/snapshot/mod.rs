@@ -38,7 +38,6 @@ mod error;
 pub mod layout;
 mod mapping;
 mod reader;
-mod slot_lock;
 mod state;
 mod trade;
 mod writer;

@@ -18,9 +18,9 @@ use super::layout::{
     SLOT_STALE,
 };
 use super::mapping::SharedWords;
-use super::slot_lock::SlotLock;
 use super::trade::Trade;
 use crate::book::{Books, LadderView, Side};
+use crate::seqlock_words::SlotLock;
 
 /// Every locate a 16-bit field can name.
 const LOCATES: usize = 1 << 16;

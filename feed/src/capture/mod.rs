@@ -30,10 +30,12 @@ mod link;
 mod mapped_file;
 mod packets;
 mod pcap;
+mod pcap_writer;
 mod pcapng;
 mod window;
 
 pub use error::{CaptureError, CaptureErrorKind};
+pub use pcap_writer::{PcapWriter, MAX_UDP_PAYLOAD};
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};

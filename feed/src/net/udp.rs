@@ -105,6 +105,22 @@ impl UdpFeed {
         }
     }
 
+    /// Receives one datagram into `buf` with its sender: `Ok(None)` when nothing is waiting.
+    ///
+    /// # Errors
+    ///
+    /// As [`UdpFeed::recv`].
+    pub fn recv_from<'b>(&self, buf: &'b mut [u8]) -> io::Result<Option<(&'b [u8], SocketAddr)>> {
+        loop {
+            match self.socket.recv_from(buf) {
+                Ok((n, from)) => return Ok(Some((&buf[..n], from))),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Sends one datagram to `to`; `Ok(false)` if the socket's buffer is full right now.
     ///
     /// # Errors

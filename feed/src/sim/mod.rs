@@ -1,8 +1,22 @@
-//! Synthetic feeds: the seeded generator of ITCH 5.0 days (the exchange simulator joins it
-//! with the live pipeline).
+//! Synthetic feeds: the seeded generator of ITCH 5.0 days, and the exchange simulator that
+//! serves a day (generated or captured) as MoldUDP64 (with pacing, seeded faults and a
+//! retransmission server) and over SoupBinTCP. The simulator is a test and demo tool with
+//! sockets of its own; the feed handler's sockets live in `net`.
 
+mod error;
+mod exchange;
+mod faults;
 mod generator;
+mod message_log;
+mod pacing;
 mod rng;
+mod soup_server;
 
+pub use error::SimError;
+pub use exchange::{MoldSimConfig, MoldSimulator, SimStats};
+pub use faults::{BurstLoss, FaultInjector, Faults, Interruption, PacketFate};
 pub use generator::{write_itch50, GenConfig, GenSummary, Generator};
+pub use message_log::MessageLog;
+pub use pacing::{Rate, WaitStrategy};
 pub use rng::SplitMix64;
+pub use soup_server::{SoupSimConfig, SoupSimStats, SoupSimulator};

@@ -1,0 +1,187 @@
+//! The built-in live demo (`ticklane run` with no configuration, and `cargo run --release`):
+//! the exchange simulator serves a generated day as MoldUDP64 over loopback UDP, dropping a
+//! few packets on purpose; the real pipeline receives it through real sockets, recovers the
+//! gaps from the simulator's retransmission server, and publishes into a snapshot file.
+//! At the end the snapshot's books are compared with a replay of the same messages.
+
+use std::io::Write as _;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ticklane_feed::moldudp64::{RecoveryConfig, Session};
+use ticklane_feed::net::UdpFeedConfig;
+use ticklane_feed::sim::{
+    Faults, GenConfig, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimError, SimStats,
+};
+
+use crate::book::{BookConfig, Books};
+use crate::pipeline::{MoldFeedConfig, MoldSource, Percentiles, PipelineConfig};
+use crate::replay::{write_book_csv, NoBbo, Replayer};
+use crate::snapshot::{write_snapshot_book_csv, SnapshotError, SnapshotReader, SnapshotWriter};
+
+use super::line::{run_line, LineSource, LineSourceReport};
+
+/// What the demo serves.
+#[derive(Clone, Copy, Debug)]
+pub struct DemoConfig {
+    /// Messages in the generated day.
+    pub messages: u64,
+    /// Stocks in it.
+    pub stocks: u16,
+    /// Messages per second the simulator sends.
+    pub rate: u64,
+    /// Fraction of packets the simulator drops (recovered by retransmission).
+    pub drop_ratio: f64,
+    /// Seed of the day and of the drops.
+    pub seed: u64,
+    /// Print a progress line while it runs.
+    pub progress: bool,
+}
+
+impl Default for DemoConfig {
+    fn default() -> Self {
+        DemoConfig {
+            messages: 1_000_000,
+            stocks: 12,
+            rate: 1_000_000,
+            drop_ratio: 0.002,
+            seed: 1,
+            progress: true,
+        }
+    }
+}
+
+/// What the demo did.
+pub struct DemoReport {
+    /// The simulator's counters.
+    pub sim: SimStats,
+    /// The reader's counters (packets, gaps, recovered, lost).
+    pub source: LineSourceReport,
+    /// Messages the book thread applied.
+    pub messages: u64,
+    /// Wall time of the pipeline.
+    pub elapsed: Duration,
+    /// Receive to published, the book thread's view of end-to-end latency.
+    pub receive_to_published: Percentiles,
+    /// Receive to applied.
+    pub receive_to_applied: Percentiles,
+    /// Whether the snapshot's books equal a replay of the same messages.
+    pub books_match_replay: bool,
+    /// The snapshot file (removed at the end unless asked to keep it).
+    pub snapshot: PathBuf,
+    /// Final books.
+    pub books: Books,
+}
+
+/// Why the demo could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// A socket, a thread, or the books.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The simulator.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    /// The snapshot file.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+}
+
+/// Runs the demo.
+///
+/// # Errors
+///
+/// If a socket, a thread, the snapshot or the books cannot be set up.
+pub fn run_demo(config: DemoConfig, stop: &AtomicBool) -> Result<DemoReport, DemoError> {
+    let log = Arc::new(MessageLog::from_generator(GenConfig {
+        messages: config.messages,
+        seed: config.seed,
+        stocks: config.stocks,
+        hard_cases: false,
+        crossing: false,
+    }));
+    let pipeline = PipelineConfig {
+        books: BookConfig {
+            max_orders: 1 << 20,
+            max_books: 1024,
+            ..BookConfig::default()
+        },
+        ..PipelineConfig::default()
+    };
+    let feed = MoldFeedConfig {
+        udp: UdpFeedConfig {
+            bind: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)),
+            ..UdpFeedConfig::default()
+        },
+        recovery: RecoveryConfig {
+            start_sequence: Some(1),
+            retransmit_timeout: Duration::from_millis(20),
+            max_retries: 10,
+            ..RecoveryConfig::default()
+        },
+        silence_timeout: Duration::from_secs(5),
+        max_duration: Some(Duration::from_secs(120)),
+        ..MoldFeedConfig::default()
+    };
+    let mut source = MoldSource::open(feed, pipeline.wait)?;
+    let mut sim_config =
+        MoldSimConfig::new(Session::new(b"DEMO").expect("fits"), source.local_addr()?);
+    sim_config.rate = Rate::per_second(config.rate.max(1));
+    sim_config.faults = Faults {
+        seed: config.seed,
+        drop_ratio: config.drop_ratio,
+        ..Faults::default()
+    };
+    let sim = MoldSimulator::start(Arc::clone(&log), sim_config)?;
+    source.set_request_server(sim.request_addr());
+
+    let snapshot = std::env::temp_dir().join(format!("ticklane-demo-{}.snap", std::process::id()));
+    let writer = SnapshotWriter::create(&snapshot, 1024, 10)?;
+    let done = AtomicBool::new(false);
+    let report = std::thread::scope(|scope| {
+        if config.progress {
+            scope.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(200));
+                    let s = sim.stats();
+                    print!(
+                        "\r  simulator sent {:>9} messages in {:>7} packets, dropped {:>4} on purpose, resent {:>6} on request",
+                        s.messages_sent, s.packets_sent, s.packets_dropped, s.messages_retransmitted
+                    );
+                    let _ = std::io::stdout().flush();
+                }
+                println!();
+            });
+        }
+        let report = run_line(LineSource::Mold(source), pipeline, Some(writer), stop);
+        done.store(true, Ordering::Relaxed);
+        report
+    })?;
+    let sim_stats = sim.stop()?;
+
+    // The same messages through a plain replay: the books must be equal.
+    let mut replayer: Replayer<NoBbo> = Replayer::new(pipeline.books, None)?;
+    for seq in 1..=log.len() as u64 {
+        if let Some(message) = log.get(seq) {
+            let _ = replayer.step(seq, message);
+        }
+    }
+    let expected = write_book_csv(replayer.books(), 10, Vec::new())?;
+    let published = write_snapshot_book_csv(&SnapshotReader::open(&snapshot)?, 10, Vec::new())?;
+    let _ = std::fs::remove_file(&snapshot);
+    let latency = &report.book.latency;
+    Ok(DemoReport {
+        sim: sim_stats,
+        source: report.source,
+        messages: report.book.messages,
+        elapsed: report.elapsed,
+        receive_to_published: Percentiles::of(&latency.receive_to_published),
+        receive_to_applied: Percentiles::of(&latency.receive_to_applied),
+        books_match_replay: expected == published,
+        snapshot,
+        books: report.book.books,
+    })
+}

@@ -1,0 +1,93 @@
+//! One feed line, MoldUDP64 or SoupBinTCP, through the pipeline.
+
+use std::sync::atomic::AtomicBool;
+
+use crate::config::FeedConfig;
+use crate::pipeline::{
+    run_pipeline, Clock, Frame, FrameSource, MoldSource, MoldSourceReport, NoPublisher,
+    PipelineConfig, PipelineReport, SnapshotPublisher, SoupSource, SoupSourceReport, SourceEnd,
+};
+use crate::ring::Producer;
+use crate::snapshot::SnapshotWriter;
+
+/// The reader stage of either kind of line.
+pub enum LineSource {
+    /// MoldUDP64 over UDP.
+    Mold(MoldSource),
+    /// SoupBinTCP over TCP.
+    Soup(SoupSource),
+}
+
+/// What the line's reader did.
+#[derive(Debug)]
+pub enum LineSourceReport {
+    /// MoldUDP64.
+    Mold(MoldSourceReport),
+    /// SoupBinTCP.
+    Soup(SoupSourceReport),
+}
+
+impl LineSourceReport {
+    /// Why the reader ended.
+    pub fn end(&self) -> &SourceEnd {
+        match self {
+            LineSourceReport::Mold(r) => &r.end,
+            LineSourceReport::Soup(r) => &r.end,
+        }
+    }
+
+    /// Messages the reader pushed into the ring.
+    pub fn messages(&self) -> u64 {
+        match self {
+            LineSourceReport::Mold(r) => r.messages,
+            LineSourceReport::Soup(r) => r.messages,
+        }
+    }
+}
+
+impl LineSource {
+    /// Opens the line's sockets (MoldUDP64 binds now, so its port is known; SoupBinTCP
+    /// connects when it runs).
+    ///
+    /// # Errors
+    ///
+    /// If a socket cannot be opened.
+    pub fn open(feed: &FeedConfig, pipeline: &PipelineConfig) -> std::io::Result<Self> {
+        Ok(match feed {
+            FeedConfig::Mold(c) => LineSource::Mold(MoldSource::open(c.clone(), pipeline.wait)?),
+            FeedConfig::Soup(c) => LineSource::Soup(SoupSource::new(c.clone(), pipeline.wait)),
+        })
+    }
+}
+
+impl FrameSource for LineSource {
+    type Report = LineSourceReport;
+
+    fn run(self, frames: Producer<Frame>, clock: Clock, stop: &AtomicBool) -> LineSourceReport {
+        match self {
+            LineSource::Mold(s) => LineSourceReport::Mold(s.run(frames, clock, stop)),
+            LineSource::Soup(s) => LineSourceReport::Soup(s.run(frames, clock, stop)),
+        }
+    }
+}
+
+/// What a line run did.
+pub type LineReport = PipelineReport<LineSourceReport>;
+
+/// Runs a line into `snapshot` (if any) until its session ends, `stop` is set, or its time
+/// limit passes; then closes the snapshot.
+///
+/// # Errors
+///
+/// If the books cannot be allocated or the threads cannot start.
+pub fn run_line(
+    source: LineSource,
+    pipeline: PipelineConfig,
+    snapshot: Option<SnapshotWriter>,
+    stop: &AtomicBool,
+) -> std::io::Result<LineReport> {
+    match snapshot {
+        Some(writer) => run_pipeline(pipeline, source, SnapshotPublisher::new(writer), stop),
+        None => run_pipeline(pipeline, source, NoPublisher, stop),
+    }
+}

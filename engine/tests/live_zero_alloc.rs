@@ -1,0 +1,184 @@
+//! Zero allocation per message, end to end: after warm-up, the reader thread (mio, MoldUDP64
+//! recovery, ring) and the book thread (decode, books, snapshot publication, latency
+//! histograms) allocate nothing while well over a million messages arrive over loopback
+//! from the simulator, which runs in another process so that its allocations are not ours.
+//!
+//! Counting starts at the book thread's 50,000th publication and stops when the feed ends,
+//! through a publisher that wraps the real snapshot publisher.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use ticklane_engine::book::{BookConfig, Books};
+use ticklane_engine::pipeline::{
+    run_pipeline, Frame, MoldFeedConfig, MoldSource, PipelineConfig, Publisher, SnapshotPublisher,
+    SourceEnd,
+};
+use ticklane_engine::replay::Applied;
+use ticklane_engine::snapshot::SnapshotWriter;
+use ticklane_feed::itch::Message;
+use ticklane_feed::moldudp64::RecoveryConfig;
+use ticklane_feed::net::UdpFeedConfig;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+struct CountingAllocator;
+
+// SAFETY: every call is forwarded unchanged to the system allocator; counting is two
+// atomic operations, which never allocate.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract; we pass it on.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
+
+const WARM_UP_PUBLICATIONS: u64 = 50_000;
+const MESSAGES: u64 = 1_100_000;
+
+/// The snapshot publisher, switching the count on after warm-up and off at the end.
+struct Counted {
+    inner: SnapshotPublisher,
+    publications: u64,
+    /// Messages applied while counting.
+    measured: u64,
+}
+
+impl Publisher for Counted {
+    fn before_apply(&mut self, books: &Books, message: &Message<'_>) {
+        self.inner.before_apply(books, message);
+    }
+    fn publish(
+        &mut self,
+        books: &Books,
+        applied: &Applied<'_>,
+        frame: &Frame,
+        now_ns: u64,
+    ) -> bool {
+        self.publications += 1;
+        if self.publications == WARM_UP_PUBLICATIONS {
+            COUNTING.store(true, Ordering::SeqCst);
+        }
+        if COUNTING.load(Ordering::Relaxed) {
+            self.measured += 1;
+        }
+        self.inner.publish(books, applied, frame, now_ns)
+    }
+    fn idle(&mut self, now_ns: u64) {
+        self.inner.idle(now_ns);
+    }
+    fn finish(&mut self, books: &Books) {
+        COUNTING.store(false, Ordering::SeqCst);
+        self.inner.finish(books);
+    }
+}
+
+#[test]
+fn reader_and_book_threads_allocate_nothing_per_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let snapshot = SnapshotWriter::create(dir.path().join("z.snap"), 256, 10).expect("snapshot");
+    let feed = MoldFeedConfig {
+        udp: UdpFeedConfig {
+            bind: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)),
+            ..UdpFeedConfig::default()
+        },
+        recovery: RecoveryConfig {
+            start_sequence: Some(1),
+            retransmit_timeout: Duration::from_millis(20),
+            max_retries: 50,
+            ..RecoveryConfig::default()
+        },
+        silence_timeout: Duration::from_secs(10),
+        max_duration: Some(Duration::from_secs(120)),
+        ..MoldFeedConfig::default()
+    };
+    let pipeline = PipelineConfig {
+        books: BookConfig {
+            max_orders: 1 << 20,
+            max_books: 256,
+            levels_per_side: 2048,
+        },
+        ..PipelineConfig::default()
+    };
+    let mut source = MoldSource::open(feed, pipeline.wait).expect("bind");
+    let data = source.local_addr().expect("bound");
+    let request = std::net::UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .expect("probe port");
+    source.set_request_server(request);
+    let mut sim = Command::new(env!("CARGO_BIN_EXE_ticklane"))
+        .args([
+            "sim",
+            "--messages",
+            &MESSAGES.to_string(),
+            "--rate",
+            "1000000",
+            "--seed",
+            "4",
+        ])
+        .args([
+            "--udp",
+            &data.to_string(),
+            "--request",
+            &request.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the simulator process");
+    let publisher = Counted {
+        inner: SnapshotPublisher::new(snapshot),
+        publications: 0,
+        measured: 0,
+    };
+    let report =
+        run_pipeline(pipeline, source, publisher, &AtomicBool::new(false)).expect("pipeline");
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let allocations = ALLOCATIONS.load(Ordering::SeqCst);
+    assert_eq!(
+        report.source.end,
+        SourceEnd::EndOfSession,
+        "{:?}",
+        report.source
+    );
+    assert!(
+        report.source.lost.is_empty(),
+        "unfilled gaps: {:?}",
+        report.source.lost
+    );
+    assert_eq!(report.book.messages, MESSAGES);
+    assert!(
+        report.book.messages - WARM_UP_PUBLICATIONS > 1_000_000,
+        "over a million messages measured"
+    );
+    assert_eq!(allocations, 0, "allocations after warm-up");
+}

@@ -1,0 +1,446 @@
+//! The simulator's SoupBinTCP side: serves a message log over TCP to clients that log in
+//! with the configured credentials, from the sequence each asks for, at a paced rate, with
+//! an optional disconnect after N messages per connection (a fault a client must survive by
+//! logging in again at its next sequence).
+//!
+//! One thread accepts; each connection gets a thread of its own (at most
+//! `max_connections` at once), driving the sans-I/O `SoupServerSession`.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use super::pacing::{wait_step, Pacer, Rate, WaitStrategy};
+use super::{MessageLog, SimError};
+use crate::moldudp64::Session;
+use crate::soupbintcp::{Credentials, ServerConfig, ServerEvent, ServerState, SoupServerSession};
+
+/// What the SoupBinTCP simulator serves and how.
+#[derive(Clone, Copy, Debug)]
+pub struct SoupSimConfig {
+    /// Address to listen on (`127.0.0.1:0` picks a free port).
+    pub bind: SocketAddr,
+    /// The only credentials accepted.
+    pub credentials: Credentials,
+    /// The session name announced at login.
+    pub session: Session,
+    /// How fast each connection streams.
+    pub rate: Rate,
+    /// Close each connection after sending this many messages on it (a fault).
+    pub disconnect_after: Option<u64>,
+    /// Send end of session after the last message.
+    pub end_of_session: bool,
+    /// Connections served at once; more are refused (closed at accept).
+    pub max_connections: usize,
+}
+
+impl SoupSimConfig {
+    /// Listening on `bind`, accepting `credentials`, at full speed, no faults.
+    pub fn new(bind: SocketAddr, credentials: Credentials, session: Session) -> Self {
+        SoupSimConfig {
+            bind,
+            credentials,
+            session,
+            rate: Rate::Max,
+            disconnect_after: None,
+            end_of_session: true,
+            max_connections: 8,
+        }
+    }
+}
+
+/// Counters of the SoupBinTCP simulator, over all connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SoupSimStats {
+    /// Connections accepted.
+    pub connections: u64,
+    /// Logins accepted.
+    pub logins: u64,
+    /// Logins rejected.
+    pub rejected: u64,
+    /// Sequenced messages sent.
+    pub messages_sent: u64,
+    /// Connections closed by the disconnect fault.
+    pub disconnects: u64,
+    /// Connections refused because `max_connections` were busy.
+    pub refused: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    connections: AtomicU64,
+    logins: AtomicU64,
+    rejected: AtomicU64,
+    messages_sent: AtomicU64,
+    disconnects: AtomicU64,
+    refused: AtomicU64,
+    active: AtomicUsize,
+}
+
+impl Counters {
+    fn snapshot(&self) -> SoupSimStats {
+        SoupSimStats {
+            connections: self.connections.load(Ordering::Relaxed),
+            logins: self.logins.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+            messages_sent: self.messages_sent.load(Ordering::Relaxed),
+            disconnects: self.disconnects.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A running SoupBinTCP simulator; dropping it stops it.
+pub struct SoupSimulator {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    counters: Arc<Counters>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl SoupSimulator {
+    /// Listens and starts accepting.
+    ///
+    /// # Errors
+    ///
+    /// [`SimError::InvalidConfig`] for a bad rate; [`SimError::Socket`] if the listener
+    /// cannot be bound; [`SimError::Spawn`] if the thread cannot start.
+    pub fn start(log: Arc<MessageLog>, config: SoupSimConfig) -> Result<Self, SimError> {
+        config.rate.validate()?;
+        let socket_error = |action, source| SimError::Socket {
+            addr: config.bind,
+            action,
+            source,
+        };
+        let listener = TcpListener::bind(config.bind).map_err(|e| socket_error("bind", e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| socket_error("set non-blocking", e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| socket_error("read the bound address", e))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let counters = Arc::new(Counters::default());
+        let acceptor = {
+            let (stop, counters) = (Arc::clone(&stop), Arc::clone(&counters));
+            thread::Builder::new()
+                .name("sim-soup-accept".into())
+                .spawn(move || accept_loop(listener, log, config, &stop, &counters))
+                .map_err(|source| SimError::Spawn {
+                    thread: "sim-soup-accept",
+                    source,
+                })?
+        };
+        Ok(SoupSimulator {
+            addr,
+            stop,
+            counters,
+            acceptor: Some(acceptor),
+        })
+    }
+
+    /// The address clients connect to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> SoupSimStats {
+        self.counters.snapshot()
+    }
+
+    /// Stops accepting and serving; returns the final counters.
+    pub fn stop(mut self) -> SoupSimStats {
+        self.shutdown();
+        self.counters.snapshot()
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+    }
+}
+
+impl Drop for SoupSimulator {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn accept_loop(
+    listener: TcpListener,
+    log: Arc<MessageLog>,
+    config: SoupSimConfig,
+    stop: &Arc<AtomicBool>,
+    counters: &Arc<Counters>,
+) {
+    let mut workers: Vec<JoinHandle<()>> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                counters.connections.fetch_add(1, Ordering::Relaxed);
+                if counters.active.load(Ordering::Relaxed) >= config.max_connections {
+                    counters.refused.fetch_add(1, Ordering::Relaxed);
+                    continue; // dropping the stream closes it
+                }
+                counters.active.fetch_add(1, Ordering::Relaxed);
+                let (log, stop, shared) =
+                    (Arc::clone(&log), Arc::clone(stop), Arc::clone(counters));
+                let spawned =
+                    thread::Builder::new()
+                        .name("sim-soup-conn".into())
+                        .spawn(move || {
+                            let _ = serve(stream, &log, config, &stop, &shared);
+                            shared.active.fetch_sub(1, Ordering::Relaxed);
+                        });
+                match spawned {
+                    Ok(handle) => workers.push(handle),
+                    Err(_) => {
+                        counters.active.fetch_sub(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                thread::sleep(Duration::from_millis(1))
+            }
+            Err(_) => thread::sleep(Duration::from_millis(1)),
+        }
+        workers.retain(|w| !w.is_finished());
+    }
+    for w in workers {
+        let _ = w.join();
+    }
+}
+
+/// Writes what the session queued; `false` if the peer is gone.
+fn flush(stream: &mut TcpStream, session: &mut SoupServerSession) -> bool {
+    while !session.output().is_empty() {
+        match stream.write(session.output()) {
+            Ok(0) => return false,
+            Ok(n) => session.consume_output(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// Serves one connection until it logs out, ends, is cut by the fault, or the simulator
+/// stops.
+fn serve(
+    mut stream: TcpStream,
+    log: &MessageLog,
+    config: SoupSimConfig,
+    stop: &AtomicBool,
+    counters: &Counters,
+) -> io::Result<()> {
+    stream.set_nonblocking(true)?;
+    stream.set_nodelay(true)?;
+    let origin = Instant::now();
+    let now = || origin.elapsed();
+    let server = ServerConfig::new(config.credentials, config.session);
+    let mut session = SoupServerSession::new(server, log.len() as u64 + 1, now());
+    let mut buf = [0u8; 4096];
+    let mut pacer: Option<(Pacer, u64)> = None; // (pacer, first sequence streamed)
+    let mut sent_here = 0u64;
+    let mut next = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        // Read what the client sent.
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => {
+                session.feed(&buf[..n], now());
+            }
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    || e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        while let Some(event) = session.poll_event(now()) {
+            match event {
+                Ok(ServerEvent::LoginAccepted { next_sequence }) => {
+                    counters.logins.fetch_add(1, Ordering::Relaxed);
+                    next = next_sequence;
+                    pacer = Some((Pacer::new(config.rate, Instant::now()), next_sequence));
+                }
+                Ok(ServerEvent::LoginRejected(_)) => {
+                    counters.rejected.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(ServerEvent::LogoutRequested) => {
+                    flush(&mut stream, &mut session);
+                    return Ok(());
+                }
+                Ok(_) => {}
+                Err(_) => return Ok(()),
+            }
+        }
+        session.poll_timers(now());
+        if matches!(
+            session.state(),
+            ServerState::Rejected(_) | ServerState::Dead(_) | ServerState::LoggedOut
+        ) {
+            flush(&mut stream, &mut session);
+            return Ok(());
+        }
+        // Stream what is due.
+        let mut idle = true;
+        if let Some((pacer, first)) = &mut pacer {
+            while session.state() == ServerState::Streaming {
+                let Some(message) = log.get(next) else {
+                    if config.end_of_session && session.end_session(now()).is_ok() {
+                        flush(&mut stream, &mut session);
+                        // Let the client read the end of session before the close.
+                        let deadline = Instant::now() + Duration::from_millis(200);
+                        while !session.output().is_empty() && Instant::now() < deadline {
+                            if !flush(&mut stream, &mut session) {
+                                break;
+                            }
+                        }
+                    }
+                    break;
+                };
+                let index = (next - *first) as usize;
+                if let Some(due) = pacer.due(index, log, Instant::now()) {
+                    // Not yet: wait a bounded step, then serve reads and timers again.
+                    wait_step(due, WaitStrategy::default());
+                    break;
+                }
+                if config.disconnect_after.is_some_and(|n| sent_here >= n) {
+                    counters.disconnects.fetch_add(1, Ordering::Relaxed);
+                    flush(&mut stream, &mut session);
+                    return Ok(());
+                }
+                if session.send_sequenced(message, now()).is_err() {
+                    // Outbox full: write it out, then continue.
+                    if !flush(&mut stream, &mut session) {
+                        return Ok(());
+                    }
+                    break;
+                }
+                idle = false;
+                next += 1;
+                sent_here += 1;
+                counters.messages_sent.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if !flush(&mut stream, &mut session) {
+            return Ok(());
+        }
+        if session.state() == ServerState::Ended && session.output().is_empty() {
+            return Ok(());
+        }
+        if idle {
+            thread::sleep(Duration::from_micros(200));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::GenConfig;
+    use crate::soupbintcp::{ClientConfig, ClientEvent, SoupClient};
+    use std::net::{Ipv4Addr, SocketAddrV4};
+
+    fn credentials() -> Credentials {
+        Credentials::new(b"user", b"pass").expect("fits")
+    }
+
+    /// A blocking client: logs in from `next_sequence`, returns the sequences it received
+    /// and whether it saw end of session.
+    fn receive(addr: SocketAddr, next_sequence: u64, creds: Credentials) -> (Vec<u64>, bool, bool) {
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("timeout");
+        let origin = Instant::now();
+        let mut config = ClientConfig::new(creds);
+        config.next_sequence = next_sequence;
+        let mut client = SoupClient::new(config);
+        client.on_connected(origin.elapsed()).expect("login queued");
+        stream.write_all(client.output()).expect("send login");
+        let n = client.output().len();
+        client.consume_output(n);
+        let (mut seqs, mut ended, mut rejected) = (Vec::new(), false, false);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut buf = [0u8; 8192];
+        while Instant::now() < deadline && !ended && !rejected {
+            match stream.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    client.feed(&buf[..n], origin.elapsed());
+                }
+                Err(_) => continue,
+            }
+            while let Some(event) = client.poll_event() {
+                match event.expect("valid stream") {
+                    ClientEvent::Sequenced { seq, .. } => seqs.push(seq),
+                    ClientEvent::EndOfSession { .. } => ended = true,
+                    ClientEvent::Rejected(_) => rejected = true,
+                    _ => {}
+                }
+            }
+        }
+        (seqs, ended, rejected)
+    }
+
+    fn start(config: impl FnOnce(&mut SoupSimConfig)) -> (SoupSimulator, usize) {
+        let log = Arc::new(MessageLog::from_generator(GenConfig {
+            messages: 3_000,
+            ..GenConfig::default()
+        }));
+        let n = log.len();
+        let bind = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0));
+        let mut c = SoupSimConfig::new(bind, credentials(), Session::new(b"SIM").expect("fits"));
+        config(&mut c);
+        (SoupSimulator::start(log, c).expect("start"), n)
+    }
+
+    #[test]
+    fn streams_every_message_then_ends_the_session() {
+        let (sim, n) = start(|_| {});
+        let (seqs, ended, _) = receive(sim.local_addr(), 1, credentials());
+        assert!(ended, "end of session seen");
+        assert_eq!(seqs, (1..=n as u64).collect::<Vec<_>>());
+        let stats = sim.stop();
+        assert_eq!((stats.logins, stats.messages_sent), (1, n as u64));
+    }
+
+    #[test]
+    fn resumes_from_the_requested_sequence() {
+        let (sim, n) = start(|_| {});
+        let (seqs, _, _) = receive(sim.local_addr(), 2_001, credentials());
+        assert_eq!(seqs.first(), Some(&2_001));
+        assert_eq!(seqs.last(), Some(&(n as u64)));
+    }
+
+    #[test]
+    fn wrong_credentials_are_rejected() {
+        let (sim, _) = start(|_| {});
+        let (seqs, _, rejected) = receive(
+            sim.local_addr(),
+            1,
+            Credentials::new(b"user", b"nope").expect("fits"),
+        );
+        assert!(rejected && seqs.is_empty());
+        assert_eq!(sim.stop().rejected, 1);
+    }
+
+    #[test]
+    fn disconnect_fault_cuts_each_connection() {
+        let (sim, _) = start(|c| c.disconnect_after = Some(1_000));
+        let (seqs, ended, _) = receive(sim.local_addr(), 1, credentials());
+        assert!(!ended);
+        assert_eq!(seqs, (1..=1_000).collect::<Vec<_>>());
+        let (seqs, _, _) = receive(sim.local_addr(), 1_001, credentials());
+        assert_eq!(seqs.first(), Some(&1_001), "a new login resumes");
+        assert_eq!(sim.stop().disconnects, 2);
+    }
+}

@@ -1,0 +1,235 @@
+//! End to end over loopback: the exchange simulator → the live pipeline (real sockets,
+//! reader thread, ring, book thread) → the snapshot file. At the end of the session the
+//! snapshot's books (read back the way `ticklane book --csv` reads them) must equal a plain
+//! replay of the same messages, and the pipeline must stop by itself.
+//!
+//! Bounded: each run sends at most a few hundred thousand messages and gives up after a
+//! time limit; an unfilled gap fails the test naming its range.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ticklane_engine::book::BookConfig;
+use ticklane_engine::live::{run_line, LineSource, LineSourceReport};
+use ticklane_engine::pipeline::{
+    MoldFeedConfig, MoldSource, PipelineConfig, SoupFeedConfig, SoupSource, SourceEnd,
+};
+use ticklane_engine::replay::{write_book_csv, NoBbo, Replayer};
+use ticklane_engine::snapshot::{write_snapshot_book_csv, SnapshotReader, SnapshotWriter};
+use ticklane_feed::moldudp64::{RecoveryConfig, Session};
+use ticklane_feed::net::UdpFeedConfig;
+use ticklane_feed::sim::{
+    Faults, GenConfig, MessageLog, MoldSimConfig, MoldSimulator, Rate, SoupSimConfig, SoupSimulator,
+};
+use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
+
+mod util;
+
+const DEPTH: usize = 10;
+
+fn books() -> BookConfig {
+    BookConfig {
+        max_orders: 1 << 18,
+        max_books: 256,
+        levels_per_side: 2048,
+    }
+}
+
+fn log(messages: u64, seed: u64) -> Arc<MessageLog> {
+    Arc::new(MessageLog::from_generator(GenConfig {
+        messages,
+        seed,
+        stocks: 20,
+        hard_cases: true,
+        crossing: false,
+    }))
+}
+
+/// `ticklane replay --book-out` of the same messages.
+fn replayed_book(log: &MessageLog) -> String {
+    let mut r: Replayer<NoBbo> = Replayer::new(books(), None).expect("books");
+    for seq in 1..=log.len() as u64 {
+        r.step(seq, log.get(seq).expect("in the log"))
+            .expect("valid message");
+    }
+    String::from_utf8(write_book_csv(r.books(), DEPTH, Vec::new()).expect("csv")).expect("ascii")
+}
+
+/// Runs `source` into a fresh snapshot; returns the snapshot's book CSV and the report.
+fn run_into_snapshot(source: LineSource) -> (String, LineSourceReport, u64) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("live.snap");
+    let writer = SnapshotWriter::create(&path, 256, DEPTH).expect("snapshot");
+    let pipeline = PipelineConfig {
+        books: books(),
+        ..PipelineConfig::default()
+    };
+    let report =
+        run_line(source, pipeline, Some(writer), &AtomicBool::new(false)).expect("pipeline");
+    let reader = SnapshotReader::open(&path).expect("open snapshot");
+    let csv = write_snapshot_book_csv(&reader, DEPTH, Vec::new()).expect("csv");
+    (
+        String::from_utf8(csv).expect("ascii"),
+        report.source,
+        report.book.messages,
+    )
+}
+
+fn loopback(port: u16) -> SocketAddr {
+    SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))
+}
+
+fn mold_line(bind: SocketAddr, group: Option<Ipv4Addr>) -> MoldSource {
+    let feed = MoldFeedConfig {
+        udp: UdpFeedConfig {
+            bind,
+            multicast_group: group,
+            ..UdpFeedConfig::default()
+        },
+        recovery: RecoveryConfig {
+            start_sequence: Some(1),
+            retransmit_timeout: Duration::from_millis(20),
+            max_retries: 20,
+            ..RecoveryConfig::default()
+        },
+        silence_timeout: Duration::from_secs(5),
+        max_duration: Some(Duration::from_secs(60)),
+        ..MoldFeedConfig::default()
+    };
+    MoldSource::open(feed, PipelineConfig::default().wait).expect("bind the feed socket")
+}
+
+fn check_mold(report: &LineSourceReport, messages: u64, log: &MessageLog) {
+    let LineSourceReport::Mold(r) = report else {
+        panic!("a MoldUDP64 report")
+    };
+    assert!(r.lost.is_empty(), "unfilled gaps: {:?}", r.lost);
+    assert_eq!(r.recovery.messages_lost, 0);
+    assert_eq!(
+        r.end,
+        SourceEnd::EndOfSession,
+        "the line stops by itself at end of session"
+    );
+    assert_eq!(messages, log.len() as u64, "every message applied once");
+}
+
+#[test]
+fn moldudp64_paced_with_one_percent_loss_ends_equal_to_replay() {
+    let log = log(200_000, 11);
+    let mut source = mold_line(loopback(0), None);
+    let mut sim = MoldSimConfig::new(
+        Session::new(b"E2E").expect("fits"),
+        source.local_addr().expect("bound"),
+    );
+    sim.rate = Rate::per_second(400_000);
+    sim.faults = Faults {
+        seed: 5,
+        drop_ratio: 0.01,
+        ..Faults::default()
+    };
+    let sim = MoldSimulator::start(Arc::clone(&log), sim).expect("simulator");
+    source.set_request_server(sim.request_addr());
+    let (csv, report, messages) = run_into_snapshot(LineSource::Mold(source));
+    let stats = sim.stop().expect("simulator stops");
+    assert!(
+        stats.packets_dropped > 0,
+        "the fault really dropped packets"
+    );
+    check_mold(&report, messages, &log);
+    let LineSourceReport::Mold(r) = &report else {
+        unreachable!()
+    };
+    assert!(
+        r.recovery.gaps > 0 && r.recovery.recovered > 0,
+        "gaps were seen and filled: {:?}",
+        r.recovery
+    );
+    assert_eq!(csv, replayed_book(&log));
+}
+
+#[test]
+fn moldudp64_multicast_on_loopback_ends_equal_to_replay() {
+    let group = Ipv4Addr::new(239, 255, 43, 21);
+    // A fixed port for the group: find a free one first.
+    let port = std::net::UdpSocket::bind(loopback(0))
+        .expect("probe")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let bind = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port));
+    let log = log(50_000, 12);
+    let mut source = mold_line(bind, Some(group));
+    let destination = SocketAddr::V4(SocketAddrV4::new(group, port));
+    let sim = MoldSimulator::start(
+        Arc::clone(&log),
+        MoldSimConfig::new(Session::new(b"MCAST").expect("fits"), destination),
+    )
+    .expect("simulator");
+    source.set_request_server(sim.request_addr());
+    let (csv, report, messages) = run_into_snapshot(LineSource::Mold(source));
+    sim.stop().expect("simulator stops");
+    check_mold(&report, messages, &log);
+    assert_eq!(csv, replayed_book(&log));
+}
+
+fn soup_line(server: SocketAddr) -> SoupSource {
+    let mut client = ClientConfig::new(Credentials::new(b"e2e", b"secret").expect("fits"));
+    client.next_sequence = 1;
+    SoupSource::new(
+        SoupFeedConfig {
+            server,
+            client,
+            connect_timeout: Duration::from_secs(5),
+            max_reconnects: 20,
+            max_duration: Some(Duration::from_secs(60)),
+        },
+        PipelineConfig::default().wait,
+    )
+}
+
+fn soup_sim(log: &Arc<MessageLog>, disconnect_after: Option<u64>) -> SoupSimulator {
+    let mut c = SoupSimConfig::new(
+        loopback(0),
+        Credentials::new(b"e2e", b"secret").expect("fits"),
+        Session::new(b"SOUP").expect("fits"),
+    );
+    c.disconnect_after = disconnect_after;
+    SoupSimulator::start(Arc::clone(log), c).expect("simulator")
+}
+
+#[test]
+fn soupbintcp_session_ends_equal_to_replay() {
+    let log = log(200_000, 13);
+    let sim = soup_sim(&log, None);
+    let (csv, report, messages) = run_into_snapshot(LineSource::Soup(soup_line(sim.local_addr())));
+    let LineSourceReport::Soup(r) = &report else {
+        panic!("a SoupBinTCP report")
+    };
+    assert_eq!(r.end, SourceEnd::EndOfSession);
+    assert_eq!((r.connections, messages), (1, log.len() as u64));
+    assert_eq!(csv, replayed_book(&log));
+}
+
+#[test]
+fn soupbintcp_reconnects_after_disconnects_and_ends_equal_to_replay() {
+    let log = log(120_000, 14);
+    let sim = soup_sim(&log, Some(50_000));
+    let (csv, report, messages) = run_into_snapshot(LineSource::Soup(soup_line(sim.local_addr())));
+    let stats = sim.stop();
+    let LineSourceReport::Soup(r) = &report else {
+        panic!("a SoupBinTCP report")
+    };
+    assert_eq!(r.end, SourceEnd::EndOfSession);
+    assert_eq!(
+        stats.disconnects, 2,
+        "the server cut the first two connections"
+    );
+    assert_eq!(
+        (r.connections, messages),
+        (3, log.len() as u64),
+        "resumed without loss or repeat"
+    );
+    assert_eq!(csv, replayed_book(&log));
+}
