@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use ticklane_engine::book::{BookConfig, Books};
+use ticklane_engine::overload::{OverloadConfig, SheddingPublisher, SnapshotSink};
 use ticklane_engine::pipeline::{
-    run_pipeline, Frame, MoldFeedConfig, MoldSource, PipelineConfig, Publisher, SnapshotPublisher,
-    SourceEnd,
+    run_pipeline, Frame, MoldFeedConfig, MoldSource, PipelineConfig, Publisher, SourceEnd,
 };
 use ticklane_engine::replay::Applied;
 use ticklane_engine::snapshot::SnapshotWriter;
@@ -64,9 +64,10 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 const WARM_UP_PUBLICATIONS: u64 = 50_000;
 const MESSAGES: u64 = 1_100_000;
 
-/// The snapshot publisher, switching the count on after warm-up and off at the end.
+/// The live publisher (overload control over the snapshot), switching the count on after
+/// warm-up and off at the end.
 struct Counted {
-    inner: SnapshotPublisher,
+    inner: SheddingPublisher<SnapshotSink>,
     publications: u64,
     /// Messages applied while counting.
     measured: u64,
@@ -94,6 +95,12 @@ impl Publisher for Counted {
     }
     fn idle(&mut self, now_ns: u64) {
         self.inner.idle(now_ns);
+    }
+    fn batch_end(&mut self, books: &Books, now_ns: u64) {
+        self.inner.batch_end(books, now_ns);
+    }
+    fn drained(&mut self, books: &Books, now_ns: u64) {
+        self.inner.drained(books, now_ns);
     }
     fn finish(&mut self, books: &Books) {
         COUNTING.store(false, Ordering::SeqCst);
@@ -155,7 +162,7 @@ fn reader_and_book_threads_allocate_nothing_per_message() {
         .spawn()
         .expect("start the simulator process");
     let publisher = Counted {
-        inner: SnapshotPublisher::new(snapshot),
+        inner: SheddingPublisher::new(SnapshotSink::new(snapshot), OverloadConfig::default()),
         publications: 0,
         measured: 0,
     };

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use ticklane_engine::book::BookConfig;
 use ticklane_engine::live::{run_line, LineSource, LineSourceReport};
+use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::pipeline::{
     MoldFeedConfig, MoldSource, PipelineConfig, SoupFeedConfig, SoupSource, SourceEnd,
 };
@@ -66,8 +67,15 @@ fn run_into_snapshot(source: LineSource) -> (String, LineSourceReport, u64) {
         books: books(),
         ..PipelineConfig::default()
     };
-    let report =
-        run_line(source, pipeline, Some(writer), &AtomicBool::new(false)).expect("pipeline");
+    let report = run_line(
+        source,
+        pipeline,
+        Some(writer),
+        OverloadConfig::default(),
+        &AtomicBool::new(false),
+    )
+    .expect("pipeline")
+    .report;
     let reader = SnapshotReader::open(&path).expect("open snapshot");
     let csv = write_snapshot_book_csv(&reader, DEPTH, Vec::new()).expect("csv");
     (

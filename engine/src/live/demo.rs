@@ -18,6 +18,7 @@ use ticklane_feed::sim::{
 };
 
 use crate::book::{BookConfig, Books};
+use crate::overload::{OverloadConfig, OverloadCounters};
 use crate::pipeline::{MoldFeedConfig, MoldSource, Percentiles, PipelineConfig};
 use crate::replay::{write_book_csv, NoBbo, Replayer};
 use crate::snapshot::{write_snapshot_book_csv, SnapshotError, SnapshotReader, SnapshotWriter};
@@ -68,6 +69,8 @@ pub struct DemoReport {
     pub receive_to_published: Percentiles,
     /// Receive to applied.
     pub receive_to_applied: Percentiles,
+    /// What overload control did.
+    pub overload: Option<OverloadCounters>,
     /// Whether the snapshot's books equal a replay of the same messages.
     pub books_match_replay: bool,
     /// The snapshot file (removed at the end unless asked to keep it).
@@ -156,10 +159,18 @@ pub fn run_demo(config: DemoConfig, stop: &AtomicBool) -> Result<DemoReport, Dem
                 println!();
             });
         }
-        let report = run_line(LineSource::Mold(source), pipeline, Some(writer), stop);
+        let report = run_line(
+            LineSource::Mold(source),
+            pipeline,
+            Some(writer),
+            OverloadConfig::default(),
+            stop,
+        );
         done.store(true, Ordering::Relaxed);
         report
     })?;
+    let overload = report.overload;
+    let report = report.report;
     let sim_stats = sim.stop()?;
 
     // The same messages through a plain replay: the books must be equal.
@@ -181,6 +192,7 @@ pub fn run_demo(config: DemoConfig, stop: &AtomicBool) -> Result<DemoReport, Dem
         receive_to_published: Percentiles::of(&latency.receive_to_published),
         receive_to_applied: Percentiles::of(&latency.receive_to_applied),
         books_match_replay: expected == published,
+        overload,
         snapshot,
         books: report.book.books,
     })

@@ -3,9 +3,10 @@
 use std::sync::atomic::AtomicBool;
 
 use crate::config::FeedConfig;
+use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
 use crate::pipeline::{
     run_pipeline, Clock, Frame, FrameSource, MoldSource, MoldSourceReport, NoPublisher,
-    PipelineConfig, PipelineReport, SnapshotPublisher, SoupSource, SoupSourceReport, SourceEnd,
+    PipelineConfig, PipelineReport, SoupSource, SoupSourceReport, SourceEnd,
 };
 use crate::ring::Producer;
 use crate::snapshot::SnapshotWriter;
@@ -71,11 +72,22 @@ impl FrameSource for LineSource {
     }
 }
 
-/// What a line run did.
+/// What a line's pipeline did.
 pub type LineReport = PipelineReport<LineSourceReport>;
 
+/// A finished line: the pipeline's report, and what overload control did (when there was a
+/// snapshot to publish into).
+pub struct LineRun {
+    /// Reader and book thread reports.
+    pub report: LineReport,
+    /// Published, shed, conflated, expired, time in overload, maximum sojourn.
+    pub overload: Option<OverloadCounters>,
+}
+
 /// Runs a line into `snapshot` (if any) until its session ends, `stop` is set, or its time
-/// limit passes; then closes the snapshot.
+/// limit passes; then closes the snapshot. Publication goes through overload control:
+/// in order while the book thread keeps up, newest first with conflation while its input
+/// queue stands (see `overload`).
 ///
 /// # Errors
 ///
@@ -84,10 +96,22 @@ pub fn run_line(
     source: LineSource,
     pipeline: PipelineConfig,
     snapshot: Option<SnapshotWriter>,
+    overload: OverloadConfig,
     stop: &AtomicBool,
-) -> std::io::Result<LineReport> {
+) -> std::io::Result<LineRun> {
     match snapshot {
-        Some(writer) => run_pipeline(pipeline, source, SnapshotPublisher::new(writer), stop),
-        None => run_pipeline(pipeline, source, NoPublisher, stop),
+        Some(writer) => {
+            let publisher = SheddingPublisher::new(SnapshotSink::new(writer), overload);
+            let counters = publisher.shared_counters();
+            let report = run_pipeline(pipeline, source, publisher, stop)?;
+            Ok(LineRun {
+                report,
+                overload: Some(counters.load()),
+            })
+        }
+        None => Ok(LineRun {
+            report: run_pipeline(pipeline, source, NoPublisher, stop)?,
+            overload: None,
+        }),
     }
 }

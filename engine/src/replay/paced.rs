@@ -12,9 +12,9 @@ use super::book_csv::write_book_csv;
 use super::run::{ReplayError, ReplayOptions};
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::Books;
+use crate::overload::{OverloadConfig, SheddingPublisher, SnapshotSink};
 use crate::pipeline::{
     run_pipeline, CaptureSource, NoPublisher, Pace, Percentiles, PipelineConfig, PipelineReport,
-    SnapshotPublisher,
 };
 use crate::snapshot::SnapshotWriter;
 
@@ -69,7 +69,9 @@ pub fn replay_paced(
         Some(target) => {
             let writer = SnapshotWriter::create(&target.path, target.capacity, target.depth)
                 .map_err(|e| ReplayError::Snapshot(e.to_string()))?;
-            run_pipeline(pipeline, source, SnapshotPublisher::new(writer), &stop)
+            let publisher =
+                SheddingPublisher::new(SnapshotSink::new(writer), OverloadConfig::default());
+            run_pipeline(pipeline, source, publisher, &stop)
         }
         None => run_pipeline(pipeline, source, NoPublisher, &stop),
     }

@@ -14,6 +14,7 @@ use ticklane_engine::config::{FeedConfig, RunConfig};
 use ticklane_engine::live::{
     install_shutdown, record_udp, run_demo, run_line, DemoConfig, LineSource, LineSourceReport,
 };
+use ticklane_engine::overload::{OverloadConfig, OverloadCounters};
 use ticklane_engine::pipeline::{human_ns, Percentiles};
 use ticklane_engine::replay::group;
 use ticklane_engine::snapshot::SnapshotWriter;
@@ -115,6 +116,12 @@ fn print_latency(name: &str, p: &Percentiles) {
     }
 }
 
+fn print_overload(counters: Option<&OverloadCounters>) {
+    if let Some(c) = counters {
+        println!("  overload     {}", c.to_text());
+    }
+}
+
 fn print_source(source: &LineSourceReport) {
     match source {
         LineSourceReport::Mold(r) => {
@@ -158,7 +165,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         "ticklane run: {} (Ctrl-C stops, drains and flushes)",
         path.display()
     );
-    let report = run_line(source, pipeline, snapshot, &stop)?;
+    let run = run_line(source, pipeline, snapshot, OverloadConfig::default(), &stop)?;
+    let report = &run.report;
     println!(
         "  messages     {:>14}   in {:.3} s",
         group(report.book.messages),
@@ -173,6 +181,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         "receive -> published",
         &Percentiles::of(&report.book.latency.receive_to_published),
     );
+    print_overload(run.overload.as_ref());
     Ok(if report.source.end().is_error() {
         ExitCode::FAILURE
     } else {
@@ -209,6 +218,7 @@ fn demo(args: &RunArgs, stop: &Arc<std::sync::atomic::AtomicBool>) -> Result<Exi
     print_source(&r.source);
     print_latency("receive -> applied", &r.receive_to_applied);
     print_latency("receive -> published", &r.receive_to_published);
+    print_overload(r.overload.as_ref());
     println!(
         "  snapshot     books {} a replay of the same messages",
         if r.books_match_replay {
