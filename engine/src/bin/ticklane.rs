@@ -249,6 +249,9 @@ fn replay(args: &ReplayArgs) -> Result<ExitCode> {
                 for (name, p) in &outcome.latency {
                     println!("  {name:<22} {}", p.to_line());
                 }
+                if let Some(c) = &outcome.overload {
+                    println!("  overload               {}", c.to_text());
+                }
             }
             outcome.summary
         }

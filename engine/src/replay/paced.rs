@@ -12,7 +12,7 @@ use super::book_csv::write_book_csv;
 use super::run::{ReplayError, ReplayOptions};
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::Books;
-use crate::overload::{OverloadConfig, SheddingPublisher, SnapshotSink};
+use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
 use crate::pipeline::{
     run_pipeline, CaptureSource, NoPublisher, Pace, Percentiles, PipelineConfig, PipelineReport,
 };
@@ -37,6 +37,8 @@ pub struct PacedOutcome {
     pub latency: [(&'static str, Percentiles); 3],
     /// The final books.
     pub books: Books,
+    /// What overload control did, when publishing into a snapshot.
+    pub overload: Option<OverloadCounters>,
 }
 
 /// Replays `opts.input` through the pipeline at `pace`. `opts.bbo_out` is not supported
@@ -141,5 +143,6 @@ fn finish(
             ),
         ],
         books: book.books,
+        overload: None,
     })
 }
