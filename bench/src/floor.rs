@@ -65,6 +65,18 @@ pub fn measure_floor(trips: u64, cores: Option<(usize, usize)>, wait: WaitStrate
     }
 }
 
+/// The mean cost of one clock read (`Instant::now`), over `reads` reads: every latency
+/// here is the difference of two reads, so each carries about one read's cost, and the
+/// floor's one way half of one.
+pub fn clock_read_ns(reads: u64) -> f64 {
+    let started = Instant::now();
+    let mut last = started;
+    for _ in 0..reads {
+        last = std::hint::black_box(Instant::now());
+    }
+    (last - started).as_nanos() as f64 / reads.max(1) as f64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,5 +86,6 @@ mod tests {
         let floor = measure_floor(1_000, None, WaitStrategy::SpinYield);
         assert_eq!(floor.one_way.len(), 1_000);
         assert!(floor.mean_one_way_ns > 0.0);
+        assert!(clock_read_ns(1_000) > 0.0);
     }
 }

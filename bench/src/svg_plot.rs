@@ -12,10 +12,10 @@ pub struct Series {
     pub points: Vec<(f64, u64)>,
 }
 
-const WIDTH: f64 = 960.0;
+const WIDTH: f64 = 1080.0;
 const HEIGHT: f64 = 560.0;
 const LEFT: f64 = 70.0;
-const RIGHT: f64 = 250.0;
+const RIGHT: f64 = 370.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 50.0;
 /// Curve colours, distinguishable in print and for the common colour blindnesses.

@@ -16,7 +16,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use hdrhistogram::Histogram;
-use ticklane_bench::floor::measure_floor;
+use ticklane_bench::floor::{clock_read_ns, measure_floor};
 use ticklane_bench::hgrm::{percentile_points, write_hgrm};
 use ticklane_bench::hop::Hop;
 use ticklane_bench::pipeline_run::{PipelineRun, RunResult, SourceKind};
@@ -185,6 +185,16 @@ fn write_file(path: &Path, write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<(
     fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
+/// `ours / theirs` as `0.93x`; tiny ratios as `<0.01x` rather than a misleading `0.00x`.
+fn ratio(ours: u64, theirs: u64) -> String {
+    let r = ours as f64 / theirs.max(1) as f64;
+    if r < 0.01 {
+        "<0.01x".into()
+    } else {
+        format!("{r:.2}x")
+    }
+}
+
 fn row(label: &str, p: &Percentiles) -> String {
     format!(
         "{label:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
@@ -257,7 +267,8 @@ fn main() -> Result<()> {
     let mut floor_means = Vec::new();
     let mut hops: BTreeMap<QueueKind, Histogram<u64>> = BTreeMap::new();
     let mut hop_rounds: BTreeMap<QueueKind, Vec<Percentiles>> = BTreeMap::new();
-    let mut cells: BTreeMap<(SourceKind, Option<u64>, QueueKind), Cell> = BTreeMap::new();
+    // Keyed by the rate's position in `--rates`, so the tables follow the order asked for.
+    let mut cells: BTreeMap<(SourceKind, usize, QueueKind), Cell> = BTreeMap::new();
     let hop = Hop {
         frames: args.hop_frames,
         gap_ns: args.hop_gap_ns,
@@ -293,7 +304,7 @@ fn main() -> Result<()> {
                 .context("merging hop histograms")?;
         }
         for &source in &args.sources {
-            for &rate in &rates {
+            for (r, &rate) in rates.iter().enumerate() {
                 for &queue in &order {
                     let run = PipelineRun {
                         source,
@@ -320,10 +331,7 @@ fn main() -> Result<()> {
                         human_ns(Percentiles::of(end_to_end(&result.latency)).p99),
                         result.lost
                     );
-                    cells
-                        .entry((source, rate, queue))
-                        .or_default()
-                        .add(&result)?;
+                    cells.entry((source, r, queue)).or_default().add(&result)?;
                 }
             }
         }
@@ -348,6 +356,11 @@ fn main() -> Result<()> {
     let floor_mean = floor_means.iter().sum::<f64>() / floor_means.len().max(1) as f64;
     let _ = writeln!(out, "\nfloor: cache-line ping-pong, one way = round trip / 2 (mean over the whole run {floor_mean:.1} ns; per round {})",
         floor_means.iter().map(|m| format!("{m:.1}")).collect::<Vec<_>>().join(", "));
+    let _ = writeln!(
+        out,
+        "clock read (Instant::now): {:.1} ns; every figure below is a difference of two reads",
+        clock_read_ns(1_000_000)
+    );
     let _ = writeln!(out, "{}", header("one way"));
     let _ = writeln!(out, "{}", row("floor", &floor_p));
     csv_row(&mut csv, ["floor", "", "", "", "one_way"], &floor_p, ",0");
@@ -395,7 +408,8 @@ fn main() -> Result<()> {
         }
     }
 
-    for (&(source, rate, queue), cell) in &cells {
+    for (&(source, r, queue), cell) in &cells {
+        let rate = rates[r];
         let _ = writeln!(
             out,
             "\npipeline {} at {} over {}: {:.2} M msg/s applied, {} of {} applied, lost {}{}{}",
@@ -457,12 +471,12 @@ fn main() -> Result<()> {
     if args.queues.contains(&QueueKind::Ticklane) {
         let _ = writeln!(out, "\nticklane's ring against the others, end to end, round by round (ahead = lower latency):");
         for &source in &args.sources {
-            for &rate in &rates {
-                let Some(ours) = cells.get(&(source, rate, QueueKind::Ticklane)) else {
+            for (r, &rate) in rates.iter().enumerate() {
+                let Some(ours) = cells.get(&(source, r, QueueKind::Ticklane)) else {
                     continue;
                 };
                 for &other in args.queues.iter().filter(|q| **q != QueueKind::Ticklane) {
-                    let Some(theirs) = cells.get(&(source, rate, other)) else {
+                    let Some(theirs) = cells.get(&(source, r, other)) else {
                         continue;
                     };
                     let rounds = ours.rounds.len().min(theirs.rounds.len());
@@ -477,14 +491,14 @@ fn main() -> Result<()> {
                     );
                     let _ = writeln!(
                         out,
-                        "  {:<6} {:>4} vs {:<9}: ahead at p50 in {}/{rounds} rounds, at p99 in {}/{rounds}; merged p50 {:.2}x, p99 {:.2}x of theirs",
+                        "  {:<6} {:>4} vs {:<9}: ahead at p50 in {}/{rounds} rounds, at p99 in {}/{rounds}; merged p50 {}, p99 {} of theirs",
                         source.name(),
                         rate_label(rate),
                         other.name(),
                         ahead(|p| p.p50),
                         ahead(|p| p.p99),
-                        m_ours.p50 as f64 / m_theirs.p50.max(1) as f64,
-                        m_ours.p99 as f64 / m_theirs.p99.max(1) as f64,
+                        ratio(m_ours.p50, m_theirs.p50),
+                        ratio(m_ours.p99, m_theirs.p99),
                     );
                 }
             }
@@ -505,7 +519,7 @@ fn main() -> Result<()> {
     }
     if let (Some(&source), Some(&rate)) = (args.sources.first(), rates.first()) {
         for &queue in &args.queues {
-            if let Some((stage, h)) = cells.get(&(source, rate, queue)).and_then(Cell::end_to_end) {
+            if let Some((stage, h)) = cells.get(&(source, 0, queue)).and_then(Cell::end_to_end) {
                 let from = if stage.starts_with("intended") {
                     "intended"
                 } else {
