@@ -135,7 +135,16 @@ impl QueueUser for &PipelineRun {
                 if r.source.source.end.is_error() {
                     problem = Some(r.source.source.end.to_string());
                 }
-                let lost = r.source.source.recovery.messages_lost;
+                let stats = r.source.source.recovery;
+                let lost = stats.messages_lost;
+                if lost > 0 && problem.is_none() {
+                    // Say which limit gave way: retries running out, or the reorder store
+                    // filling (the oldest gap is then declared lost to make room).
+                    problem = Some(format!(
+                        "{} gaps ({} messages) declared lost; {} gaps, {} requests, {} reorder-store overflows",
+                        stats.gaps_lost, lost, stats.gaps, stats.requests_sent, stats.store_overflows
+                    ));
+                }
                 (
                     lost,
                     0,
