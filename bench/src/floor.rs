@@ -29,6 +29,8 @@ pub fn measure_floor(trips: u64, cores: Option<(usize, usize)>, wait: WaitStrate
     let barrier = Barrier::new(2);
     let mut one_way = new_histogram();
     let mut mean_one_way_ns = 0.0;
+    // Both sides on threads of their own, so the caller's thread is never pinned (threads
+    // started later would inherit its affinity).
     std::thread::scope(|scope| {
         scope.spawn(|| {
             crate::pin(cores.map(|c| c.1));
@@ -42,22 +44,24 @@ pub fn measure_floor(trips: u64, cores: Option<(usize, usize)>, wait: WaitStrate
                 pong.store(i, Ordering::Release);
             }
         });
-        crate::pin(cores.map(|c| c.0));
-        let mut waiter = Waiter::new(wait);
-        barrier.wait();
-        let started = Instant::now();
-        let mut last = started;
-        for i in 1..=trips {
-            ping.store(i, Ordering::Release);
-            while pong.load(Ordering::Acquire) != i {
-                waiter.wait();
+        scope.spawn(|| {
+            crate::pin(cores.map(|c| c.0));
+            let mut waiter = Waiter::new(wait);
+            barrier.wait();
+            let started = Instant::now();
+            let mut last = started;
+            for i in 1..=trips {
+                ping.store(i, Ordering::Release);
+                while pong.load(Ordering::Acquire) != i {
+                    waiter.wait();
+                }
+                waiter.reset();
+                let now = Instant::now();
+                one_way.saturating_record(((now - last).as_nanos() as u64 / 2).max(1));
+                last = now;
             }
-            waiter.reset();
-            let now = Instant::now();
-            one_way.saturating_record(((now - last).as_nanos() as u64 / 2).max(1));
-            last = now;
-        }
-        mean_one_way_ns = started.elapsed().as_nanos() as f64 / trips.max(1) as f64 / 2.0;
+            mean_one_way_ns = started.elapsed().as_nanos() as f64 / trips.max(1) as f64 / 2.0;
+        });
     });
     Floor {
         one_way,

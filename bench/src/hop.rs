@@ -60,29 +60,34 @@ impl QueueUser for Hop {
                 hops
             })
         };
-        crate::pin(self.cores.map(|c| c.0));
-        let mut waiter = Waiter::new(self.wait);
-        barrier.wait();
-        let start = clock.now_ns();
-        for i in 0..self.frames {
-            let due = start + i * self.gap_ns;
-            while clock.now_ns() < due {
-                std::hint::spin_loop();
-            }
-            let mut fill = |f: &mut Frame| f.recv_ns = clock.now_ns();
-            loop {
-                match producer.push_with(fill) {
-                    Ok(()) => break,
-                    Err(PushError::Full(back)) => {
-                        fill = back;
-                        waiter.wait();
+        // The producer gets a thread of its own too, so the caller's thread is never pinned.
+        let writer = std::thread::spawn(move || {
+            crate::pin(self.cores.map(|c| c.0));
+            let mut waiter = Waiter::new(self.wait);
+            barrier.wait();
+            let start = clock.now_ns();
+            for i in 0..self.frames {
+                let due = start + i * self.gap_ns;
+                while clock.now_ns() < due {
+                    std::hint::spin_loop();
+                }
+                let mut fill = |f: &mut Frame| f.recv_ns = clock.now_ns();
+                loop {
+                    match producer.push_with(fill) {
+                        Ok(()) => break,
+                        Err(PushError::Full(back)) => {
+                            fill = back;
+                            waiter.wait();
+                        }
                     }
                 }
+                waiter.reset();
             }
-            waiter.reset();
-        }
+            producer
+        });
         let hops = reader.join().expect("the hop reader panicked");
-        drop(producer);
+        // Dropped only after the reader is done: the disruptor's producer ends its stream.
+        drop(writer.join().expect("the hop writer panicked"));
         hops
     }
 }

@@ -1,8 +1,11 @@
 //! The kernel path: the exchange simulator sends the day as MoldUDP64 over loopback UDP at a
 //! fixed rate into the engine's real `MoldSource`.
 //!
-//! The simulator is started from the reader thread, once the source is about to poll, so
-//! nothing piles up in the socket before the pipeline runs. Latency here is measured from
+//! The simulator is started by [`UdpSource::open`], on the caller's thread, never on the
+//! reader thread: threads inherit their creator's CPU affinity, and the simulator's threads
+//! must not share the reader's pinned core. What it sends before the reader polls waits in
+//! the socket and is stamped when it is read, as a real feed's would be. Latency here is
+//! measured from
 //! the receive stamp (when the reader takes the datagram off the socket): the simulator
 //! batches messages into packets (a packet leaves when the last of its messages is due), so
 //! an intended time per message would measure the simulator's batching as much as the
@@ -28,20 +31,19 @@ pub struct UdpReport {
     pub sim: Result<SimStats, String>,
 }
 
-/// A `MoldSource` that starts its simulator when it starts running.
+/// A `MoldSource` with its simulator; the simulator is stopped when the source ends.
 pub struct UdpSource {
     mold: MoldSource,
-    log: Arc<MessageLog>,
-    rate: Option<u64>,
+    sim: MoldSimulator,
 }
 
 impl UdpSource {
-    /// Opens the reader's sockets on loopback; the simulator sends `log` at `rate` messages
-    /// per second (`None`: as fast as it can).
+    /// Opens the reader's sockets on loopback and starts the simulator sending `log` to them
+    /// at `rate` messages per second (`None`: as fast as it can).
     ///
     /// # Errors
     ///
-    /// If a socket cannot be opened.
+    /// If a socket cannot be opened or the simulator cannot start.
     pub fn open(
         log: Arc<MessageLog>,
         rate: Option<u64>,
@@ -62,41 +64,24 @@ impl UdpSource {
             max_duration: Some(Duration::from_secs(600)),
             ..MoldFeedConfig::default()
         };
-        Ok(UdpSource {
-            mold: MoldSource::open(feed, wait)?,
-            log,
-            rate,
-        })
+        let mut mold = MoldSource::open(feed, wait)?;
+        let session = Session::new(b"LATENCY").expect("invariant: 7 ASCII bytes fit a session");
+        let mut config = MoldSimConfig::new(session, mold.local_addr()?);
+        config.rate = rate.map_or(Rate::Max, Rate::per_second);
+        let sim = MoldSimulator::start(log, config).map_err(std::io::Error::other)?;
+        mold.set_request_server(sim.request_addr());
+        Ok(UdpSource { mold, sim })
     }
 }
 
 impl FrameSource for UdpSource {
     type Report = UdpReport;
 
-    fn run<Q: FrameProducer>(mut self, frames: Q, clock: Clock, stop: &AtomicBool) -> UdpReport {
-        let destination = match self.mold.local_addr() {
-            Ok(a) => a,
-            Err(e) => return failed(format!("reading the feed socket's address: {e}")),
-        };
-        let session = Session::new(b"LATENCY").expect("invariant: 7 ASCII bytes fit a session");
-        let mut config = MoldSimConfig::new(session, destination);
-        config.rate = self.rate.map_or(Rate::Max, Rate::per_second);
-        let sim = match MoldSimulator::start(Arc::clone(&self.log), config) {
-            Ok(s) => s,
-            Err(e) => return failed(format!("starting the simulator: {e}")),
-        };
-        self.mold.set_request_server(sim.request_addr());
+    fn run<Q: FrameProducer>(self, frames: Q, clock: Clock, stop: &AtomicBool) -> UdpReport {
         let source = self.mold.run(frames, clock, stop);
         UdpReport {
             source,
-            sim: sim.stop().map_err(|e| e.to_string()),
+            sim: self.sim.stop().map_err(|e| e.to_string()),
         }
-    }
-}
-
-fn failed(why: String) -> UdpReport {
-    UdpReport {
-        source: MoldSourceReport::default(),
-        sim: Err(why),
     }
 }

@@ -53,7 +53,7 @@ struct Args {
     sources: Vec<SourceKind>,
     /// Pin the reader (and ping, and hop producer) to the first core, the book thread to
     /// the second: `--cores 2,3`. Not pinned by default (a shared 2-core machine).
-    #[arg(long, value_delimiter = ',', num_args = 2)]
+    #[arg(long, value_delimiter = ',')]
     cores: Option<Vec<usize>>,
     /// How waiting stages wait: busy-spin (dedicated cores only), spin-yield, park.
     #[arg(long, default_value = "spin-yield")]
@@ -249,7 +249,11 @@ fn main() -> Result<()> {
         .iter()
         .map(|r| parse_rate(r))
         .collect::<Result<Vec<_>>>()?;
-    let cores = args.cores.as_ref().map(|c| (c[0], c[1]));
+    let cores = match args.cores.as_deref() {
+        None => None,
+        Some(&[reader, book]) => Some((reader, book)),
+        Some(other) => bail!("--cores takes two cores (reader,book), not {other:?}"),
+    };
     let wait = args.wait;
     fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let started = Instant::now();
