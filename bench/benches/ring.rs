@@ -1,4 +1,5 @@
 //! One-way handoff of 64-byte messages between two threads: ticklane's SPSC ring against
+//! `rtrb`, the `disruptor` crate (its `EventPoller`, the consumer owning its thread as here),
 //! `crossbeam_queue::ArrayQueue` and `std::sync::mpsc::sync_channel`, all in the same run.
 //!
 //! Each measurement spawns a consumer thread, lines both threads up on a `Barrier`, then times
@@ -17,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use crossbeam_queue::ArrayQueue;
+use disruptor::{BusySpin, Polling, Producer as _};
 use ticklane_engine::ring::Ring;
 
 /// A 64-byte message: the size of a small tick frame, one cache line.
@@ -171,6 +173,80 @@ fn array_queue(iters: u64) -> Duration {
     )
 }
 
+fn rtrb_single(iters: u64) -> Duration {
+    let (mut producer, mut consumer) = rtrb::RingBuffer::<Message>::new(CAPACITY);
+    time_handoff(
+        move || {
+            let mut sum = 0u64;
+            let mut taken = 0;
+            let mut spins = 0;
+            while taken < iters {
+                match consumer.pop() {
+                    Ok(message) => {
+                        sum = sum.wrapping_add(message.words[7]);
+                        taken += 1;
+                        spins = 0;
+                    }
+                    Err(_) => backoff(&mut spins),
+                }
+            }
+            sum
+        },
+        move || {
+            let mut spins = 0;
+            for seq in 0..iters {
+                let mut message = Message::new(seq);
+                while let Err(rtrb::PushError::Full(back)) = producer.push(message) {
+                    message = back;
+                    backoff(&mut spins);
+                }
+                spins = 0;
+            }
+        },
+    )
+}
+
+fn disruptor_single(iters: u64) -> Duration {
+    let builder = disruptor::build_single_producer(CAPACITY, || Message::new(0), BusySpin);
+    let (mut poller, builder) = builder.event_poller();
+    let mut producer = builder.build();
+    time_handoff(
+        move || {
+            let mut sum = 0u64;
+            let mut taken = 0;
+            let mut spins = 0;
+            while taken < iters {
+                match poller.poll() {
+                    Ok(mut events) => {
+                        for message in &mut events {
+                            sum = sum.wrapping_add(message.words[7]);
+                            taken += 1;
+                        }
+                        spins = 0;
+                    }
+                    Err(Polling::NoEvents) => backoff(&mut spins),
+                    Err(Polling::Shutdown) => break,
+                }
+            }
+            sum
+        },
+        move || {
+            let mut spins = 0;
+            for seq in 0..iters {
+                while producer
+                    .try_publish(|message| message.words = [seq; 8])
+                    .is_err()
+                {
+                    backoff(&mut spins);
+                }
+                spins = 0;
+            }
+            // The producer's drop waits for nothing here (the poller owns no thread of the
+            // disruptor's); it marks the end for the poller.
+        },
+    )
+}
+
 fn std_sync_channel(iters: u64) -> Duration {
     let (sender, receiver) = sync_channel::<Message>(CAPACITY);
     time_handoff(
@@ -240,6 +316,10 @@ fn handoff(c: &mut Criterion) {
     group.bench_function("ticklane_ring push/pop", |b| b.iter_custom(ticklane_single));
     group.bench_function("ticklane_ring push_with/pop_with", |b| {
         b.iter_custom(ticklane_in_place)
+    });
+    group.bench_function("rtrb push/pop", |b| b.iter_custom(rtrb_single));
+    group.bench_function("disruptor try_publish/poll", |b| {
+        b.iter_custom(disruptor_single)
     });
     group.bench_function("crossbeam ArrayQueue", |b| b.iter_custom(array_queue));
     group.bench_function("std sync_channel", |b| b.iter_custom(std_sync_channel));

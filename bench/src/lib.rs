@@ -1,1 +1,22 @@
-//! Benchmarks: criterion suites in `benches/`, harnesses in `src/bin/`.
+//! Benchmarks: criterion suites in `benches/`, the latency harness in `src/bin/latency.rs`.
+//!
+//! The harness's parts live here, one concept per module: the queues it compares
+//! ([`queues`]), the machine's floor ([`floor`]), the ring hop alone ([`hop`]), the two
+//! reader stages it drives the pipeline with ([`inproc_source`], [`udp_source`]), one
+//! pipeline run ([`pipeline_run`]), and its outputs ([`hgrm`], [`svg_plot`]).
+
+#![forbid(unsafe_code)]
+
+pub mod floor;
+pub mod hgrm;
+pub mod hop;
+pub mod inproc_source;
+pub mod pipeline_run;
+pub mod queues;
+pub mod svg_plot;
+pub mod udp_source;
+
+/// Pins the current thread to `core`, if one is given; returns whether it is pinned.
+pub fn pin(core: Option<usize>) -> bool {
+    core.is_some_and(|id| core_affinity::set_for_current(core_affinity::CoreId { id }))
+}

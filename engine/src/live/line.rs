@@ -5,10 +5,9 @@ use std::sync::atomic::AtomicBool;
 use crate::config::FeedConfig;
 use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
 use crate::pipeline::{
-    run_pipeline, Clock, Frame, FrameSource, MoldSource, MoldSourceReport, NoPublisher,
+    run_pipeline, Clock, FrameProducer, FrameSource, MoldSource, MoldSourceReport, NoPublisher,
     PipelineConfig, PipelineReport, SoupSource, SoupSourceReport, SourceEnd,
 };
-use crate::ring::Producer;
 use crate::snapshot::SnapshotWriter;
 
 /// The reader stage of either kind of line.
@@ -64,7 +63,7 @@ impl LineSource {
 impl FrameSource for LineSource {
     type Report = LineSourceReport;
 
-    fn run(self, frames: Producer<Frame>, clock: Clock, stop: &AtomicBool) -> LineSourceReport {
+    fn run<Q: FrameProducer>(self, frames: Q, clock: Clock, stop: &AtomicBool) -> LineSourceReport {
         match self {
             LineSource::Mold(s) => LineSourceReport::Mold(s.run(frames, clock, stop)),
             LineSource::Soup(s) => LineSourceReport::Soup(s.run(frames, clock, stop)),

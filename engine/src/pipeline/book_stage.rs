@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::clock::Clock;
 use super::frame::{Frame, FrameKind};
 use super::latency::StageLatency;
+use super::queue::FrameConsumer;
 use super::wait::{WaitStrategy, Waiter};
 use ticklane_feed::itch::Message;
 
 use crate::book::{BookConfig, Books};
 use crate::replay::{Applied, NoBbo, Replayer, StepError, TypeCounts};
-use crate::ring::Consumer;
 
 /// Frames taken per batch: the slots go back to the reader together.
 const BATCH: usize = 256;
@@ -98,29 +98,17 @@ impl<P: Publisher> BookStage<P> {
 
     /// Runs until an end frame arrives, or `stop` is set and the ring is drained, or the
     /// reader is gone and the ring is drained.
-    pub fn run(mut self, mut frames: Consumer<Frame>, stop: &AtomicBool) -> BookStageReport {
+    pub fn run<C: FrameConsumer>(mut self, mut frames: C, stop: &AtomicBool) -> BookStageReport {
         let mut latency = StageLatency::default();
         let mut waiter = Waiter::new(self.wait);
         let mut decode_errors = 0u64;
         let mut first_decode_error = None;
         let mut ended = false;
-        'outer: loop {
+        loop {
             let gone = frames.is_abandoned();
-            let mut batch = frames.read_batch(BATCH);
-            if batch.len() == 0 {
-                drop(batch);
-                if gone || stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let now_ns = self.clock.now_ns();
-                self.publisher.drained(self.replayer.books(), now_ns);
-                self.publisher.idle(now_ns);
-                waiter.wait();
-                continue;
-            }
-            waiter.reset();
-            while let Some(end) = batch.next_with(|frame| {
+            let taken = frames.read_with(BATCH, |frame| {
                 if frame.kind() != Some(FrameKind::Message) {
+                    ended = true;
                     return true;
                 }
                 let publisher = &mut self.publisher;
@@ -150,12 +138,21 @@ impl<P: Publisher> BookStage<P> {
                     Err(StepError::Output(_)) => {}
                 }
                 false
-            }) {
-                if end {
-                    ended = true;
-                    break 'outer;
-                }
+            });
+            if ended {
+                break;
             }
+            if taken == 0 {
+                if gone || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let now_ns = self.clock.now_ns();
+                self.publisher.drained(self.replayer.books(), now_ns);
+                self.publisher.idle(now_ns);
+                waiter.wait();
+                continue;
+            }
+            waiter.reset();
             self.publisher
                 .batch_end(self.replayer.books(), self.clock.now_ns());
         }

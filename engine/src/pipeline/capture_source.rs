@@ -9,8 +9,8 @@ use ticklane_feed::itch::{Nanos, WireField};
 use super::clock::Clock;
 use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
-use super::FrameSource;
-use crate::ring::{Producer, PushError};
+use super::{FrameProducer, FrameSource};
+use crate::ring::PushError;
 
 /// How fast a capture is played.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -94,9 +94,9 @@ fn wait_until(clock: &Clock, deadline: u64, stop: &AtomicBool) {
 impl FrameSource for CaptureSource {
     type Report = CaptureSourceReport;
 
-    fn run(
+    fn run<Q: FrameProducer>(
         mut self,
-        mut frames: Producer<Frame>,
+        mut frames: Q,
         clock: Clock,
         stop: &AtomicBool,
     ) -> CaptureSourceReport {

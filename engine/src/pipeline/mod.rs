@@ -11,6 +11,7 @@ mod clock;
 mod frame;
 mod latency;
 mod mold_source;
+mod queue;
 mod soup_source;
 mod source_end;
 mod wait;
@@ -21,6 +22,7 @@ pub use clock::Clock;
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
 pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
 pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
+pub use queue::{FrameConsumer, FrameProducer};
 pub use soup_source::{SoupFeedConfig, SoupSource, SoupSourceReport};
 pub use source_end::SourceEnd;
 pub use wait::{WaitStrategy, Waiter};
@@ -29,15 +31,16 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::book::BookConfig;
-use crate::ring::{Producer, Ring};
+use crate::ring::Ring;
 
 /// What runs on the reader thread: it fills frames until its input ends or `stop` is set,
 /// then pushes an end frame (or simply drops the producer).
 pub trait FrameSource: Send {
     /// What the source reports when it ends.
     type Report: Send;
-    /// Runs the source to its end.
-    fn run(self, frames: Producer<Frame>, clock: Clock, stop: &AtomicBool) -> Self::Report;
+    /// Runs the source to its end, pushing into `frames` (ticklane's ring in the engine; any
+    /// [`FrameProducer`] in the latency harness).
+    fn run<Q: FrameProducer>(self, frames: Q, clock: Clock, stop: &AtomicBool) -> Self::Report;
 }
 
 /// Threads, cores and sizes of a pipeline.
@@ -84,7 +87,8 @@ fn pin(core: Option<usize>) -> bool {
     core.is_some_and(|id| core_affinity::set_for_current(core_affinity::CoreId { id }))
 }
 
-/// Runs `source` into the books until the feed ends or `stop` is set.
+/// Runs `source` into the books until the feed ends or `stop` is set, over ticklane's ring
+/// of `config.ring_slots` frames.
 ///
 /// # Errors
 ///
@@ -95,10 +99,32 @@ pub fn run_pipeline<S: FrameSource, P: Publisher + Send>(
     publisher: P,
     stop: &AtomicBool,
 ) -> std::io::Result<PipelineReport<S::Report>> {
+    let queue = Ring::<Frame>::new(config.ring_slots);
+    run_pipeline_on(config, queue, source, publisher, stop)
+}
+
+/// [`run_pipeline`] over a queue the caller made (`config.ring_slots` is not used): the
+/// latency harness runs the same pipeline over other SPSC queues this way.
+///
+/// # Errors
+///
+/// If the book tables cannot be allocated or a thread cannot be started.
+pub fn run_pipeline_on<Q, C, S, P>(
+    config: PipelineConfig,
+    (producer, consumer): (Q, C),
+    source: S,
+    publisher: P,
+    stop: &AtomicBool,
+) -> std::io::Result<PipelineReport<S::Report>>
+where
+    Q: FrameProducer,
+    C: FrameConsumer,
+    S: FrameSource,
+    P: Publisher + Send,
+{
     let clock = Clock::start();
     let started = Instant::now();
     let stage = BookStage::new(config.books, publisher, clock, config.wait)?;
-    let (producer, consumer) = Ring::<Frame>::new(config.ring_slots);
     std::thread::scope(|scope| {
         let book = std::thread::Builder::new()
             .name("book".into())

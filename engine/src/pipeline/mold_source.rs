@@ -14,8 +14,8 @@ use ticklane_feed::net::{UdpFeed, UdpFeedConfig};
 use super::clock::Clock;
 use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
-use super::{FrameSource, SourceEnd};
-use crate::ring::{Producer, PushError};
+use super::{FrameProducer, FrameSource, SourceEnd};
+use crate::ring::PushError;
 
 const DATA: Token = Token(0);
 const REQUESTS: Token = Token(1);
@@ -112,8 +112,8 @@ impl MoldSource {
 }
 
 /// Where the recovery machine's decisions go while one packet (or timer) is handled.
-struct Sink<'a> {
-    frames: &'a mut Producer<Frame>,
+struct Sink<'a, Q> {
+    frames: &'a mut Q,
     waiter: &'a mut Waiter,
     recv_ns: u64,
     requests: &'a UdpFeed,
@@ -123,7 +123,7 @@ struct Sink<'a> {
     abandoned: bool,
 }
 
-impl RecoverySink for Sink<'_> {
+impl<Q: FrameProducer> RecoverySink for Sink<'_, Q> {
     #[inline]
     fn message(&mut self, seq: u64, bytes: &[u8]) {
         let recv_ns = self.recv_ns;
@@ -168,9 +168,9 @@ impl RecoverySink for Sink<'_> {
 impl FrameSource for MoldSource {
     type Report = MoldSourceReport;
 
-    fn run(
+    fn run<Q: FrameProducer>(
         mut self,
-        mut frames: Producer<Frame>,
+        mut frames: Q,
         clock: Clock,
         stop: &AtomicBool,
     ) -> MoldSourceReport {

@@ -12,8 +12,8 @@ use ticklane_feed::soupbintcp::{ClientConfig, ClientEvent, ClientState, SoupClie
 use super::clock::Clock;
 use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
-use super::{FrameSource, SourceEnd};
-use crate::ring::{Producer, PushError};
+use super::{FrameProducer, FrameSource, SourceEnd};
+use crate::ring::PushError;
 
 const CONNECTION: Token = Token(0);
 
@@ -65,10 +65,10 @@ enum Outcome {
 }
 
 impl SoupSource {
-    fn connection(
+    fn connection<Q: FrameProducer>(
         &self,
         client: &mut SoupClient,
-        frames: &mut Producer<Frame>,
+        frames: &mut Q,
         clock: Clock,
         stop: &AtomicBool,
         report: &mut SoupSourceReport,
@@ -185,8 +185,8 @@ impl SoupSource {
 
 /// Pushes one message frame, waiting while the ring is full; `false` if the book thread
 /// is gone.
-fn push(
-    frames: &mut Producer<Frame>,
+fn push<Q: FrameProducer>(
+    frames: &mut Q,
     waiter: &mut Waiter,
     bytes: &[u8],
     seq: u64,
@@ -217,7 +217,12 @@ fn push(
 impl FrameSource for SoupSource {
     type Report = SoupSourceReport;
 
-    fn run(self, mut frames: Producer<Frame>, clock: Clock, stop: &AtomicBool) -> SoupSourceReport {
+    fn run<Q: FrameProducer>(
+        self,
+        mut frames: Q,
+        clock: Clock,
+        stop: &AtomicBool,
+    ) -> SoupSourceReport {
         let mut report = SoupSourceReport::default();
         let deadline = self
             .config
