@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ticklane_engine::pipeline::{Clock, Frame, FrameProducer, FrameSource, WaitStrategy, Waiter};
-use ticklane_engine::ring::PushError;
 use ticklane_feed::sim::MessageLog;
 
 /// What the in-process source did.
@@ -71,33 +70,15 @@ impl FrameSource for InprocSource {
                 // As fast as possible: no schedule, so latency is measured from the push.
                 None => 0,
             };
-            let mut fill = |f: &mut Frame| {
+            let pushed = frames.push_waiting(&mut waiter, |f: &mut Frame| {
                 f.set_message(bytes, seq, clock.now_ns(), intended_ns);
-            };
-            loop {
-                match frames.push_with(fill) {
-                    Ok(()) => break,
-                    Err(PushError::Full(back)) => {
-                        if frames.is_abandoned() {
-                            return report;
-                        }
-                        fill = back;
-                        waiter.wait();
-                    }
-                }
+            });
+            if !pushed {
+                return report;
             }
-            waiter.reset();
             report.messages += 1;
         }
-        let end_ns = clock.now_ns();
-        let mut end = |f: &mut Frame| f.set_end(end_ns);
-        while let Err(PushError::Full(back)) = frames.push_with(end) {
-            if frames.is_abandoned() {
-                break;
-            }
-            end = back;
-            waiter.wait();
-        }
+        frames.push_end(&mut waiter, clock.now_ns());
         report
     }
 }

@@ -10,7 +10,6 @@ use super::clock::Clock;
 use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource};
-use crate::ring::PushError;
 
 /// How fast a capture is played.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -125,33 +124,15 @@ impl FrameSource for CaptureSource {
             }
             let seq = raw.seq.unwrap_or(raw.index);
             let bytes = raw.bytes;
-            let mut fill = |f: &mut Frame| {
-                f.set_message(bytes, seq, clock.now_ns(), intended_ns);
-            };
-            loop {
-                match frames.push_with(fill) {
-                    Ok(()) => break,
-                    Err(PushError::Full(back)) => {
-                        if frames.is_abandoned() {
-                            return finish(report, self.reader.stats());
-                        }
-                        fill = back;
-                        waiter.wait();
-                    }
-                }
+            let pushed = frames.push_waiting(&mut waiter, |f: &mut Frame| {
+                f.set_message_or_empty(bytes, seq, clock.now_ns(), intended_ns);
+            });
+            if !pushed {
+                return finish(report, self.reader.stats());
             }
-            waiter.reset();
             report.messages += 1;
         }
-        let end_ns = clock.now_ns();
-        let mut end = |f: &mut Frame| f.set_end(end_ns);
-        while let Err(PushError::Full(back)) = frames.push_with(end) {
-            if frames.is_abandoned() || stop.load(Ordering::Relaxed) {
-                break;
-            }
-            end = back;
-            waiter.wait();
-        }
+        frames.push_end(&mut waiter, clock.now_ns());
         finish(report, self.reader.stats())
     }
 }

@@ -55,6 +55,16 @@ impl Frame {
         true
     }
 
+    /// Fills the frame with a message; one too long for a frame (no ITCH message is) is
+    /// delivered empty instead, so the book thread counts a decode error for its sequence
+    /// rather than the message vanishing.
+    #[inline(always)]
+    pub fn set_message_or_empty(&mut self, bytes: &[u8], seq: u64, recv_ns: u64, intended_ns: u64) {
+        if !self.set_message(bytes, seq, recv_ns, intended_ns) {
+            self.set_message(&[], seq, recv_ns, intended_ns);
+        }
+    }
+
     /// Marks the frame as the end of the feed.
     pub fn set_end(&mut self, recv_ns: u64) {
         self.kind = FrameKind::End as u8;

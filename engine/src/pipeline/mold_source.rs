@@ -15,7 +15,6 @@ use super::clock::Clock;
 use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
-use crate::ring::PushError;
 
 const DATA: Token = Token(0);
 const REQUESTS: Token = Token(1);
@@ -127,27 +126,13 @@ impl<Q: FrameProducer> RecoverySink for Sink<'_, Q> {
     #[inline]
     fn message(&mut self, seq: u64, bytes: &[u8]) {
         let recv_ns = self.recv_ns;
-        let mut fill = |f: &mut Frame| {
-            if !f.set_message(bytes, seq, recv_ns, 0) {
-                // Longer than any ITCH message: deliver it empty, so the book thread counts
-                // a decode error for that sequence instead of losing it silently.
-                f.set_message(&[], seq, recv_ns, 0);
-            }
-        };
-        loop {
-            match self.frames.push_with(fill) {
-                Ok(()) => break,
-                Err(PushError::Full(back)) => {
-                    if self.frames.is_abandoned() {
-                        self.abandoned = true;
-                        return;
-                    }
-                    fill = back;
-                    self.waiter.wait();
-                }
-            }
+        let pushed = self.frames.push_waiting(self.waiter, |f: &mut Frame| {
+            f.set_message_or_empty(bytes, seq, recv_ns, 0)
+        });
+        if !pushed {
+            self.abandoned = true;
+            return;
         }
-        self.waiter.reset();
         self.report.messages += 1;
     }
 
@@ -269,15 +254,7 @@ impl FrameSource for MoldSource {
             }
         };
         report.recovery = recovery.stats();
-        let end_ns = clock.now_ns();
-        let mut end = |f: &mut Frame| f.set_end(end_ns);
-        while let Err(PushError::Full(back)) = frames.push_with(end) {
-            if frames.is_abandoned() {
-                break;
-            }
-            end = back;
-            waiter.wait();
-        }
+        frames.push_end(&mut waiter, clock.now_ns());
         report
     }
 }

@@ -8,6 +8,7 @@
 //! its adapter, and that copy is part of what it is measured with.
 
 use super::frame::Frame;
+use super::wait::Waiter;
 use crate::ring::{Consumer, Producer, PushError};
 
 /// The reader thread's end of the frame queue.
@@ -24,6 +25,33 @@ pub trait FrameProducer: Send {
 
     /// Whether the consumer is gone (nothing will ever free a slot again).
     fn is_abandoned(&self) -> bool;
+
+    /// Pushes one frame filled in place by `fill`, waiting with `waiter` while the queue is
+    /// full. Returns `false`, without pushing, if the consumer is gone (nothing would read it).
+    #[inline]
+    fn push_waiting<F: FnOnce(&mut Frame)>(&mut self, waiter: &mut Waiter, fill: F) -> bool {
+        let mut fill = fill;
+        loop {
+            match self.push_with(fill) {
+                Ok(()) => {
+                    waiter.reset();
+                    return true;
+                }
+                Err(PushError::Full(back)) => {
+                    if self.is_abandoned() {
+                        return false;
+                    }
+                    fill = back;
+                    waiter.wait();
+                }
+            }
+        }
+    }
+
+    /// Pushes the end-of-feed frame stamped `now_ns` (see [`FrameProducer::push_waiting`]).
+    fn push_end(&mut self, waiter: &mut Waiter, now_ns: u64) -> bool {
+        self.push_waiting(waiter, |f| f.set_end(now_ns))
+    }
 }
 
 /// The book thread's end of the frame queue.

@@ -13,7 +13,6 @@ use super::clock::Clock;
 use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
-use crate::ring::PushError;
 
 const CONNECTION: Token = Token(0);
 
@@ -147,7 +146,9 @@ impl SoupSource {
                 while let Some(event) = client.poll_event() {
                     match event {
                         Ok(ClientEvent::Sequenced { seq, payload }) => {
-                            if !push(frames, &mut waiter, payload, seq, recv_ns) {
+                            if !frames.push_waiting(&mut waiter, |f: &mut Frame| {
+                                f.set_message_or_empty(payload, seq, recv_ns, 0)
+                            }) {
                                 return Outcome::Done(SourceEnd::BookThreadGone);
                             }
                             report.messages += 1;
@@ -183,37 +184,6 @@ impl SoupSource {
     }
 }
 
-/// Pushes one message frame, waiting while the ring is full; `false` if the book thread
-/// is gone.
-fn push<Q: FrameProducer>(
-    frames: &mut Q,
-    waiter: &mut Waiter,
-    bytes: &[u8],
-    seq: u64,
-    recv_ns: u64,
-) -> bool {
-    let mut fill = |f: &mut Frame| {
-        if !f.set_message(bytes, seq, recv_ns, 0) {
-            f.set_message(&[], seq, recv_ns, 0);
-        }
-    };
-    loop {
-        match frames.push_with(fill) {
-            Ok(()) => {
-                waiter.reset();
-                return true;
-            }
-            Err(PushError::Full(back)) => {
-                if frames.is_abandoned() {
-                    return false;
-                }
-                fill = back;
-                waiter.wait();
-            }
-        }
-    }
-}
-
 impl FrameSource for SoupSource {
     type Report = SoupSourceReport;
 
@@ -244,16 +214,7 @@ impl FrameSource for SoupSource {
                 }
             }
         };
-        let end_ns = clock.now_ns();
-        let mut end = |f: &mut Frame| f.set_end(end_ns);
-        let mut waiter = Waiter::new(self.wait);
-        while let Err(PushError::Full(back)) = frames.push_with(end) {
-            if frames.is_abandoned() {
-                break;
-            }
-            end = back;
-            waiter.wait();
-        }
+        frames.push_end(&mut Waiter::new(self.wait), clock.now_ns());
         report
     }
 }
