@@ -192,7 +192,27 @@ struct DemoArgs {
     stocks: u16,
 }
 
+/// `ticklane … | head` closes stdout early. Rust ignores SIGPIPE, so the next `println!`
+/// panics; end quietly instead, with the status a SIGPIPE death would give (128 + 13), the
+/// way `cat` or `grep` do. Restoring SIGPIPE itself would take `libc` and `unsafe` here.
+fn exit_quietly_on_closed_stdout() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.contains("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    exit_quietly_on_closed_stdout();
     let cli = Cli::parse();
     let result = match cli.command {
         None => live_commands::run(&live_commands::RunArgs {
