@@ -1,6 +1,6 @@
 //! `ticklane tail`: runs the engine with a printing consumer attached to the update stream.
 //!
-//! The consumer is an ordinary in-process [`Subscription`]: if it is cut loose (the
+//! The consumer is an ordinary in-process [`Subscription`](super::Subscription): if it is cut loose (the
 //! terminal could not keep up with the trades), it says so on stderr and subscribes again.
 #![forbid(unsafe_code)]
 

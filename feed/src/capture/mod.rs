@@ -2,14 +2,13 @@
 //! pcapng captures of MoldUDP64 over UDP, behind one lending reader.
 //!
 //! [`CaptureReader`] detects the format from the file's first bytes ([`detect`]) and yields
-//! each ITCH message as a slice borrowed from one buffer allocated at open: nothing is
-//! allocated per message. Captured packets go through the same [`MoldSession`] as live
-//! traffic, so duplicates are skipped, gaps counted with their ranges, and sanitized captures
-//! (blank session, sequence 0) replayed in file order.
-//!
-//! Files are read through a reusable buffer rather than memory-mapped: mapping a file is
-//! `unsafe` in memmap2 (another process truncating it is undefined behaviour), this crate
-//! forbids `unsafe`, and sequential replay gains little from a mapping.
+//! each ITCH message as a borrowed slice: of the file itself, memory-mapped, when it is
+//! uncompressed (`mapped_file.rs` holds the crate's one `unsafe` call and its argument), or
+//! of one buffer allocated at open when it is gzipped. Nothing is allocated per message.
+//! Captured packets go through the MoldUDP64 sequencer
+//! ([`MoldSession`](crate::moldudp64::MoldSession)), so duplicates are skipped, gaps
+//! counted with their ranges, and sanitized captures (blank session, sequence 0) replayed
+//! in file order.
 //!
 //! ```no_run
 //! use std::path::Path;
