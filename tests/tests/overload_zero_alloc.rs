@@ -3,9 +3,6 @@
 //! conflate, batch-end flushes, event fan-out to a fast and a slow subscriber) over well
 //! over a million messages, alternating between the two modes.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use bytemuck::Zeroable;
 use ticklane_engine::book::{BookConfig, Books};
 use ticklane_engine::overload::{
@@ -19,46 +16,7 @@ use ticklane_feed::sim::GenConfig;
 
 mod util;
 
-/// Counts allocations made by the thread under test only (the harness has threads too).
-struct CountingAllocator;
-
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note_allocation() {
-    // `try_with`: the allocator may run while thread-locals are torn down.
-    let _ = COUNTING.try_with(|on| {
-        if on.get() {
-            let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-        }
-    });
-}
-
-// SAFETY: every call is forwarded unchanged to the system allocator; counting touches only
-// const-initialised thread-locals, which never allocate.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract; we pass it on.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_allocation();
-        // SAFETY: as above.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note_allocation();
-        // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+use util::counting_allocator::{start_counting, stop_counting, CountingAllocator};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
@@ -133,7 +91,7 @@ fn overload_control_allocates_nothing_per_message_in_either_mode() {
     let (mut overloaded_batches, mut normal_batches, mut received) = (0u64, 0u64, 0u64);
     while let Some(raw) = reader.next_message().expect("valid file") {
         if raw.index == WARM_UP + 1 {
-            COUNTING.with(|c| c.set(true));
+            start_counting();
         }
         // Simulated time: 1 µs per message; frames wait 50 µs in odd phases.
         let now = raw.index * 1_000;
@@ -163,8 +121,7 @@ fn overload_control_allocates_nothing_per_message_in_either_mode() {
             }
         }
     }
-    COUNTING.with(|c| c.set(false));
-    let allocations = ALLOCATIONS.with(Cell::get);
+    let allocations = stop_counting();
     let counters = publisher.counters();
     assert!(
         overloaded_batches > 1_000 && normal_batches > 1_000,
