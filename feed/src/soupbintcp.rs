@@ -933,12 +933,40 @@ impl Link {
         Ok(())
     }
 
-    fn silent_for(&self, now: Duration) -> Duration {
-        now.saturating_sub(self.last_received)
+    /// The timers both sides keep: the peer is declared gone after `timeout` of silence,
+    /// and, while `heartbeats` is on, `send_heartbeat` queues one after `interval` without
+    /// sending. A heartbeat that does not fit the outbox is not retried at every poll:
+    /// bytes are already waiting to go, so the peer hears from us once it reads.
+    fn fire_timers(
+        &mut self,
+        now: Duration,
+        timeout: Duration,
+        interval: Duration,
+        heartbeats: bool,
+        send_heartbeat: impl FnOnce(&mut Link) -> Result<(), EncodeError>,
+    ) -> Option<TimerEvent> {
+        let silent_for = now.saturating_sub(self.last_received);
+        if silent_for >= timeout {
+            return Some(TimerEvent::PeerDead { silent_for });
+        }
+        if heartbeats && now.saturating_sub(self.last_sent) >= interval {
+            if send_heartbeat(self).is_err() {
+                self.last_sent = now;
+                return None;
+            }
+            return Some(TimerEvent::HeartbeatQueued);
+        }
+        None
     }
 
-    fn heartbeat_due(&self, now: Duration, interval: Duration) -> bool {
-        now.saturating_sub(self.last_sent) >= interval
+    /// When [`Link::fire_timers`] next has something to do.
+    fn next_deadline(&self, timeout: Duration, interval: Duration, heartbeats: bool) -> Duration {
+        let dead = self.last_received.saturating_add(timeout);
+        if heartbeats {
+            dead.min(self.last_sent.saturating_add(interval))
+        } else {
+            dead
+        }
     }
 }
 
@@ -1317,45 +1345,31 @@ impl SoupClient {
         ) {
             return None;
         }
-        let silent_for = self.link.silent_for(now);
-        if silent_for >= self.config.server_timeout {
-            self.state = ClientState::Dead(DeadReason::PeerSilent { silent_for });
-            return Some(TimerEvent::PeerDead { silent_for });
-        }
-        if self.state == ClientState::LoggedIn
-            && self.link.heartbeat_due(now, self.config.heartbeat_interval)
-        {
-            if self
-                .link
-                .send_client(ClientMessage::Heartbeat, now)
-                .is_err()
-            {
-                // Outbox full: bytes are waiting to go, so the server will hear from us
-                // once it reads; retrying at every poll would only spin.
-                self.link.last_sent = now;
-                return None;
+        let event = self.link.fire_timers(
+            now,
+            self.config.server_timeout,
+            self.config.heartbeat_interval,
+            self.state == ClientState::LoggedIn,
+            |link| link.send_client(ClientMessage::Heartbeat, now),
+        );
+        match event {
+            Some(TimerEvent::PeerDead { silent_for }) => {
+                self.state = ClientState::Dead(DeadReason::PeerSilent { silent_for });
             }
-            self.stats.heartbeats_sent += 1;
-            return Some(TimerEvent::HeartbeatQueued);
+            Some(TimerEvent::HeartbeatQueued) => self.stats.heartbeats_sent += 1,
+            None => {}
         }
-        None
+        event
     }
 
     /// When [`SoupClient::poll_timers`] next has something to do; `None` when no timer runs.
     pub fn next_deadline(&self) -> Option<Duration> {
-        let dead = self
-            .link
-            .last_received
-            .saturating_add(self.config.server_timeout);
+        let (timeout, interval) = (self.config.server_timeout, self.config.heartbeat_interval);
         match self.state {
-            ClientState::LoginSent | ClientState::LoggedOut => Some(dead),
-            ClientState::LoggedIn => Some(
-                dead.min(
-                    self.link
-                        .last_sent
-                        .saturating_add(self.config.heartbeat_interval),
-                ),
-            ),
+            ClientState::LoginSent | ClientState::LoggedOut => {
+                Some(self.link.next_deadline(timeout, interval, false))
+            }
+            ClientState::LoggedIn => Some(self.link.next_deadline(timeout, interval, true)),
             _ => None,
         }
     }
@@ -1752,42 +1766,30 @@ impl SoupServerSession {
         ) {
             return None;
         }
-        let silent_for = self.link.silent_for(now);
-        if silent_for >= self.client_timeout {
-            self.state = ServerState::Dead(DeadReason::PeerSilent { silent_for });
-            return Some(TimerEvent::PeerDead { silent_for });
-        }
-        if self.state == ServerState::Streaming
-            && self.link.heartbeat_due(now, self.config.heartbeat_interval)
-        {
-            if self
-                .link
-                .send_server(ServerMessage::Heartbeat, now)
-                .is_err()
-            {
-                // Outbox full: see `SoupClient::poll_timers`.
-                self.link.last_sent = now;
-                return None;
+        let event = self.link.fire_timers(
+            now,
+            self.client_timeout,
+            self.config.heartbeat_interval,
+            self.state == ServerState::Streaming,
+            |link| link.send_server(ServerMessage::Heartbeat, now),
+        );
+        match event {
+            Some(TimerEvent::PeerDead { silent_for }) => {
+                self.state = ServerState::Dead(DeadReason::PeerSilent { silent_for });
             }
-            self.stats.heartbeats_sent += 1;
-            return Some(TimerEvent::HeartbeatQueued);
+            Some(TimerEvent::HeartbeatQueued) => self.stats.heartbeats_sent += 1,
+            None => {}
         }
-        None
+        event
     }
 
     /// When [`SoupServerSession::poll_timers`] next has something to do; `None` when no
     /// timer runs.
     pub fn next_deadline(&self) -> Option<Duration> {
-        let dead = self.link.last_received.saturating_add(self.client_timeout);
+        let (timeout, interval) = (self.client_timeout, self.config.heartbeat_interval);
         match self.state {
-            ServerState::AwaitingLogin => Some(dead),
-            ServerState::Streaming => Some(
-                dead.min(
-                    self.link
-                        .last_sent
-                        .saturating_add(self.config.heartbeat_interval),
-                ),
-            ),
+            ServerState::AwaitingLogin => Some(self.link.next_deadline(timeout, interval, false)),
+            ServerState::Streaming => Some(self.link.next_deadline(timeout, interval, true)),
             _ => None,
         }
     }
