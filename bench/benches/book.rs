@@ -11,35 +11,12 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use ticklane_engine::book::{BookConfig, Books};
+use ticklane_bench::warm_books::warm_books;
+use ticklane_engine::book::Books;
 use ticklane_feed::itch::{self, owned, Locate, OrderRef, Price};
-use ticklane_feed::sim::{GenConfig, MessageLog};
 
 /// An order reference far above any the generated day uses.
 const REF: u64 = 1 << 40;
-
-/// Books after a generated day of 200,000 messages over 50 stocks.
-fn warm_books() -> Books {
-    let mut books = Books::new(BookConfig {
-        max_orders: 1 << 20,
-        max_books: 1024,
-        ..BookConfig::default()
-    })
-    .expect("books fit in memory");
-    let log = MessageLog::from_generator(GenConfig {
-        messages: 200_000,
-        seed: 7,
-        stocks: 50,
-        hard_cases: false,
-        crossing: false,
-    });
-    for seq in 1..=log.len() as u64 {
-        if let Some(Ok(m)) = log.get(seq).map(itch::decode) {
-            books.apply(&m);
-        }
-    }
-    books
-}
 
 /// The cycles, each a list of messages that leaves the book unchanged. The add joins the
 /// best bid of stock 1, the most common place for an order to go.

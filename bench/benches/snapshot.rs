@@ -8,32 +8,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use ticklane_engine::book::{BookConfig, Books};
+use ticklane_bench::warm_books::warm_books;
 use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
-use ticklane_feed::itch::{self, Locate, Nanos};
-use ticklane_feed::sim::{GenConfig, MessageLog};
-
-fn warm_books() -> Books {
-    let mut books = Books::new(BookConfig {
-        max_orders: 1 << 20,
-        max_books: 1024,
-        ..BookConfig::default()
-    })
-    .expect("books fit in memory");
-    let log = MessageLog::from_generator(GenConfig {
-        messages: 200_000,
-        seed: 7,
-        stocks: 50,
-        hard_cases: false,
-        crossing: false,
-    });
-    for seq in 1..=log.len() as u64 {
-        if let Some(Ok(m)) = log.get(seq).map(itch::decode) {
-            books.apply(&m);
-        }
-    }
-    books
-}
+use ticklane_feed::itch::{Locate, Nanos};
 
 fn publish(c: &mut Criterion) {
     let books = warm_books();

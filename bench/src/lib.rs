@@ -3,7 +3,8 @@
 //! The harness's parts live here, one concept per module: the queues it compares
 //! ([`queues`]), the machine's floor ([`floor`]), the ring hop alone ([`hop`]), the two
 //! reader stages it drives the pipeline with ([`inproc_source`], [`udp_source`]), one
-//! pipeline run ([`pipeline_run`]), and its outputs ([`hgrm`], [`svg_plot`]).
+//! pipeline run ([`pipeline_run`]), and its outputs ([`hgrm`], [`svg_plot`]); and the
+//! warmed books the criterion suites start from ([`warm_books`]).
 
 #![forbid(unsafe_code)]
 
@@ -15,6 +16,7 @@ pub mod pipeline_run;
 pub mod queues;
 pub mod svg_plot;
 pub mod udp_source;
+pub mod warm_books;
 
 /// Pins the current thread to `core`, if one is given; returns whether it is pinned.
 pub fn pin(core: Option<usize>) -> bool {
