@@ -213,7 +213,15 @@ fn tail_prints_the_update_stream_of_a_capture_for_the_symbols_asked() {
     )
     .expect("tail");
     let only = String::from_utf8(only).expect("utf-8");
-    assert!(one.printed > 0 && one.printed < all.printed);
+    // At Pace::Max the printing consumer is conflated or cut loose depending on how the
+    // two threads are scheduled, so line counts of two runs do not compare; what the filter
+    // must do is print the asked symbol and nothing else, where the unfiltered stream had more.
+    assert!(one.printed > 0);
+    assert!(
+        text.lines()
+            .any(|l| l.split_whitespace().nth(2) != Some(symbol.as_str())),
+        "the unfiltered stream has other symbols"
+    );
     assert!(only
         .lines()
         .all(|l| l.split_whitespace().nth(2) == Some(symbol.as_str())));
