@@ -5,8 +5,9 @@ use std::hint::black_box;
 use std::io;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ticklane_engine::book::Applier;
 use ticklane_engine::book::BookConfig;
-use ticklane_engine::replay::{BboCsvWriter, Replayer};
+use ticklane_engine::csv::BboCsvWriter;
 use ticklane_feed::itch;
 use ticklane_feed::sim::{write_itch50, GenConfig};
 
@@ -61,8 +62,8 @@ fn bench(c: &mut Criterion) {
     };
     group.bench_function("decode+book", |b| {
         b.iter(|| {
-            let mut r: Replayer<BboCsvWriter<io::Sink>> =
-                Replayer::new(config, None).expect("books fit");
+            let mut r: Applier<BboCsvWriter<io::Sink>> =
+                Applier::new(config, None).expect("books fit");
             for (i, frame) in frames(&bytes).enumerate() {
                 r.step(i as u64 + 1, frame).expect("valid day");
             }
@@ -72,7 +73,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function("decode+book+bbo_csv", |b| {
         b.iter(|| {
             let bbo = BboCsvWriter::new(io::sink()).expect("sink");
-            let mut r = Replayer::new(config, Some(bbo)).expect("books fit");
+            let mut r = Applier::new(config, Some(bbo)).expect("books fit");
             for (i, frame) in frames(&bytes).enumerate() {
                 r.step(i as u64 + 1, frame).expect("valid day");
             }

@@ -6,8 +6,9 @@
 use std::sync::{Arc, Barrier};
 
 use hdrhistogram::Histogram;
+use ticklane_engine::clock::Clock;
 use ticklane_engine::pipeline::{
-    new_histogram, Clock, Frame, FrameConsumer, FrameProducer, WaitStrategy, Waiter,
+    new_histogram, Frame, FrameConsumer, FrameProducer, WaitStrategy, Waiter,
 };
 use ticklane_engine::ring::PushError;
 

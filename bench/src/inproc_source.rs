@@ -6,7 +6,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use ticklane_engine::pipeline::{Clock, Frame, FrameProducer, FrameSource, WaitStrategy, Waiter};
+use ticklane_engine::clock::Clock;
+use ticklane_engine::pipeline::{Frame, FrameProducer, FrameSource, WaitStrategy, Waiter};
 use ticklane_feed::sim::MessageLog;
 
 /// What the in-process source did.

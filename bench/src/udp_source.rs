@@ -16,8 +16,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ticklane_engine::clock::Clock;
 use ticklane_engine::pipeline::{
-    Clock, FrameProducer, FrameSource, MoldFeedConfig, MoldSource, MoldSourceReport, WaitStrategy,
+    FrameProducer, FrameSource, MoldFeedConfig, MoldSource, MoldSourceReport, WaitStrategy,
 };
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;

@@ -1,4 +1,25 @@
-//! ticklane's engine: order books, replay, and the `ticklane` binary.
+//! ticklane's engine: order books, their outputs, the live pipeline, and the applications
+//! (file replay, a live line, the demo, tail) that the thin `ticklane` binary calls.
+//!
+//! # Layers
+//!
+//! Imports follow the data, downward only; `tests/layers.rs` reads these sources and fails
+//! when a module imports one on its own floor or above. Lowest first:
+//!
+//! | floor | modules | what they hold |
+//! |---|---|---|
+//! | 0 | `sync`, `clock` | the atomics shim (loom or core), the monotonic clock |
+//! | 1 | `ring`, `seqlock` | the SPSC ring and the seqlock slot protocol |
+//! | 2 | `book` | L3 books, their L2 view, and the per-message apply step |
+//! | 3 | `csv` | the CSV writers of the contracts (top-of-book stream, depth) |
+//! | 4 | `snapshot`, `publish` | the mmap snapshot; the trait the book stage publishes through |
+//! | 5 | `overload` | sojourn detection, shedding publisher, subscriber fan-out |
+//! | 6 | `pipeline` | threads, ring, sources (capture, MoldUDP64, SoupBinTCP), the book stage |
+//! | 7 | `config` | the run configuration file |
+//! | 8 | `replay`, `live`, `tail`, `views` | the applications that wire the floors below |
+//!
+//! The `ticklane` binary sits above them all: it parses arguments, calls one application
+//! and prints.
 //!
 //! `unsafe` is denied crate-wide; only the ring, the seqlock and the snapshot mapping allow
 //! it, each block with a `// SAFETY:` line.
@@ -7,22 +28,39 @@
 //! the snapshot's slot protocol), for `cargo test -p ticklane-engine --lib ... loom`.
 #![deny(unsafe_code)]
 
+// Floor 0
 #[cfg(not(loom))]
-pub mod book;
-#[cfg(not(loom))]
-pub mod config;
-#[cfg(not(loom))]
-pub mod live;
-#[cfg(not(loom))]
-pub mod overload;
-#[cfg(not(loom))]
-pub mod pipeline;
-#[cfg(not(loom))]
-pub mod replay;
+pub mod clock;
+mod sync;
+// Floor 1
 pub mod ring;
 pub mod seqlock;
 #[cfg_attr(loom, allow(dead_code))]
 mod seqlock_words;
+// Floor 2
+#[cfg(not(loom))]
+pub mod book;
+// Floor 3
+#[cfg(not(loom))]
+pub mod csv;
+// Floor 4
+#[cfg(not(loom))]
+pub mod publish;
 #[cfg(not(loom))]
 pub mod snapshot;
-mod sync;
+// Floor 5
+#[cfg(not(loom))]
+pub mod overload;
+// Floor 6
+#[cfg(not(loom))]
+pub mod pipeline;
+// Floor 7
+#[cfg(not(loom))]
+pub mod config;
+// Floor 8
+#[cfg(not(loom))]
+pub mod live;
+#[cfg(not(loom))]
+pub mod replay;
+#[cfg(not(loom))]
+pub mod tail;

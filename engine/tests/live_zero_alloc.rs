@@ -12,12 +12,13 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use ticklane_engine::book::Applied;
 use ticklane_engine::book::{BookConfig, Books};
 use ticklane_engine::overload::{OverloadConfig, SheddingPublisher, SnapshotSink};
 use ticklane_engine::pipeline::{
-    run_pipeline, Frame, MoldFeedConfig, MoldSource, PipelineConfig, Publisher, SourceEnd,
+    run_pipeline, MoldFeedConfig, MoldSource, PipelineConfig, SourceEnd,
 };
-use ticklane_engine::replay::Applied;
+use ticklane_engine::publish::{Arrival, Publisher};
 use ticklane_engine::snapshot::SnapshotWriter;
 use ticklane_feed::itch::Message;
 use ticklane_feed::moldudp64::RecoveryConfig;
@@ -81,7 +82,7 @@ impl Publisher for Counted {
         &mut self,
         books: &Books,
         applied: &Applied<'_>,
-        frame: &Frame,
+        arrival: Arrival,
         now_ns: u64,
     ) -> bool {
         self.publications += 1;
@@ -91,7 +92,7 @@ impl Publisher for Counted {
         if COUNTING.load(Ordering::Relaxed) {
             self.measured += 1;
         }
-        self.inner.publish(books, applied, frame, now_ns)
+        self.inner.publish(books, applied, arrival, now_ns)
     }
     fn idle(&mut self, now_ns: u64) {
         self.inner.idle(now_ns);

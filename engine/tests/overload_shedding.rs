@@ -127,7 +127,7 @@ fn conflation_publishes_exactly_the_latest_state_and_trades_are_never_conflated(
     assert_eq!(change.feed_seq, d.seq(), "the latest change");
     assert_eq!(change.changes, 6, "the add and the five executions");
     assert_eq!(change.first_ns, 111_000 - 5_000);
-    assert_eq!(top, d.replayer.books().top_of_book(Locate(1)));
+    assert_eq!(top, d.applier.books().top_of_book(Locate(1)));
     assert_eq!(top.bid.qty, 500);
     // A trading-state change is never shed, even while the queue stands.
     assert!(d.publisher.is_overloaded());

@@ -6,12 +6,12 @@ mod overload_util;
 
 use overload_util::{add, directory, execute, Driver};
 use ticklane_engine::book::BookConfig;
-use ticklane_engine::overload::tail::NoSink;
+use ticklane_engine::book::{Applier, NoBbo};
 use ticklane_engine::overload::{
     CodelConfig, CutReason, Event, EventBody, EventDeriver, OverloadConfig, RecvError,
     SheddingPublisher, SubscriberConfig, SubscriberHub, Subscription,
 };
-use ticklane_engine::replay::{NoBbo, Replayer};
+use ticklane_engine::tail::NoSink;
 
 /// Small queues; the consumers' clocks out of the way (a test thread descheduled for a
 /// millisecond must not look like a slow consumer: these tests are about queue room).
@@ -59,7 +59,7 @@ fn messages() -> Vec<Vec<u8>> {
 
 /// Every event the day produces, derived without any queue in between.
 fn expected(messages: &[Vec<u8>]) -> Vec<Event> {
-    let mut r: Replayer<NoBbo> = Replayer::new(
+    let mut r: Applier<NoBbo> = Applier::new(
         BookConfig {
             max_orders: 1 << 16,
             max_books: 64,
@@ -169,14 +169,14 @@ fn a_standing_consumer_gets_the_latest_state_as_refreshes_and_every_trade() {
             EventBody::Refresh(r) if e.locate == locate => Some(r.top()),
             _ => None,
         });
-        assert_eq!(last_top, Some(d.replayer.books().top_of_book(locate)));
+        assert_eq!(last_top, Some(d.applier.books().top_of_book(locate)));
     }
 }
 
 #[test]
 fn tail_prints_the_update_stream_of_a_capture_for_the_symbols_asked() {
-    use ticklane_engine::overload::tail::{tail_capture, SymbolFilter};
     use ticklane_engine::pipeline::{Pace, PipelineConfig};
+    use ticklane_engine::tail::{tail_capture, SymbolFilter};
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("day.itch50");
     let config = ticklane_feed::sim::GenConfig {

@@ -12,12 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ticklane_engine::book::BookConfig;
+use ticklane_engine::book::{Applier, NoBbo};
+use ticklane_engine::csv::write_book_csv;
 use ticklane_engine::live::{run_line, LineSource, LineSourceReport};
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::pipeline::{
     MoldFeedConfig, MoldSource, PipelineConfig, SoupFeedConfig, SoupSource, SourceEnd,
 };
-use ticklane_engine::replay::{write_book_csv, NoBbo, Replayer};
 use ticklane_engine::snapshot::{write_snapshot_book_csv, SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
@@ -50,7 +51,7 @@ fn log(messages: u64, seed: u64) -> Arc<MessageLog> {
 
 /// `ticklane replay --book-out` of the same messages.
 fn replayed_book(log: &MessageLog) -> String {
-    let mut r: Replayer<NoBbo> = Replayer::new(books(), None).expect("books");
+    let mut r: Applier<NoBbo> = Applier::new(books(), None).expect("books");
     for seq in 1..=log.len() as u64 {
         r.step(seq, log.get(seq).expect("in the log"))
             .expect("valid message");

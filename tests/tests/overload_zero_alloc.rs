@@ -4,13 +4,14 @@
 //! over a million messages, alternating between the two modes.
 
 use bytemuck::Zeroable;
+use ticklane_engine::book::{Applier, NoBbo};
 use ticklane_engine::book::{BookConfig, Books};
 use ticklane_engine::overload::{
     Change, CodelConfig, OverloadConfig, RecvError, SheddingPublisher, StateSink, SubscriberConfig,
     SubscriberHub, Subscription,
 };
-use ticklane_engine::pipeline::{Frame, Publisher};
-use ticklane_engine::replay::{NoBbo, Replayer};
+use ticklane_engine::pipeline::Frame;
+use ticklane_engine::publish::Publisher;
 use ticklane_feed::capture::{CaptureReader, ReadOptions};
 use ticklane_feed::sim::GenConfig;
 
@@ -77,7 +78,7 @@ fn overload_control_allocates_nothing_per_message_in_either_mode() {
     };
     let mut publisher =
         SheddingPublisher::new(CountingSink::default(), config).with_subscribers(fanout);
-    let mut replayer: Replayer<NoBbo> = Replayer::new(
+    let mut applier: Applier<NoBbo> = Applier::new(
         BookConfig {
             max_orders: 1 << 20,
             max_books: 256,
@@ -98,14 +99,14 @@ fn overload_control_allocates_nothing_per_message_in_either_mode() {
         let standing = (raw.index / PHASE) % 2 == 1;
         let sojourn = if standing { 50_000 } else { 0 };
         assert!(frame.set_message(raw.bytes, raw.index, now - sojourn, 0));
-        let applied = replayer
+        let applied = applier
             .step_with(raw.index, frame.message(), |b, m| {
                 publisher.before_apply(b, m)
             })
             .expect("valid message");
-        publisher.publish(replayer.books(), &applied, &frame, now);
+        publisher.publish(applier.books(), &applied, frame.arrival(), now);
         if raw.index % BATCH == 0 {
-            publisher.batch_end(replayer.books(), now);
+            publisher.batch_end(applier.books(), now);
             if publisher.is_overloaded() {
                 overloaded_batches += 1;
             } else {
@@ -117,7 +118,7 @@ fn overload_control_allocates_nothing_per_message_in_either_mode() {
                 received += drain(&mut slow);
             }
             if !standing && raw.index % PHASE == PHASE - BATCH {
-                publisher.drained(replayer.books(), now);
+                publisher.drained(applier.books(), now);
             }
         }
     }

@@ -4,8 +4,9 @@
 
 use std::io;
 
+use ticklane_engine::book::Applier;
 use ticklane_engine::book::BookConfig;
-use ticklane_engine::replay::{BboCsvWriter, Replayer};
+use ticklane_engine::csv::BboCsvWriter;
 use ticklane_feed::capture::{CaptureReader, ReadOptions};
 use ticklane_feed::sim::GenConfig;
 
@@ -34,7 +35,7 @@ fn replay_allocates_nothing_per_message_after_warm_up() {
 
     let mut reader = CaptureReader::open(&file, ReadOptions::default()).expect("open");
     let bbo = BboCsvWriter::new(io::sink()).expect("sink");
-    let mut replayer = Replayer::new(
+    let mut applier = Applier::new(
         BookConfig {
             max_orders: 1 << 20,
             max_books: 256,
@@ -51,12 +52,12 @@ fn replay_allocates_nothing_per_message_after_warm_up() {
         if raw.index > WARM_UP {
             measured += 1;
         }
-        replayer.step(raw.index, raw.bytes).expect("valid message");
+        applier.step(raw.index, raw.bytes).expect("valid message");
     }
     let allocations = stop_counting();
     assert_eq!(measured, MEASURED);
     assert!(
-        replayer.bbo_rows() > MEASURED / 10,
+        applier.bbo_rows() > MEASURED / 10,
         "the top of book was tracked"
     );
     assert_eq!(

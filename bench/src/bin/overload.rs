@@ -18,14 +18,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use hdrhistogram::Histogram;
+use ticklane_engine::book::{Applier, NoBbo};
 use ticklane_engine::book::{BookConfig, Books};
+use ticklane_engine::clock::Clock;
 use ticklane_engine::overload::{
     Change, OverloadConfig, OverloadCounters, SheddingPublisher, StateSink,
 };
 use ticklane_engine::pipeline::{
-    human_ns, new_histogram, BookStage, Clock, Frame, Percentiles, Publisher, WaitStrategy,
+    human_ns, new_histogram, BookStage, Frame, Percentiles, WaitStrategy,
 };
-use ticklane_engine::replay::{NoBbo, Replayer};
+use ticklane_engine::publish::Publisher;
 use ticklane_engine::ring::{Producer, Ring};
 use ticklane_engine::snapshot::SnapshotWriter;
 use ticklane_feed::sim::{write_itch50, GenConfig};
@@ -261,8 +263,8 @@ fn run(day: &Day, config: OverloadConfig, cost_ns: u64, rate: f64, seconds: f64)
 }
 
 /// ns per message of `f` over the first `n` messages of `day`, on fresh books.
-fn per_message(day: &Day, n: usize, mut f: impl FnMut(&mut Replayer<NoBbo>, u64, &[u8])) -> f64 {
-    let mut r = Replayer::new(books(), None).expect("books");
+fn per_message(day: &Day, n: usize, mut f: impl FnMut(&mut Applier<NoBbo>, u64, &[u8])) -> f64 {
+    let mut r = Applier::new(books(), None).expect("books");
     let started = Instant::now();
     for i in 0..n {
         f(&mut r, i as u64 + 1, day.message(i));
@@ -329,7 +331,7 @@ fn main() {
             .step_with(i, frame.message(), |b, m| p.before_apply(b, m))
             .expect("valid");
         let now = clock.now_ns();
-        p.publish(r.books(), &applied, &frame, now);
+        p.publish(r.books(), &applied, frame.arrival(), now);
     });
     let capacity = 1e9 / fifo_ns;
     println!(
@@ -469,7 +471,7 @@ mod virtual_time {
             staleness: new_histogram(),
         };
         let mut p = SheddingPublisher::new(sink, config);
-        let mut r: Replayer<NoBbo> = Replayer::new(books(), None).expect("books");
+        let mut r: Applier<NoBbo> = Applier::new(books(), None).expect("books");
         let mut frame = <Frame as bytemuck::Zeroable>::zeroed();
         let period = 1e9 / rate;
         let arrival = |i: usize| 1 + (i as f64 * period) as u64;
@@ -494,7 +496,7 @@ mod virtual_time {
                     .step_with(i as u64 + 1, frame.message(), |b, m| p.before_apply(b, m))
                     .expect("valid");
                 now.set(now.get() + apply_ns);
-                p.publish(r.books(), &applied, &frame, now.get());
+                p.publish(r.books(), &applied, frame.arrival(), now.get());
             }
             next = end;
             p.batch_end(r.books(), now.get());

@@ -9,9 +9,9 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 use ticklane_engine::book::{BookConfig, Books, Side};
 use ticklane_engine::config::RunConfig;
-use ticklane_engine::overload::tail::{tail_capture, tail_config, SymbolFilter};
 use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
 use ticklane_engine::replay::{group, replay_file, replay_paced, ReplayOptions, SnapshotTarget};
+use ticklane_engine::tail::{tail_capture, tail_config, SymbolFilter};
 use ticklane_feed::itch::Locate;
 use ticklane_feed::sim::{write_itch50, GenConfig, GenSummary};
 

@@ -1,13 +1,22 @@
-//! Order-by-order (L3) books with their L2 view and top of book, allocated at start-up.
+//! Order-by-order (L3) books with their L2 view and top of book, allocated at start-up, and
+//! the per-message apply step that file replay and the live book thread both call.
 
+mod apply;
+mod bbo_row;
 mod books;
 mod ladder;
 mod order_table;
 mod top_of_book;
+mod trade;
+mod type_counts;
 mod zeroed_pages;
 
+pub use apply::{Applied, Applier, ApplyError, NoBbo};
+pub use bbo_row::{BboRow, BboSink};
 pub use books::{BookConfig, BookCounters, Books};
 pub use ladder::{LadderFull, LadderView, Level, LevelView, PriceLadder};
 pub use order_table::{InsertError, Order, OrderTable, Side};
 pub use top_of_book::TopOfBook;
+pub use trade::{trade_of, Trade};
+pub use type_counts::TypeCounts;
 pub use zeroed_pages::ZeroedPages;

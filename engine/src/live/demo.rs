@@ -17,10 +17,11 @@ use ticklane_feed::sim::{
     Faults, GenConfig, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimError, SimStats,
 };
 
+use crate::book::{Applier, NoBbo};
 use crate::book::{BookConfig, Books};
+use crate::csv::write_book_csv;
 use crate::overload::{OverloadConfig, OverloadCounters};
 use crate::pipeline::{MoldFeedConfig, MoldSource, Percentiles, PipelineConfig};
-use crate::replay::{write_book_csv, NoBbo, Replayer};
 use crate::snapshot::{write_snapshot_book_csv, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use super::line::{run_line, LineSource, LineSourceReport};
@@ -174,13 +175,13 @@ pub fn run_demo(config: DemoConfig, stop: &AtomicBool) -> Result<DemoReport, Dem
     let sim_stats = sim.stop()?;
 
     // The same messages through a plain replay: the books must be equal.
-    let mut replayer: Replayer<NoBbo> = Replayer::new(pipeline.books, None)?;
+    let mut applier: Applier<NoBbo> = Applier::new(pipeline.books, None)?;
     for seq in 1..=log.len() as u64 {
         if let Some(message) = log.get(seq) {
-            let _ = replayer.step(seq, message);
+            let _ = applier.step(seq, message);
         }
     }
-    let expected = write_book_csv(replayer.books(), 10, Vec::new())?;
+    let expected = write_book_csv(applier.books(), 10, Vec::new())?;
     let published = write_snapshot_book_csv(&SnapshotReader::open(&snapshot)?, 10, Vec::new())?;
     let _ = std::fs::remove_file(&snapshot);
     let latency = &report.book.latency;

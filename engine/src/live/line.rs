@@ -2,12 +2,14 @@
 
 use std::sync::atomic::AtomicBool;
 
+use crate::clock::Clock;
 use crate::config::FeedConfig;
 use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
 use crate::pipeline::{
-    run_pipeline, Clock, FrameProducer, FrameSource, MoldSource, MoldSourceReport, NoPublisher,
-    PipelineConfig, PipelineReport, SoupSource, SoupSourceReport, SourceEnd,
+    run_pipeline, FrameProducer, FrameSource, MoldSource, MoldSourceReport, PipelineConfig,
+    PipelineReport, SoupSource, SoupSourceReport, SourceEnd,
 };
+use crate::publish::NoPublisher;
 use crate::snapshot::SnapshotWriter;
 
 /// The reader stage of either kind of line.

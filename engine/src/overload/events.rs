@@ -5,9 +5,9 @@
 
 use ticklane_feed::itch::{Alpha, Locate, Message, Nanos, Price};
 
+use crate::book::Applied;
+use crate::book::{trade_of, Trade};
 use crate::book::{Books, LevelView, Side, TopOfBook};
-use crate::replay::Applied;
-use crate::snapshot::{trade_of, Trade};
 
 /// Levels per side a [`Refresh`] carries.
 pub const REFRESH_DEPTH: usize = 5;
@@ -258,7 +258,7 @@ impl EventDeriver {
 mod tests {
     use super::*;
     use crate::book::BookConfig;
-    use crate::replay::{NoBbo, Replayer};
+    use crate::book::{Applier, NoBbo};
     use ticklane_feed::itch::{owned, OrderRef};
 
     fn enc(message: owned::Message) -> Vec<u8> {
@@ -267,8 +267,8 @@ mod tests {
         buf[..n].to_vec()
     }
 
-    fn books() -> Replayer<NoBbo> {
-        Replayer::new(
+    fn books() -> Applier<NoBbo> {
+        Applier::new(
             BookConfig {
                 max_orders: 64,
                 max_books: 4,
@@ -279,16 +279,12 @@ mod tests {
         .expect("books fit")
     }
 
-    fn step(
-        replayer: &mut Replayer<NoBbo>,
-        deriver: &mut EventDeriver,
-        bytes: &[u8],
-    ) -> Vec<Event> {
+    fn step(applier: &mut Applier<NoBbo>, deriver: &mut EventDeriver, bytes: &[u8]) -> Vec<Event> {
         let mut out = Vec::new();
-        let applied = replayer
+        let applied = applier
             .step_with(1, bytes, |books, m| deriver.before_apply(books, m))
             .expect("valid");
-        deriver.after_apply(replayer.books(), &applied, 1, |e| out.push(e));
+        deriver.after_apply(applier.books(), &applied, 1, |e| out.push(e));
         out
     }
 

@@ -50,7 +50,6 @@ mod events;
 mod shedding_publisher;
 mod snapshot_sink;
 mod subscribers;
-pub mod tail;
 
 pub use codel::{CodelConfig, SojournDetector, Transition};
 pub use counters::{OverloadCounters, SharedCounters};

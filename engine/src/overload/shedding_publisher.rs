@@ -13,10 +13,10 @@ use super::counters::{OverloadCounters, SharedCounters};
 use super::dirty_set::DirtySet;
 use super::events::EventDeriver;
 use super::subscribers::EventFanout;
+use crate::book::Applied;
 use crate::book::Books;
-use crate::pipeline::{Frame, Publisher};
-use crate::replay::Applied;
-use crate::snapshot::{trade_of, Trade};
+use crate::book::{trade_of, Trade};
+use crate::publish::{Arrival, Publisher};
 
 /// How publication is served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -317,10 +317,10 @@ impl<S: StateSink> Publisher for SheddingPublisher<S> {
         &mut self,
         books: &Books,
         applied: &Applied<'_>,
-        frame: &Frame,
+        arrival: Arrival,
         now_ns: u64,
     ) -> bool {
-        let sojourn = now_ns.saturating_sub(frame.recv_ns);
+        let sojourn = now_ns.saturating_sub(arrival.recv_ns);
         self.last_sojourn_ns = sojourn;
         self.now_ns = now_ns;
         let shedding = self.config.policy == ServicePolicy::Shed;
@@ -331,7 +331,7 @@ impl<S: StateSink> Publisher for SheddingPublisher<S> {
         }
         if let Some((deriver, fanout)) = &mut self.events {
             let stamp = fanout.now_ns();
-            deriver.after_apply(books, applied, frame.seq, |event| {
+            deriver.after_apply(books, applied, arrival.seq, |event| {
                 fanout.deliver(event, stamp)
             });
         }
@@ -355,17 +355,17 @@ impl<S: StateSink> Publisher for SheddingPublisher<S> {
         if shedding && !never_shed && (self.detector.is_standing() || stale) {
             self.counters.shed += 1;
             self.dirty
-                .mark(locate, frame.recv_ns, frame.seq, message.timestamp());
+                .mark(locate, arrival.recv_ns, arrival.seq, message.timestamp());
             return false;
         }
         self.publish_now(
             books,
             Change {
                 locate,
-                feed_seq: frame.seq,
+                feed_seq: arrival.seq,
                 exchange_ts: message.timestamp(),
-                first_ns: frame.recv_ns,
-                last_ns: frame.recv_ns,
+                first_ns: arrival.recv_ns,
+                last_ns: arrival.recv_ns,
                 changes: 1,
             },
         );

@@ -5,7 +5,8 @@ use ticklane_feed::itch::Locate;
 
 use super::shedding_publisher::{Change, StateSink};
 use crate::book::Books;
-use crate::snapshot::{wall_clock_ns, SnapshotWriter, Trade};
+use crate::book::Trade;
+use crate::snapshot::{wall_clock_ns, SnapshotWriter};
 
 /// Heartbeat period of the snapshot header: readers call a writer silent after 5 s.
 const HEARTBEAT_NS: u64 = 250_000_000;

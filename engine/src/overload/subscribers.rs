@@ -35,7 +35,7 @@ use super::codel::{CodelConfig, SojournDetector, Transition};
 use super::dirty_set::DirtySet;
 use super::events::{Event, EventBody, Refresh};
 use crate::book::Books;
-use crate::pipeline::Clock;
+use crate::clock::Clock;
 use crate::ring::{Consumer, Producer, Ring};
 
 /// Every locate a 16-bit field can name.

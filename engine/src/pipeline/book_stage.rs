@@ -3,52 +3,16 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::clock::Clock;
-use super::frame::{Frame, FrameKind};
+use super::frame::FrameKind;
 use super::latency::StageLatency;
 use super::queue::FrameConsumer;
 use super::wait::{WaitStrategy, Waiter};
-use ticklane_feed::itch::Message;
-
-use crate::book::{BookConfig, Books};
-use crate::replay::{Applied, NoBbo, Replayer, StepError, TypeCounts};
+use crate::book::{Applier, ApplyError, BookConfig, Books, NoBbo, TypeCounts};
+use crate::clock::Clock;
+use crate::publish::Publisher;
 
 /// Frames taken per batch: the slots go back to the reader together.
 const BATCH: usize = 256;
-
-/// Where the book thread sends changed state (the snapshot file, a subscriber, a test).
-pub trait Publisher {
-    /// The message is about to be applied (an execution's order is still in the book).
-    #[inline(always)]
-    fn before_apply(&mut self, _books: &Books, _message: &Message<'_>) {}
-    /// A message was applied; `applied.changed` names the book it changed, if any.
-    /// Returns whether anything was published (for the publication latency).
-    fn publish(&mut self, books: &Books, applied: &Applied<'_>, frame: &Frame, now_ns: u64)
-        -> bool;
-    /// The ring was empty: time for periodic work (a heartbeat). Called often; keep it cheap.
-    fn idle(&mut self, _now_ns: u64) {}
-    /// A batch of frames has been applied: work deferred to batch boundaries goes here
-    /// (overload service publishes its dirty instruments). Each frame's sojourn is
-    /// `now_ns - frame.recv_ns` as [`Publisher::publish`] sees it.
-    #[inline(always)]
-    fn batch_end(&mut self, _books: &Books, _now_ns: u64) {}
-    /// A poll found the ring empty: whatever queue stood has drained. Called before
-    /// [`Publisher::idle`], as often; keep it cheap when there is nothing to do.
-    #[inline(always)]
-    fn drained(&mut self, _books: &Books, _now_ns: u64) {}
-    /// The feed ended: flush and close.
-    fn finish(&mut self, _books: &Books) {}
-}
-
-/// A publisher that publishes nothing.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoPublisher;
-
-impl Publisher for NoPublisher {
-    fn publish(&mut self, _: &Books, applied: &Applied<'_>, _: &Frame, _: u64) -> bool {
-        applied.changed.is_some()
-    }
-}
 
 /// What the book thread did.
 pub struct BookStageReport {
@@ -70,7 +34,7 @@ pub struct BookStageReport {
 
 /// The book stage, before it runs.
 pub struct BookStage<P: Publisher> {
-    replayer: Replayer<NoBbo>,
+    applier: Applier<NoBbo>,
     publisher: P,
     clock: Clock,
     wait: WaitStrategy,
@@ -89,7 +53,7 @@ impl<P: Publisher> BookStage<P> {
         wait: WaitStrategy,
     ) -> std::io::Result<Self> {
         Ok(BookStage {
-            replayer: Replayer::new(config, None)?,
+            applier: Applier::new(config, None)?,
             publisher,
             clock,
             wait,
@@ -113,7 +77,7 @@ impl<P: Publisher> BookStage<P> {
                 }
                 let publisher = &mut self.publisher;
                 let step = self
-                    .replayer
+                    .applier
                     .step_with(frame.seq, frame.message(), |books, message| {
                         publisher.before_apply(books, message)
                     });
@@ -121,21 +85,21 @@ impl<P: Publisher> BookStage<P> {
                     Ok(applied) => {
                         let applied_ns = self.clock.now_ns();
                         let published = self.publisher.publish(
-                            self.replayer.books(),
+                            self.applier.books(),
                             &applied,
-                            frame,
+                            frame.arrival(),
                             applied_ns,
                         );
                         let published_ns = published.then(|| self.clock.now_ns());
                         latency.record(frame.recv_ns, frame.intended_ns, applied_ns, published_ns);
                     }
-                    Err(StepError::Decode(e)) => {
+                    Err(ApplyError::Decode(e)) => {
                         decode_errors += 1;
                         if first_decode_error.is_none() {
                             first_decode_error = Some(format!("sequence {}: {e}", frame.seq));
                         }
                     }
-                    Err(StepError::Output(_)) => {}
+                    Err(ApplyError::Output(_)) => {}
                 }
                 false
             });
@@ -147,22 +111,19 @@ impl<P: Publisher> BookStage<P> {
                     break;
                 }
                 let now_ns = self.clock.now_ns();
-                self.publisher.drained(self.replayer.books(), now_ns);
+                self.publisher.drained(self.applier.books(), now_ns);
                 self.publisher.idle(now_ns);
                 waiter.wait();
                 continue;
             }
             waiter.reset();
             self.publisher
-                .batch_end(self.replayer.books(), self.clock.now_ns());
+                .batch_end(self.applier.books(), self.clock.now_ns());
         }
-        self.publisher.finish(self.replayer.books());
-        let messages = self.replayer.messages();
-        let by_type = *self.replayer.by_type();
-        let books = self
-            .replayer
-            .finish()
-            .expect("invariant: NoBbo never fails");
+        self.publisher.finish(self.applier.books());
+        let messages = self.applier.messages();
+        let by_type = *self.applier.by_type();
+        let books = self.applier.finish().expect("invariant: NoBbo never fails");
         BookStageReport {
             books,
             messages,

@@ -6,10 +6,10 @@ use std::time::Duration;
 use ticklane_feed::capture::{CaptureReader, CaptureStats};
 use ticklane_feed::itch::{Nanos, WireField};
 
-use super::clock::Clock;
 use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource};
+use crate::clock::Clock;
 
 /// How fast a capture is played.
 #[derive(Clone, Copy, Debug, PartialEq)]

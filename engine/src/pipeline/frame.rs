@@ -2,6 +2,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use crate::publish::Arrival;
+
 /// Longest ITCH 5.0 message (`I`, 50 bytes) fits with room for future types.
 pub const MAX_MESSAGE: usize = 96;
 
@@ -40,6 +42,15 @@ pub struct Frame {
 const _: () = assert!(core::mem::size_of::<Frame>() == 128);
 
 impl Frame {
+    /// When and in which position the frame's message arrived, as publishers see it.
+    #[inline(always)]
+    pub fn arrival(&self) -> Arrival {
+        Arrival {
+            seq: self.seq,
+            recv_ns: self.recv_ns,
+        }
+    }
+
     /// Fills the frame with a message; `false` (frame untouched) if it does not fit.
     #[inline(always)]
     pub fn set_message(&mut self, bytes: &[u8], seq: u64, recv_ns: u64, intended_ns: u64) -> bool {

@@ -7,7 +7,6 @@
 
 mod book_stage;
 mod capture_source;
-mod clock;
 mod frame;
 mod latency;
 mod mold_source;
@@ -16,9 +15,8 @@ mod soup_source;
 mod source_end;
 mod wait;
 
-pub use book_stage::{BookStage, BookStageReport, NoPublisher, Publisher};
+pub use book_stage::{BookStage, BookStageReport};
 pub use capture_source::{CaptureSource, CaptureSourceReport, Pace};
-pub use clock::Clock;
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
 pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
 pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
@@ -31,6 +29,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::book::BookConfig;
+use crate::clock::Clock;
+use crate::publish::Publisher;
 use crate::ring::Ring;
 
 /// What runs on the reader thread: it fills frames until its input ends or `stop` is set,

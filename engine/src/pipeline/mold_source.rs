@@ -11,10 +11,10 @@ use ticklane_feed::moldudp64::{
 };
 use ticklane_feed::net::{UdpFeed, UdpFeedConfig};
 
-use super::clock::Clock;
 use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
+use crate::clock::Clock;
 
 const DATA: Token = Token(0);
 const REQUESTS: Token = Token(1);

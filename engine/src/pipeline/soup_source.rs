@@ -9,10 +9,10 @@ use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::net::{TcpFeed, TcpRead};
 use ticklane_feed::soupbintcp::{ClientConfig, ClientEvent, ClientState, SoupClient, TimerEvent};
 
-use super::clock::Clock;
 use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
+use crate::clock::Clock;
 
 const CONNECTION: Token = Token(0);
 

@@ -8,14 +8,15 @@ use std::sync::atomic::AtomicBool;
 
 use ticklane_feed::capture::{CaptureReader, InputFormat, ReadOptions};
 
-use super::book_csv::write_book_csv;
 use super::run::{ReplayError, ReplayOptions};
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::Books;
+use crate::csv::write_book_csv;
 use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
 use crate::pipeline::{
-    run_pipeline, CaptureSource, NoPublisher, Pace, Percentiles, PipelineConfig, PipelineReport,
+    run_pipeline, CaptureSource, Pace, Percentiles, PipelineConfig, PipelineReport,
 };
+use crate::publish::NoPublisher;
 use crate::snapshot::SnapshotWriter;
 
 /// Where a paced replay publishes its books, if anywhere.

@@ -7,11 +7,9 @@ use std::time::Instant;
 
 use ticklane_feed::capture::{CaptureReader, InputFormat, ReadOptions};
 
-use super::bbo_thread::ThreadedBboSink;
-use super::book_csv::write_book_csv;
-use super::replayer::{Replayer, StepError};
 use super::summary::{PacketCounts, ReplaySummary};
-use crate::book::BookConfig;
+use crate::book::{Applier, ApplyError, BookConfig};
+use crate::csv::{write_book_csv, ThreadedBboSink};
 
 /// What `ticklane replay` was asked to do.
 #[derive(Clone, Debug, Default)]
@@ -100,7 +98,7 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
             })?),
             None => None,
         };
-    let mut replayer = Replayer::new(opts.books, bbo).map_err(ReplayError::Books)?;
+    let mut applier = Applier::new(opts.books, bbo).map_err(ReplayError::Books)?;
     let show_progress = opts.progress && io::stderr().is_terminal();
     let mut error = None;
     loop {
@@ -113,16 +111,16 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
             }
         };
         let (index, offset) = (raw.index, raw.offset);
-        match replayer.step(index, raw.bytes) {
+        match applier.step(index, raw.bytes) {
             Ok(_) => {}
-            Err(StepError::Decode(e)) => {
+            Err(ApplyError::Decode(e)) => {
                 error = Some(format!(
                     "{}: byte {offset}, message {index}: {e}",
                     opts.input.display()
                 ));
                 break;
             }
-            Err(StepError::Output(source)) => {
+            Err(ApplyError::Output(source)) => {
                 let path = opts.bbo_out.clone().unwrap_or_default();
                 return Err(ReplayError::Output { path, source });
             }
@@ -159,11 +157,11 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
         duplicates: stats.duplicates,
         session_changes: stats.session_changes,
     });
-    let messages = replayer.messages();
-    let unknown_types = replayer.unknown_types();
-    let by_type = *replayer.by_type();
-    let bbo_rows = replayer.bbo_rows();
-    let books = replayer.finish().map_err(|source| ReplayError::Output {
+    let messages = applier.messages();
+    let unknown_types = applier.unknown_types();
+    let by_type = *applier.by_type();
+    let bbo_rows = applier.bbo_rows();
+    let books = applier.finish().map_err(|source| ReplayError::Output {
         path: opts.bbo_out.clone().unwrap_or_default(),
         source,
     })?;

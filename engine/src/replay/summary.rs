@@ -2,8 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::replayer::TypeCounts;
-use crate::book::BookCounters;
+use crate::book::{BookCounters, TypeCounts};
 
 /// Packet-level counts of a pcap input (absent for ITCH50 files).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

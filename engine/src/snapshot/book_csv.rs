@@ -6,10 +6,10 @@ use super::error::SnapshotError;
 use super::reader::SnapshotReader;
 use super::state::InstrumentState;
 use crate::book::Side;
-use crate::replay::{write_level_row, CsvBuffer, BOOK_HEADER};
+use crate::csv::{write_level_row, CsvBuffer, BOOK_HEADER};
 
 /// Writes up to `depth` levels per side of every instrument in the snapshot, in exactly the
-/// format of [`write_book_csv`](crate::replay::write_book_csv): sorted by locate, then side
+/// format of [`write_book_csv`](crate::csv::write_book_csv): sorted by locate, then side
 /// (`B` before `S`), then level (1 = best); sides with no orders write no rows. At most the
 /// file's own depth is available.
 ///

@@ -39,7 +39,6 @@ pub mod layout;
 mod mapping;
 mod reader;
 mod state;
-mod trade;
 mod writer;
 
 pub use book_csv::{read_all, write_snapshot_book_csv};
@@ -48,5 +47,4 @@ pub use error::{PublishError, ReadError, SnapshotError};
 pub use layout::{Geometry, LevelRecord, SlotPayload, SnapshotHeader, DEFAULT_DEPTH};
 pub use reader::{SnapshotReader, DEFAULT_READ_ATTEMPTS};
 pub use state::{InstrumentState, LastTrade, SlotFlags};
-pub use trade::{trade_of, Trade};
 pub use writer::SnapshotWriter;

@@ -18,7 +18,7 @@ use super::layout::{
     SLOT_STALE,
 };
 use super::mapping::SharedWords;
-use super::trade::Trade;
+use crate::book::Trade;
 use crate::book::{Books, LadderView, Side};
 use crate::seqlock_words::SlotLock;
 

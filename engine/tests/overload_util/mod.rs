@@ -3,11 +3,12 @@
 #![allow(dead_code)]
 
 use bytemuck::Zeroable;
+use ticklane_engine::book::Trade;
+use ticklane_engine::book::{Applier, NoBbo};
 use ticklane_engine::book::{BookConfig, Books, TopOfBook};
 use ticklane_engine::overload::{Change, SheddingPublisher, StateSink};
-use ticklane_engine::pipeline::{Frame, Publisher};
-use ticklane_engine::replay::{NoBbo, Replayer};
-use ticklane_engine::snapshot::Trade;
+use ticklane_engine::pipeline::Frame;
+use ticklane_engine::publish::Publisher;
 use ticklane_feed::itch::{owned, Alpha, Locate, OrderRef, Price};
 
 /// Encodes an owned message.
@@ -125,7 +126,7 @@ impl StateSink for RecordingSink {
 /// batch ends and drains when the test says.
 pub struct Driver<S: StateSink> {
     /// The books.
-    pub replayer: Replayer<NoBbo>,
+    pub applier: Applier<NoBbo>,
     /// The publisher under test.
     pub publisher: SheddingPublisher<S>,
     frame: Frame,
@@ -136,7 +137,7 @@ impl<S: StateSink> Driver<S> {
     /// Small books and `publisher`.
     pub fn new(publisher: SheddingPublisher<S>) -> Self {
         Driver {
-            replayer: Replayer::new(
+            applier: Applier::new(
                 BookConfig {
                     max_orders: 1 << 16,
                     max_books: 64,
@@ -160,13 +161,13 @@ impl<S: StateSink> Driver<S> {
             .set_message(bytes, self.seq, now_ns - sojourn_ns, 0));
         let publisher = &mut self.publisher;
         let applied = self
-            .replayer
+            .applier
             .step_with(self.seq, self.frame.message(), |books, m| {
                 publisher.before_apply(books, m)
             })
             .expect("valid message");
         self.publisher
-            .publish(self.replayer.books(), &applied, &self.frame, now_ns)
+            .publish(self.applier.books(), &applied, self.frame.arrival(), now_ns)
     }
 
     /// The feed sequence of the last message stepped.
@@ -176,16 +177,16 @@ impl<S: StateSink> Driver<S> {
 
     /// A batch ended at `now_ns`.
     pub fn batch_end(&mut self, now_ns: u64) {
-        self.publisher.batch_end(self.replayer.books(), now_ns);
+        self.publisher.batch_end(self.applier.books(), now_ns);
     }
 
     /// The ring was found empty at `now_ns`.
     pub fn drained(&mut self, now_ns: u64) {
-        self.publisher.drained(self.replayer.books(), now_ns);
+        self.publisher.drained(self.applier.books(), now_ns);
     }
 
     /// The feed ended.
     pub fn finish(&mut self) {
-        self.publisher.finish(self.replayer.books());
+        self.publisher.finish(self.applier.books());
     }
 }

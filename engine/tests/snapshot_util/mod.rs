@@ -4,9 +4,11 @@
 
 use std::path::Path;
 
+use ticklane_engine::book::trade_of;
+use ticklane_engine::book::Applier;
 use ticklane_engine::book::{BookConfig, Books};
-use ticklane_engine::replay::{write_book_csv, BboCsvWriter, Replayer};
-use ticklane_engine::snapshot::{trade_of, SnapshotWriter};
+use ticklane_engine::csv::{write_book_csv, BboCsvWriter};
+use ticklane_engine::snapshot::SnapshotWriter;
 use ticklane_feed::itch;
 use ticklane_feed::sim::{write_itch50, GenConfig};
 
@@ -48,14 +50,14 @@ pub fn messages(day: &[u8]) -> Vec<&[u8]> {
     out
 }
 
-/// The final books of a day, through the replayer the CLI uses.
+/// The final books of a day, through the applier the CLI uses.
 pub fn replay(day: &[u8]) -> Books {
-    let mut replayer: Replayer<BboCsvWriter<std::io::Sink>> =
-        Replayer::new(book_config(), None).expect("books");
+    let mut applier: Applier<BboCsvWriter<std::io::Sink>> =
+        Applier::new(book_config(), None).expect("books");
     for (i, message) in messages(day).into_iter().enumerate() {
-        replayer.step(i as u64 + 1, message).expect("valid day");
+        applier.step(i as u64 + 1, message).expect("valid day");
     }
-    replayer.finish().expect("no output to flush")
+    applier.finish().expect("no output to flush")
 }
 
 /// `write_book_csv` of `books` at `depth`, as a string.

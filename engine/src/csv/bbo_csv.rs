@@ -2,8 +2,8 @@
 
 use std::io::{self, Write};
 
-use super::bbo_row::{BboRow, BboSink};
 use super::csv_buffer::CsvBuffer;
+use crate::book::{BboRow, BboSink};
 
 /// The header line of `--bbo-out`.
 pub const BBO_HEADER: &str =

@@ -1,18 +1,19 @@
-//! Message-at-a-time replay: decode, apply to the books, track the top of book.
+//! The per-message apply step: decode, apply to the books, track the top of book.
 //!
-//! The input loop (files, captures) and the live pipeline both feed this one step, so a
-//! message is handled the same way wherever it came from.
+//! File replay and the live book thread both feed this one step, so a message is handled
+//! the same way wherever it came from.
 
 use std::io;
 
 use ticklane_feed::itch::{self, DecodeError, Locate, Message, Nanos, Stock};
 
 use super::bbo_row::{BboRow, BboSink};
-use crate::book::{BookConfig, Books, TopOfBook};
+use super::type_counts::TypeCounts;
+use super::{BookConfig, Books, TopOfBook};
 
-/// Why one message stopped the replay.
+/// Why one message could not be applied.
 #[derive(Debug)]
-pub enum StepError {
+pub enum ApplyError {
     /// The bytes are not a valid ITCH 5.0 message of a known type.
     Decode(DecodeError),
     /// The top-of-book output could not be written.
@@ -42,26 +43,6 @@ impl BboSink for NoBbo {
     }
 }
 
-/// Counts by message type: index is the type byte.
-#[derive(Clone, Copy, Debug)]
-pub struct TypeCounts(pub [u64; 256]);
-
-impl Default for TypeCounts {
-    fn default() -> Self {
-        TypeCounts([0; 256])
-    }
-}
-
-impl TypeCounts {
-    /// `(type letter, count)` for every type seen, in the spec's order.
-    pub fn seen(&self) -> impl Iterator<Item = (u8, u64)> + '_ {
-        itch::ALL_TAGS
-            .iter()
-            .map(|&t| (t, self.0[usize::from(t)]))
-            .filter(|&(_, n)| n > 0)
-    }
-}
-
 /// The top-of-book stream's state: where rows go and the last row sent per stock.
 struct BboTracker<S> {
     sink: S,
@@ -70,8 +51,8 @@ struct BboTracker<S> {
     rows: u64,
 }
 
-/// Books plus the optional top-of-book stream, fed one message at a time.
-pub struct Replayer<S: BboSink> {
+/// The apply step: books plus the optional top-of-book stream, fed one message at a time.
+pub struct Applier<S: BboSink> {
     books: Books,
     bbo: Option<BboTracker<S>>,
     by_type: TypeCounts,
@@ -81,7 +62,7 @@ pub struct Replayer<S: BboSink> {
     unknown_types: u64,
 }
 
-impl<S: BboSink> Replayer<S> {
+impl<S: BboSink> Applier<S> {
     /// Books at `config`, sending the top-of-book stream to `bbo` if given: a row each time
     /// any of a stock's six top-of-book values differs from its last row.
     ///
@@ -89,7 +70,7 @@ impl<S: BboSink> Replayer<S> {
     ///
     /// If the book tables cannot be allocated.
     pub fn new(config: BookConfig, bbo: Option<S>) -> io::Result<Self> {
-        Ok(Replayer {
+        Ok(Applier {
             books: Books::new(config)?,
             bbo: bbo.map(|sink| BboTracker {
                 sink,
@@ -106,28 +87,28 @@ impl<S: BboSink> Replayer<S> {
     ///
     /// # Errors
     ///
-    /// [`StepError::Decode`] for a wrong length or an empty frame: the input is corrupt and
+    /// [`ApplyError::Decode`] for a wrong length or an empty frame: the input is corrupt and
     /// the caller stops (everything before has been applied). An unknown type is counted
     /// and skipped, since its frame's length already says where the next message starts.
-    /// [`StepError::Output`] if the top-of-book stream cannot be written.
+    /// [`ApplyError::Output`] if the top-of-book stream cannot be written.
     #[inline]
-    pub fn step<'m>(&mut self, index: u64, bytes: &'m [u8]) -> Result<Applied<'m>, StepError> {
+    pub fn step<'m>(&mut self, index: u64, bytes: &'m [u8]) -> Result<Applied<'m>, ApplyError> {
         self.step_with(index, bytes, |_, _| {})
     }
 
-    /// [`Replayer::step`], calling `before` with the books and the decoded message just
+    /// [`Applier::step`], calling `before` with the books and the decoded message just
     /// before it is applied (to see the order an execution will reduce or remove).
     ///
     /// # Errors
     ///
-    /// As [`Replayer::step`].
+    /// As [`Applier::step`].
     #[inline]
     pub fn step_with<'m>(
         &mut self,
         index: u64,
         bytes: &'m [u8],
         before: impl FnOnce(&Books, &Message<'m>),
-    ) -> Result<Applied<'m>, StepError> {
+    ) -> Result<Applied<'m>, ApplyError> {
         let message = match itch::decode(bytes) {
             Ok(m) => m,
             Err(DecodeError::UnknownType { .. }) => {
@@ -138,7 +119,7 @@ impl<S: BboSink> Replayer<S> {
                     changed: None,
                 });
             }
-            Err(e) => return Err(StepError::Decode(e)),
+            Err(e) => return Err(ApplyError::Decode(e)),
         };
         self.messages += 1;
         self.by_type.0[usize::from(message.tag())] += 1;
@@ -146,7 +127,7 @@ impl<S: BboSink> Replayer<S> {
         let changed = self.books.apply(&message);
         if let (Some(locate), Some(bbo)) = (changed, &mut self.bbo) {
             Self::track(bbo, &self.books, index, message.timestamp(), locate)
-                .map_err(StepError::Output)?;
+                .map_err(ApplyError::Output)?;
         }
         Ok(Applied {
             message: Some(message),

@@ -1,6 +1,6 @@
 //! `ticklane tail`: runs the engine with a printing consumer attached to the update stream.
 //!
-//! The consumer is an ordinary in-process [`Subscription`](super::Subscription): if it is cut loose (the
+//! The consumer is an ordinary in-process [`Subscription`](crate::overload::Subscription): if it is cut loose (the
 //! terminal could not keep up with the trades), it says so on stderr and subscribes again.
 #![forbid(unsafe_code)]
 
@@ -11,13 +11,12 @@ use std::time::Duration;
 
 use ticklane_feed::capture::{CaptureReader, ReadOptions};
 
-use super::counters::OverloadCounters;
-use super::events::{Event, EventBody};
-use super::shedding_publisher::{Change, OverloadConfig, SheddingPublisher, StateSink};
-use super::snapshot_sink::SnapshotSink;
-use super::subscribers::{RecvError, SubscriberConfig, SubscriberHub};
 use crate::book::{Books, LevelView, Side};
 use crate::config::{FeedConfig, RunConfig};
+use crate::overload::{
+    Change, Event, EventBody, OverloadConfig, OverloadCounters, RecvError, SheddingPublisher,
+    SnapshotSink, StateSink, SubscriberConfig, SubscriberHub,
+};
 use crate::pipeline::{
     run_pipeline, CaptureSource, FrameSource, MoldSource, Pace, PipelineConfig, SoupSource,
 };

@@ -10,7 +10,7 @@ use std::thread::{self, JoinHandle};
 use bytemuck::Zeroable;
 
 use super::bbo_csv::BboCsvWriter;
-use super::bbo_row::{BboRow, BboSink};
+use crate::book::{BboRow, BboSink};
 use crate::ring::{Consumer, Producer, Ring};
 
 /// Rows gathered before one publish into the ring.

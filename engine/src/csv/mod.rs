@@ -1,0 +1,13 @@
+//! The CSV outputs of DESIGN.md's contracts: the top-of-book stream (`--bbo-out`, written
+//! on the caller's thread or on a thread of its own) and the final depth (`--book-out`).
+//! They see books and top-of-book rows, never a pipeline.
+
+mod bbo_csv;
+mod bbo_thread;
+mod book_csv;
+mod csv_buffer;
+
+pub use bbo_csv::{BboCsvWriter, BBO_HEADER};
+pub use bbo_thread::ThreadedBboSink;
+pub use book_csv::{write_book_csv, write_level_row, BOOK_HEADER};
+pub use csv_buffer::CsvBuffer;

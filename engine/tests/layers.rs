@@ -1,0 +1,222 @@
+//! The engine's layers, kept true by reading its sources: a module may name only modules on
+//! a lower floor (`crate::…` paths, in `use` lines or anywhere in code, tests included).
+//! Floors follow the data, lowest first; the table is the one in `engine/src/lib.rs` and the
+//! README's layout section. A new top-level module must be given a floor here.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Every top-level module of `engine/src`, with its floor.
+const FLOORS: &[(&str, u8)] = &[
+    ("sync", 0),
+    ("clock", 0),
+    ("ring", 1),
+    ("seqlock", 1),
+    ("seqlock_words", 2), // built on `seqlock`; to be folded into it
+    ("book", 2),
+    ("csv", 3),
+    ("snapshot", 4),
+    ("publish", 4),
+    ("overload", 5),
+    ("pipeline", 6),
+    ("config", 7),
+    ("replay", 8),
+    ("live", 8),
+    ("tail", 8),
+    ("views", 8),
+];
+
+fn floor(module: &str) -> Option<u8> {
+    FLOORS.iter().find(|(m, _)| *m == module).map(|&(_, f)| f)
+}
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every `.rs` file under `dir`, except the binary's (it may use anything: it is on top).
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).expect("read engine/src") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == "bin") {
+                continue;
+            }
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level module a source file belongs to (`None` for `lib.rs`).
+fn module_of(path: &Path) -> Option<String> {
+    let relative = path.strip_prefix(src_dir()).expect("under src");
+    let first = relative.components().next()?.as_os_str().to_string_lossy();
+    let name = first.strip_suffix(".rs").unwrap_or(&first).to_string();
+    (name != "lib").then_some(name)
+}
+
+/// Code without comments (line comments, doc comments and block comments), so that prose
+/// naming a module above is not taken for an import.
+fn code_of(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    let mut rest = source;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix("//") {
+            rest = after.find('\n').map_or("", |i| &after[i..]);
+        } else if let Some(after) = rest.strip_prefix("/*") {
+            rest = after.find("*/").map_or("", |i| &after[i + 2..]);
+        } else if let Some(after) = rest.strip_prefix("'\"'") {
+            out.push_str("' '");
+            rest = after;
+        } else if let Some(after) = rest.strip_prefix("r#\"") {
+            rest = after.find("\"#").map_or("", |i| &after[i + 2..]);
+            out.push_str("\"\"");
+        } else if let Some(after) = rest.strip_prefix('"') {
+            // Skip string literals (they may hold `//` or `crate::` as text).
+            let mut end = 0;
+            let bytes = after.as_bytes();
+            while end < bytes.len() && bytes[end] != b'"' {
+                end += if bytes[end] == b'\\' { 2 } else { 1 };
+            }
+            out.push_str("\"\"");
+            rest = after.get(end + 1..).unwrap_or("");
+        } else {
+            let c = rest.chars().next().expect("non-empty");
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
+
+fn identifier_at(s: &str) -> &str {
+    let end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The top-level modules a piece of code names through `crate::`, including the grouped
+/// form `crate::{a::X, b::{Y, Z}}`.
+fn modules_named(code: &str) -> BTreeSet<String> {
+    let mut named = BTreeSet::new();
+    for (at, _) in code.match_indices("crate::") {
+        let preceded_by_ident = code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+        if preceded_by_ident {
+            continue; // `ticklane_crate::` or `$crate::` in a macro is not this crate
+        }
+        let rest = code[at + "crate::".len()..].trim_start();
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 1;
+            let mut expecting = true;
+            for (i, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    ',' if depth == 1 => expecting = true,
+                    c if expecting && depth == 1 && !c.is_whitespace() => {
+                        named.insert(identifier_at(&group[i..]).to_string());
+                        expecting = false;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            named.insert(identifier_at(rest).to_string());
+        }
+    }
+    named
+}
+
+#[test]
+fn no_engine_module_names_one_on_its_floor_or_above() {
+    let mut files = Vec::new();
+    sources(&src_dir(), &mut files);
+    files.sort();
+    assert!(files.len() > 40, "found only {} sources", files.len());
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for path in &files {
+        let Some(module) = module_of(path) else {
+            continue;
+        };
+        let own = floor(&module).unwrap_or_else(|| {
+            panic!(
+                "{}: module `{module}` has no floor; add it to FLOORS here and to the table in lib.rs",
+                path.display()
+            )
+        });
+        let code = code_of(&fs::read_to_string(path).expect("read source"));
+        for named in modules_named(&code) {
+            if named == module {
+                continue;
+            }
+            checked += 1;
+            match floor(&named) {
+                Some(theirs) if theirs < own => {}
+                Some(theirs) => violations.push(format!(
+                    "{}: `{module}` (floor {own}) names `crate::{named}` (floor {theirs})",
+                    path.display()
+                )),
+                None => violations.push(format!(
+                    "{}: names `crate::{named}`, which has no floor",
+                    path.display()
+                )),
+            }
+        }
+    }
+    assert!(
+        checked > 50,
+        "only {checked} cross-module names found: the scan is broken"
+    );
+    assert!(
+        violations.is_empty(),
+        "imports against the layers:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn the_scanner_sees_every_form_of_import() {
+    let code = code_of(
+        "use crate::book::Books; // crate::live in a comment\n\
+         /* crate::tail */ use crate::{csv::X, snapshot::{A, B}};\n\
+         fn f() { crate::pipeline::run(); let s = \"crate::config\"; }\n\
+         macro_rules! m { () => { $crate::replay::x() } }",
+    );
+    let named: Vec<_> = modules_named(&code).into_iter().collect();
+    assert_eq!(named, ["book", "csv", "pipeline", "snapshot"]);
+}
+
+#[test]
+fn every_top_level_module_has_a_floor() {
+    let lib = fs::read_to_string(src_dir().join("lib.rs")).expect("read lib.rs");
+    let code = code_of(&lib);
+    let declared: Vec<&str> = code
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("pub mod ")
+                .or_else(|| l.strip_prefix("mod "))
+                .map(|m| m.trim_end_matches(';'))
+        })
+        .collect();
+    assert!(declared.len() >= 10, "lib.rs declares {declared:?}");
+    for module in declared {
+        assert!(
+            floor(module).is_some(),
+            "lib.rs declares `{module}` without a floor"
+        );
+    }
+}
