@@ -93,9 +93,8 @@ impl NaiveTrades {
                 self.take(m.order_ref().0, m.cancelled_shares());
             }
             Message::OrderDelete(m) => {
-                if self.orders.remove(&m.order_ref().0).is_none() {
-                    self.unknown += 1;
-                }
+                let removed = self.orders.remove(&m.order_ref().0);
+                self.unknown += u64::from(removed.is_none());
             }
             Message::OrderReplace(m) => match self.orders.remove(&m.original_order_ref().0) {
                 Some(old) => self.add(m.new_order_ref().0, old.locate, m.price().0, m.shares()),

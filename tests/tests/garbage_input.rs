@@ -92,10 +92,8 @@ fn replay_kept(path: &Path) -> Kept {
 fn rows_before(bbo: &str, index: u64) -> Vec<&str> {
     bbo.lines()
         .take_while(|line| {
-            line.split(',')
-                .next()
-                .and_then(|i| i.parse::<u64>().ok())
-                .map_or(true, |i| i < index)
+            let row_index = line.split(',').next().and_then(|i| i.parse::<u64>().ok());
+            !matches!(row_index, Some(i) if i >= index)
         })
         .collect()
 }

@@ -14,7 +14,7 @@
 
 mod util;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ticklane_engine::book::BookConfig;
 use ticklane_engine::replay::{replay_file, ReplayOptions, ReplaySummary};
