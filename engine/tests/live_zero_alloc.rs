@@ -4,7 +4,10 @@
 //! from the simulator, which runs in another process so that its allocations are not ours.
 //!
 //! Counting starts at the book thread's 50,000th publication and stops when the feed ends,
-//! through a publisher that wraps the real snapshot publisher.
+//! through a publisher that wraps the real snapshot publisher. The test proves its window:
+//! the counter counts (a probe allocation inside a window is seen), the window opened, it
+//! closed only at the end, and the messages published while it was open are counted one by
+//! one and must be every message after warm-up, well over a million.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -26,6 +29,12 @@ use ticklane_feed::net::UdpFeedConfig;
 
 static COUNTING: AtomicBool = AtomicBool::new(false);
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+/// Publications seen while the window was open, and in all (written by `finish`).
+static MEASURED: AtomicU64 = AtomicU64::new(0);
+static PUBLICATIONS: AtomicU64 = AtomicU64::new(0);
+/// Set when the window opens, and when `finish` closes it.
+static OPENED: AtomicBool = AtomicBool::new(false);
+static CLOSED_AT_FINISH: AtomicBool = AtomicBool::new(false);
 
 struct CountingAllocator;
 
@@ -88,6 +97,7 @@ impl Publisher for Counted {
         self.publications += 1;
         if self.publications == WARM_UP_PUBLICATIONS {
             COUNTING.store(true, Ordering::SeqCst);
+            OPENED.store(true, Ordering::SeqCst);
         }
         if COUNTING.load(Ordering::Relaxed) {
             self.measured += 1;
@@ -104,13 +114,29 @@ impl Publisher for Counted {
         self.inner.drained(books, now_ns);
     }
     fn finish(&mut self, books: &Books) {
-        COUNTING.store(false, Ordering::SeqCst);
+        CLOSED_AT_FINISH.store(COUNTING.swap(false, Ordering::SeqCst), Ordering::SeqCst);
+        MEASURED.store(self.measured, Ordering::SeqCst);
+        PUBLICATIONS.store(self.publications, Ordering::SeqCst);
         self.inner.finish(books);
     }
 }
 
+/// The counter sees an allocation made inside a window, and none outside one.
+fn probe_the_counter() {
+    COUNTING.store(true, Ordering::SeqCst);
+    let probe = std::hint::black_box(vec![1u8; 64]);
+    COUNTING.store(false, Ordering::SeqCst);
+    drop(probe);
+    let _outside = std::hint::black_box(vec![2u8; 64]);
+    assert!(
+        ALLOCATIONS.swap(0, Ordering::SeqCst) >= 1,
+        "the counting allocator counts"
+    );
+}
+
 #[test]
 fn reader_and_book_threads_allocate_nothing_per_message() {
+    probe_the_counter();
     let dir = tempfile::tempdir().expect("tempdir");
     let snapshot = SnapshotWriter::create(dir.path().join("z.snap"), 256, 10).expect("snapshot");
     let feed = MoldFeedConfig {
@@ -184,9 +210,26 @@ fn reader_and_book_threads_allocate_nothing_per_message() {
         report.source.lost
     );
     assert_eq!(report.book.messages, MESSAGES);
-    assert!(
-        report.book.messages - WARM_UP_PUBLICATIONS > 1_000_000,
-        "over a million messages measured"
+    // The window really covered the messages: it opened, stayed open until `finish`, and
+    // every publication after warm-up happened inside it (one publication per message).
+    let (measured, publications) = (
+        MEASURED.load(Ordering::SeqCst),
+        PUBLICATIONS.load(Ordering::SeqCst),
     );
+    assert!(OPENED.load(Ordering::SeqCst), "the counting window opened");
+    assert!(
+        CLOSED_AT_FINISH.load(Ordering::SeqCst),
+        "the window was still open when the feed ended"
+    );
+    assert_eq!(
+        publications, report.book.messages,
+        "one publication per message"
+    );
+    assert_eq!(
+        measured,
+        publications - WARM_UP_PUBLICATIONS + 1,
+        "every message after warm-up was published inside the window"
+    );
+    assert!(measured > 1_000_000, "{measured} messages measured");
     assert_eq!(allocations, 0, "allocations after warm-up");
 }

@@ -2,6 +2,10 @@
 
     /tmp/oracle/bin/python tests/oracle/compare.py OURS_BBO THEIRS_BBO OURS_BOOK THEIRS_BOOK \
         [--mod32] [--no-collapse] [--show 10]
+    /tmp/oracle/bin/python tests/oracle/compare.py --depth-only OURS_BOOK THEIRS_BOOK [--mod32]
+
+--depth-only compares the final depth alone: for a book that has no top-of-book stream of
+its own, such as one read out of a live snapshot with `ticklane book --snapshot PATH --csv`.
 
 OURS_* are written by `ticklane replay FILE --bbo-out OURS_BBO --book-out OURS_BOOK --depth N`,
 THEIRS_* by `tests/oracle/itch_book_oracle.py FILE --bbo-out THEIRS_BBO --book-out THEIRS_BOOK
@@ -127,20 +131,29 @@ def diff(ours: list[list], theirs: list[list], key, what: str, show: int) -> int
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("ours_bbo")
-    ap.add_argument("theirs_bbo")
-    ap.add_argument("ours_book")
-    ap.add_argument("theirs_book")
+    ap.add_argument("files", nargs="+",
+                    help="OURS_BBO THEIRS_BBO OURS_BOOK THEIRS_BOOK, or with --depth-only "
+                         "OURS_BOOK THEIRS_BOOK")
+    ap.add_argument("--depth-only", action="store_true",
+                    help="compare the final depth only (two files)")
     ap.add_argument("--mod32", action="store_true", help="compare quantities modulo 2^32")
     ap.add_argument("--collapse", action=argparse.BooleanOptionalAction, default=True,
                     help="reduce OURS_BBO to itch-book's trigger rule first (default: on)")
     ap.add_argument("--show", type=int, default=10, help="differences to print per file")
     a = ap.parse_args(argv)
+    if len(a.files) != (2 if a.depth_only else 4):
+        ap.error("expected OURS_BOOK THEIRS_BOOK with --depth-only, "
+                 "else OURS_BBO THEIRS_BBO OURS_BOOK THEIRS_BOOK")
     try:
-        ours_bbo = read_csv(a.ours_bbo, BBO_HEADER, BBO_QTY, a.mod32)
-        theirs_bbo = read_csv(a.theirs_bbo, BBO_HEADER, BBO_QTY, a.mod32)
-        ours_book = read_csv(a.ours_book, BOOK_HEADER, BOOK_QTY, a.mod32)
-        theirs_book = read_csv(a.theirs_book, BOOK_HEADER, BOOK_QTY, a.mod32)
+        if a.depth_only:
+            ours_bbo, theirs_bbo = [], []
+            ours_book_path, theirs_book_path = a.files
+        else:
+            ours_bbo = read_csv(a.files[0], BBO_HEADER, BBO_QTY, a.mod32)
+            theirs_bbo = read_csv(a.files[1], BBO_HEADER, BBO_QTY, a.mod32)
+            ours_book_path, theirs_book_path = a.files[2:]
+        ours_book = read_csv(ours_book_path, BOOK_HEADER, BOOK_QTY, a.mod32)
+        theirs_book = read_csv(theirs_book_path, BOOK_HEADER, BOOK_QTY, a.mod32)
         raw = len(ours_bbo)
         if a.collapse:
             ours_bbo = collapse(ours_bbo, a.mod32)
@@ -153,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     if bad_bbo or bad_book:
         print(f"ORACLE MISMATCH: {bad_bbo} bbo rows, {bad_book} depth rows differ")
         return 1
+    if a.depth_only:
+        print(f"ORACLE OK: {len(ours_book)} depth rows equal")
+        return 0
     if a.collapse:
         print(f"ours: {raw} bbo rows, {len(ours_bbo)} after collapsing to itch-book's trigger rule")
     print(f"ORACLE OK: {len(ours_bbo)} bbo rows, {len(ours_book)} depth rows equal")

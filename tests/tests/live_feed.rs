@@ -3,6 +3,12 @@
 //! snapshot's books (read back the way `ticklane book --csv` reads them) must equal a plain
 //! replay of the same messages, and the pipeline must stop by itself.
 //!
+//! Both sides of those `..._transports_the_replayed_book` checks run through the same books
+//! and CSV writer, so they prove the transport (sessions, recovery, ring, snapshot), not the
+//! books. The books themselves are checked on the live path by
+//! `moldudp64_with_recovered_loss_ends_on_itch_books_book`, against itch-book (PyPI), code we
+//! did not write.
+//!
 //! Bounded: each run sends at most a few hundred thousand messages and gives up after a
 //! time limit; an unfilled gap fails the test naming its range.
 
@@ -125,7 +131,7 @@ fn check_mold(report: &LineSourceReport, messages: u64, log: &MessageLog) {
 }
 
 #[test]
-fn moldudp64_paced_with_one_percent_loss_ends_equal_to_replay() {
+fn moldudp64_paced_with_one_percent_loss_transports_the_replayed_book() {
     let log = log(200_000, 11);
     let mut source = mold_line(loopback(0), None);
     let mut sim = MoldSimConfig::new(
@@ -159,7 +165,7 @@ fn moldudp64_paced_with_one_percent_loss_ends_equal_to_replay() {
 }
 
 #[test]
-fn moldudp64_multicast_on_loopback_ends_equal_to_replay() {
+fn moldudp64_multicast_on_loopback_transports_the_replayed_book() {
     let group = Ipv4Addr::new(239, 255, 43, 21);
     // A fixed port for the group: find a free one first.
     let port = std::net::UdpSocket::bind(loopback(0))
@@ -209,7 +215,7 @@ fn soup_sim(log: &Arc<MessageLog>, disconnect_after: Option<u64>) -> SoupSimulat
 }
 
 #[test]
-fn soupbintcp_session_ends_equal_to_replay() {
+fn soupbintcp_session_transports_the_replayed_book() {
     let log = log(200_000, 13);
     let sim = soup_sim(&log, None);
     let (csv, report, messages) = run_into_snapshot(LineSource::Soup(soup_line(sim.local_addr())));
@@ -222,7 +228,7 @@ fn soupbintcp_session_ends_equal_to_replay() {
 }
 
 #[test]
-fn soupbintcp_reconnects_after_disconnects_and_ends_equal_to_replay() {
+fn soupbintcp_reconnects_after_disconnects_and_transports_the_replayed_book() {
     let log = log(120_000, 14);
     let sim = soup_sim(&log, Some(50_000));
     let (csv, report, messages) = run_into_snapshot(LineSource::Soup(soup_line(sim.local_addr())));
@@ -241,4 +247,89 @@ fn soupbintcp_reconnects_after_disconnects_and_ends_equal_to_replay() {
         "resumed without loss or repeat"
     );
     assert_eq!(csv, replayed_book(&log));
+}
+
+/// The messages of `log` as an ITCH50 file (2-byte length before each), for the oracle.
+fn write_itch50_file(log: &MessageLog, path: &std::path::Path) {
+    let mut bytes = Vec::new();
+    for seq in 1..=log.len() as u64 {
+        let message = log.get(seq).expect("in the log");
+        let len = u16::try_from(message.len()).expect("an ITCH message fits a u16 prefix");
+        bytes.extend_from_slice(&len.to_be_bytes());
+        bytes.extend_from_slice(message);
+    }
+    std::fs::write(path, bytes).expect("write the day");
+}
+
+#[test]
+fn moldudp64_with_recovered_loss_ends_on_itch_books_book() {
+    let test = "moldudp64_with_recovered_loss_ends_on_itch_books_book";
+    let Some(python) = util::oracle::python(test) else {
+        return;
+    };
+    let log = log(100_000, 15);
+    let mut source = mold_line(loopback(0), None);
+    let mut sim = MoldSimConfig::new(
+        Session::new(b"ORACLE").expect("fits"),
+        source.local_addr().expect("bound"),
+    );
+    sim.rate = Rate::per_second(400_000);
+    sim.faults = Faults {
+        seed: 9,
+        drop_ratio: 0.03,
+        ..Faults::default()
+    };
+    let sim = MoldSimulator::start(Arc::clone(&log), sim).expect("simulator");
+    source.set_request_server(sim.request_addr());
+    let (live_depth, report, messages) = run_into_snapshot(LineSource::Mold(source));
+    let stats = sim.stop().expect("simulator stops");
+    assert!(
+        stats.packets_dropped > 0,
+        "the fault really dropped packets"
+    );
+    check_mold(&report, messages, &log);
+    let LineSourceReport::Mold(r) = &report else {
+        unreachable!()
+    };
+    assert!(
+        r.recovery.recovered > 0,
+        "the loss was recovered by retransmission: {:?}",
+        r.recovery
+    );
+    assert!(live_depth.lines().count() > 50, "a real book");
+
+    // itch-book's book for the same messages, read from a file by its own parser.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = dir.path().join("day.itch50");
+    write_itch50_file(&log, &day);
+    let ours = dir.path().join("live.book.csv");
+    std::fs::write(&ours, &live_depth).expect("write");
+    let theirs = dir.path().join("theirs.book.csv");
+    let depth = DEPTH.to_string();
+    util::oracle::run(
+        &python,
+        "itch_book_oracle.py",
+        &[
+            &day,
+            std::path::Path::new("--book-out"),
+            &theirs,
+            std::path::Path::new("--depth"),
+            std::path::Path::new(&depth),
+        ],
+        &[],
+    );
+    // The generator's hard cases take some levels past 2^32 shares, which itch-book sums
+    // in 32 bits: quantities are compared modulo 2^32 (see compare.py).
+    let verdict = util::oracle::run(
+        &python,
+        "compare.py",
+        &[&ours, &theirs],
+        &["--depth-only", "--mod32"],
+    );
+    assert!(verdict.contains("ORACLE OK"), "{verdict}");
+    let rows = live_depth.lines().count() - 1;
+    assert!(
+        verdict.contains(&format!("{rows} depth rows equal")),
+        "every row of the live depth was compared: {verdict}"
+    );
 }

@@ -10,61 +10,15 @@
 //! onto live references and zero prices, where the two disagree by design, never occur in
 //! these files; `book_model.rs` covers them against ticklane's own model.
 //!
-//! The oracle's Python is `$TICKLANE_ORACLE_PYTHON`, else `.venv/bin/python` at the repo
-//! root. If it is missing the test fails under `CI=true`, and otherwise says loudly that it
-//! skipped. `.ci/run` sets `TICKLANE_ORACLE_SKIP=<why>` only when PyPI itself could not be
-//! reached; then the test prints `ORACLE SKIPPED` and why.
+//! How the oracle is found, and when a missing one fails or skips: `util::oracle`.
 
 mod util;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use ticklane_engine::book::BookConfig;
 use ticklane_engine::replay::{replay_file, ReplayOptions, ReplaySummary};
 use ticklane_feed::sim::GenConfig;
-
-fn oracle_python() -> Option<PathBuf> {
-    if let Some(reason) = std::env::var_os("TICKLANE_ORACLE_SKIP") {
-        println!("ORACLE SKIPPED: {}", reason.to_string_lossy());
-        return None;
-    }
-    let python = std::env::var_os("TICKLANE_ORACLE_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| util::repo_root().join(".venv/bin/python"));
-    let has_itch_book = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import itch_book"])
-            .status()
-            .is_ok_and(|s| s.success());
-    if has_itch_book {
-        return Some(python);
-    }
-    let why = format!("no Python with itch-book at {}", python.display());
-    assert!(
-        !util::in_ci(),
-        "CI=true but {why}: .ci/run must install the oracle"
-    );
-    println!("ORACLE SKIPPED: {why} (run .ci/run, or set TICKLANE_ORACLE_PYTHON)");
-    None
-}
-
-fn run(python: &Path, script: &str, args: &[&Path], extra: &[&str]) -> String {
-    let out = Command::new(python)
-        .arg(util::repo_root().join("tests/oracle").join(script))
-        .args(args)
-        .args(extra)
-        .output()
-        .unwrap_or_else(|e| panic!("running {script}: {e}"));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{script} failed ({}):\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
 
 fn cross_check(
     python: &Path,
@@ -98,7 +52,7 @@ fn cross_check(
     let bbo_flag = Path::new("--bbo-out");
     let book_flag = Path::new("--book-out");
     let depth_flag = Path::new("--depth");
-    run(
+    util::oracle::run(
         python,
         "itch_book_oracle.py",
         &[
@@ -113,7 +67,7 @@ fn cross_check(
         &[],
     );
     let extra: &[&str] = if config.hard_cases { &["--mod32"] } else { &[] };
-    let verdict = run(
+    let verdict = util::oracle::run(
         python,
         "compare.py",
         &[&ours_bbo, &theirs_bbo, &ours_book, &theirs_book],
@@ -146,7 +100,7 @@ fn some_level_passed_2_32(summary_name: &str, dir: &Path) -> bool {
 
 #[test]
 fn top_of_book_and_depth_equal_itch_book() {
-    let Some(python) = oracle_python() else {
+    let Some(python) = util::oracle::python("top_of_book_and_depth_equal_itch_book") else {
         return;
     };
     let dir = tempfile::tempdir().expect("temp dir");

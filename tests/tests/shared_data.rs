@@ -36,7 +36,7 @@ fn pcaps(dir: &Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn live_nasdaq_captures_decode_with_their_gap() {
-    let Some(data) = util::shared_data() else {
+    let Some(data) = util::shared_data("live_nasdaq_captures_decode_with_their_gap") else {
         return;
     };
     let files = pcaps(&data.join("pcap/nasdaq-itch50-live"));
@@ -59,7 +59,7 @@ fn live_nasdaq_captures_decode_with_their_gap() {
 
 #[test]
 fn sanitized_captures_replay_unsequenced() {
-    let Some(data) = util::shared_data() else {
+    let Some(data) = util::shared_data("sanitized_captures_replay_unsequenced") else {
         return;
     };
     let files = pcaps(&data.join("pcap/nasdaq-itch50-sanitized"));
@@ -82,7 +82,7 @@ fn sanitized_captures_replay_unsequenced() {
 
 #[test]
 fn ritch_file_gets_a_clear_error_then_recovers() {
-    let Some(data) = util::shared_data() else {
+    let Some(data) = util::shared_data("ritch_file_gets_a_clear_error_then_recovers") else {
         return;
     };
     let file = data.join("ritch/ex20101224.TEST_ITCH_50");
