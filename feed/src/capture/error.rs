@@ -31,7 +31,7 @@ impl fmt::Display for CaptureError {
             // Before the first byte is read there is no position worth naming; the operation
             // and the path say everything.
             CaptureErrorKind::Io {
-                op: op @ (IoOp::Open | IoOp::Stat | IoOp::Map | IoOp::Seek),
+                op: op @ (IoOp::Open | IoOp::Stat | IoOp::Head | IoOp::Seek | IoOp::Map),
                 error,
             } => write!(f, "cannot {op} {path}: {error}"),
             kind => write!(
@@ -50,6 +50,8 @@ pub enum IoOp {
     Open,
     /// Reading its metadata (size).
     Stat,
+    /// Reading its first bytes, which tell its format.
+    Head,
     /// Mapping it into memory.
     Map,
     /// Seeking back to its start after reading its magic bytes.
@@ -65,6 +67,7 @@ impl fmt::Display for IoOp {
         f.write_str(match self {
             IoOp::Open => "open",
             IoOp::Stat => "read the size of",
+            IoOp::Head => "read the first bytes of",
             IoOp::Map => "map into memory",
             IoOp::Seek => "seek in",
             IoOp::Read => "read",

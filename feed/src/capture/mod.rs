@@ -247,7 +247,7 @@ impl CaptureReader {
         let mut file = File::open(path).map_err(io(IoOp::Open))?;
         let len = file.metadata().map_err(io(IoOp::Stat))?.len();
         let mut head = [0u8; 4];
-        let got = read_head(&mut file, &mut head).map_err(io(IoOp::Read))?;
+        let got = read_head(&mut file, &mut head).map_err(io(IoOp::Head))?;
         file.seek(SeekFrom::Start(0)).map_err(io(IoOp::Seek))?;
         let format = detect(&head[..got]);
 
