@@ -2,16 +2,21 @@
 //!
 //! Cold path: one error ends the read, so these may carry an `io::Error` and a path.
 
+use std::fmt;
 use std::io;
 use std::path::PathBuf;
 
-/// A capture file could not be read past some point. Every message before it was yielded.
+/// A capture file could not be opened, or not read past some point. Every message before it
+/// was yielded.
+///
+/// Displayed as `cannot open PATH: ...` when the file could not be opened (there is no byte
+/// offset yet), otherwise as `file PATH: byte N, message M: ...`.
 #[derive(Debug, thiserror::Error)]
-#[error("file {}: byte {offset}, message {index}: {kind}", path.display())]
 pub struct CaptureError {
     /// The file being read.
     pub path: PathBuf,
-    /// Byte offset in the input (decompressed, for gzip) of the frame that failed.
+    /// Byte offset in the input (decompressed, for gzip) of the frame that failed; 0 for
+    /// errors while opening.
     pub offset: u64,
     /// 1-based index the failing message would have had among the messages yielded.
     pub index: u64,
@@ -19,20 +24,98 @@ pub struct CaptureError {
     pub kind: CaptureErrorKind,
 }
 
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.path.display();
+        match &self.kind {
+            // Before the first byte is read there is no position worth naming; the operation
+            // and the path say everything.
+            CaptureErrorKind::Io {
+                op: op @ (IoOp::Open | IoOp::Stat | IoOp::Head | IoOp::Seek | IoOp::Map),
+                error,
+            } => write!(f, "cannot {op} {path}: {error}"),
+            kind => write!(
+                f,
+                "file {path}: byte {}, message {}: {kind}",
+                self.offset, self.index
+            ),
+        }
+    }
+}
+
+/// The operating-system call that failed, for an error message that says what was tried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoOp {
+    /// Opening the file.
+    Open,
+    /// Reading its metadata (size).
+    Stat,
+    /// Reading its first bytes, which tell its format.
+    Head,
+    /// Mapping it into memory.
+    Map,
+    /// Seeking back to its start after reading its magic bytes.
+    Seek,
+    /// Reading it.
+    Read,
+    /// Reading and decompressing it (gzip): either the file or its compressed data failed.
+    Decompress,
+}
+
+impl fmt::Display for IoOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IoOp::Open => "open",
+            IoOp::Stat => "read the size of",
+            IoOp::Head => "read the first bytes of",
+            IoOp::Map => "map into memory",
+            IoOp::Seek => "seek in",
+            IoOp::Read => "read",
+            IoOp::Decompress => "decompress",
+        })
+    }
+}
+
 /// What is wrong with a capture file.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CaptureErrorKind {
-    /// Opening or reading failed (including corrupt gzip data).
-    #[error("cannot read: {0}")]
-    Io(io::Error),
-    /// An ITCH50 length prefix is 0. Files written by RITCH leave every prefix 0; reading
-    /// with `recover_lengths` takes each length from the message type instead.
+    /// An operating-system call on the file failed (for gzip, decompression too).
+    #[error("cannot {op}: {error}")]
+    Io {
+        /// What was being done.
+        op: IoOp,
+        /// What the operating system (or the decompressor) said.
+        error: io::Error,
+    },
+    /// The file's ITCH50 length prefixes look zeroed: the first ones are 0, each followed by
+    /// an ITCH 5.0 type byte. The RITCH writer leaves every prefix 0; reading with
+    /// `recover_lengths` takes each length from the message type instead.
     #[error(
         "length prefix is 0: this file's length prefixes look zeroed (the RITCH writer leaves \
          them 0); --recover-lengths takes each message's length from its type byte"
     )]
+    ZeroedPrefixes,
+    /// An ITCH50 length prefix is 0 where the prefixes do not look zeroed (the earlier ones
+    /// were not, or no type byte follows): no message is empty, so the file is corrupt here.
+    #[error("length prefix is 0, and no ITCH message is empty: the file is corrupt here")]
     ZeroLength,
+    /// An ITCH50 length prefix disagrees with the length ITCH 5.0 gives the message's type:
+    /// the prefix or the type byte is corrupt, and reading on would take the wrong bytes as
+    /// messages.
+    #[error(
+        "length prefix says {found} bytes, but a type '{}' (0x{tag:02x}) message is {expected} \
+         bytes: the file is corrupt here",
+        char::from(*tag)
+    )]
+    LengthMismatch {
+        /// The type byte.
+        tag: u8,
+        /// Its length in the ITCH 5.0 specification, type byte included.
+        expected: usize,
+        /// The length prefix.
+        found: usize,
+    },
     /// With `recover_lengths`, a type byte ITCH 5.0 does not define: there is no length to
     /// skip it by, so the read cannot go on.
     #[error(
@@ -88,7 +171,10 @@ pub enum CaptureErrorKind {
         len: u32,
     },
     /// The pcap file's link type is not one this reader unwraps.
-    #[error("pcap link type {0} is not supported (Ethernet 1, raw IP 101/228, Linux cooked 113)")]
+    #[error(
+        "pcap link type {} is not supported (Ethernet 1, raw IP 101/228, Linux cooked 113)",
+        super::link::LinkType(*.0)
+    )]
     UnsupportedLinkType(u32),
     /// The pcapng structure is broken; the message says where.
     #[error("pcapng: {0}")]
@@ -103,12 +189,6 @@ pub enum CaptureErrorKind {
     },
 }
 
-impl From<io::Error> for CaptureErrorKind {
-    fn from(e: io::Error) -> Self {
-        CaptureErrorKind::Io(e)
-    }
-}
-
 /// An error before the front adds the path and message index.
 #[derive(Debug)]
 pub(crate) struct Fault {
@@ -119,5 +199,10 @@ pub(crate) struct Fault {
 impl Fault {
     pub(crate) fn new(offset: u64, kind: CaptureErrorKind) -> Self {
         Fault { offset, kind }
+    }
+
+    /// `op` failed at `offset`.
+    pub(crate) fn io(offset: u64, op: IoOp, error: io::Error) -> Self {
+        Fault::new(offset, CaptureErrorKind::Io { op, error })
     }
 }

@@ -16,7 +16,9 @@ pub(crate) fn decoder(file: File) -> Box<dyn Read + Send> {
 #[cfg(test)]
 mod tests {
     use super::super::test_support::write_temp;
-    use super::super::{CaptureErrorKind, CaptureReader, InputFormat, ReadOptions};
+    use super::super::{
+        CaptureErrorKind, CaptureReader, InputFormat, IoOp, NoMessages, ReadOptions,
+    };
     use flate2::write::GzEncoder;
     use flate2::Compression;
     use std::io::Write;
@@ -65,6 +67,97 @@ mod tests {
     }
 
     #[test]
+    fn lengths_are_checked_against_types_as_in_a_plain_file() {
+        let (messages, mut bytes) = framed(4);
+        // The third frame (a D at 21 + 38 = 59) claims 0xFFFF bytes.
+        bytes[59..61].copy_from_slice(&[0xff, 0xff]);
+        let file = write_temp(&gzip(&bytes));
+        let mut r = CaptureReader::open_with_buffer(file.path(), ReadOptions::default(), 50)
+            .expect("opens");
+        for m in &messages[..2] {
+            assert_eq!(
+                r.next_message().expect("valid").expect("more").bytes,
+                m.as_slice()
+            );
+        }
+        let err = r.next_message().expect_err("bad length");
+        assert_eq!((err.offset, err.index), (59, 3));
+        assert!(
+            matches!(
+                err.kind,
+                CaptureErrorKind::LengthMismatch {
+                    tag: b'D',
+                    expected: 19,
+                    found: 0xffff
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn zeroed_prefixes_get_the_ritch_hint_as_in_a_plain_file() {
+        let (messages, mut bytes) = framed(3);
+        let mut at = 0;
+        for m in &messages {
+            bytes[at..at + 2].fill(0);
+            at += 2 + m.len();
+        }
+        let file = write_temp(&gzip(&bytes));
+        let mut r =
+            CaptureReader::open_with_buffer(file.path(), ReadOptions::default(), 8).expect("opens");
+        let err = r.next_message().expect_err("zeroed");
+        assert!(
+            matches!(err.kind, CaptureErrorKind::ZeroedPrefixes),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_stream_that_decompresses_to_nothing_is_empty() {
+        let file = write_temp(&gzip(&[]));
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        assert_eq!(r.format(), InputFormat::GzipItch50);
+        assert!(r.next_message().expect("clean end").is_none());
+        assert_eq!(r.no_messages(), Some(NoMessages::EmptyInput));
+    }
+
+    #[test]
+    fn a_bad_checksum_says_decompress_and_names_the_file() {
+        let (messages, bytes) = framed(200);
+        let mut gz = gzip(&bytes);
+        // The member's trailer: CRC-32, then the length. Every message decompresses; the
+        // check at the end fails.
+        let crc_at = gz.len() - 8;
+        gz[crc_at] ^= 0xff;
+        let file = write_temp(&gz);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        let mut n = 0;
+        let err = loop {
+            match r.next_message() {
+                Ok(Some(_)) => n += 1,
+                Ok(None) => panic!("a bad checksum must not end cleanly"),
+                Err(e) => break e,
+            }
+        };
+        assert!(n <= messages.len());
+        assert!(
+            matches!(
+                err.kind,
+                CaptureErrorKind::Io {
+                    op: IoOp::Decompress,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let text = err.to_string();
+        let path = file.path().display().to_string();
+        assert!(text.starts_with(&format!("file {path}: byte ")), "{text}");
+        assert!(text.contains(": cannot decompress: "), "{text}");
+    }
+
+    #[test]
     fn truncated_gzip_is_an_error_after_the_messages_before_it() {
         let (_, bytes) = framed(200);
         let gz = gzip(&bytes);
@@ -83,8 +176,10 @@ mod tests {
         assert!(
             matches!(
                 err.kind,
-                CaptureErrorKind::Io(_)
-                    | CaptureErrorKind::Truncated { .. }
+                CaptureErrorKind::Io {
+                    op: IoOp::Decompress,
+                    ..
+                } | CaptureErrorKind::Truncated { .. }
                     | CaptureErrorKind::TruncatedHeader { .. }
             ),
             "{err}"

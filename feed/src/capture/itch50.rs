@@ -39,11 +39,12 @@ impl Itch50Reader {
     pub(crate) fn next(&mut self) -> Result<Option<Located>, Fault> {
         self.window.consume(self.pending);
         self.pending = 0;
-        // Fast path: the whole frame is already in the window (always, for a mapped file).
+        // Fast path: the whole frame is already in the window (always, for a mapped file)
+        // and its length is the one its type has.
         if !self.recover_lengths {
-            if let Some(&[hi, lo]) = self.window.available().get(..2) {
+            if let Some(&[hi, lo, tag]) = self.window.available().get(..3) {
                 let len = usize::from(u16::from_be_bytes([hi, lo]));
-                if len > 0 && self.window.available().len() >= 2 + len {
+                if self.window.available().len() >= 2 + len && plausible_len(tag, len) {
                     self.pending = 2 + len;
                     return Ok(Some(Located {
                         start: self.window.start() + 2,
@@ -62,7 +63,8 @@ impl Itch50Reader {
     #[cold]
     fn next_slow(&mut self) -> Result<Option<Located>, Fault> {
         let offset = self.window.pos();
-        let io = |e| Fault::new(offset, CaptureErrorKind::Io(e));
+        let op = self.window.read_op();
+        let io = |e| Fault::io(offset, op, e);
         let have = self.window.fill(2).map_err(io)?;
         if have == 0 {
             return Ok(None);
@@ -97,8 +99,28 @@ impl Itch50Reader {
             };
             (len, "the message type's spec length")
         } else if prefix == 0 {
-            return Err(Fault::new(offset, CaptureErrorKind::ZeroLength));
+            return Err(self.zero_prefix(offset));
         } else {
+            // Fewer than 3 bytes means a truncated frame, reported below.
+            self.window.fill(3).map_err(io)?;
+            if let Some(&tag) = self.window.available().get(2) {
+                // A known type with another length means the prefix or the type byte is
+                // corrupt; trusting the prefix would take the wrong bytes as messages (a
+                // 0xFFFF prefix swallows 64 KiB) and blame some later, innocent place.
+                match message_len(tag) {
+                    Some(expected) if expected != prefix => {
+                        return Err(Fault::new(
+                            offset,
+                            CaptureErrorKind::LengthMismatch {
+                                tag,
+                                expected,
+                                found: prefix,
+                            },
+                        ));
+                    }
+                    _ => {}
+                }
+            }
             (prefix, "length prefix")
         };
         let have = self.window.fill(2 + len).map_err(io)?;
@@ -121,12 +143,68 @@ impl Itch50Reader {
             capture_ns: None,
         }))
     }
+
+    /// The error for a 0 length prefix at `offset`: the RITCH hint when the file's prefixes
+    /// look zeroed, plain corruption otherwise.
+    fn zero_prefix(&mut self, offset: u64) -> Fault {
+        let zeroed = offset == 0 && self.prefixes_look_zeroed();
+        let kind = if zeroed {
+            CaptureErrorKind::ZeroedPrefixes
+        } else {
+            CaptureErrorKind::ZeroLength
+        };
+        Fault::new(offset, kind)
+    }
+
+    /// True when the first [`ZEROED_PROBE_FRAMES`] frames (or as many as the file holds)
+    /// each have a 0 prefix followed by an ITCH 5.0 type byte, walking by the types' lengths:
+    /// what a RITCH file looks like, and what a corrupt one almost never does.
+    fn prefixes_look_zeroed(&mut self) -> bool {
+        // A read error here only means the probe sees less; the caller reports the zero.
+        let _ = self
+            .window
+            .fill(ZEROED_PROBE_FRAMES * (2 + MAX_MESSAGE_LEN));
+        let bytes = self.window.available();
+        let mut at = 0;
+        for probed in 0..ZEROED_PROBE_FRAMES {
+            let Some(&[hi, lo, tag]) = bytes.get(at..at + 3) else {
+                // The file ends: the frames it held decide, and it must hold one.
+                return probed > 0;
+            };
+            let Some(len) = message_len(tag) else {
+                return false;
+            };
+            if [hi, lo] != [0, 0] {
+                return false;
+            }
+            at += 2 + len;
+        }
+        true
+    }
+}
+
+/// Frames checked at the start of a file before calling its prefixes zeroed.
+const ZEROED_PROBE_FRAMES: usize = 3;
+
+/// The longest ITCH 5.0 message (`I`, NOII), type byte included.
+const MAX_MESSAGE_LEN: usize = 50;
+
+/// True when `len` may be the length of a message of type `tag`: its spec length for a type
+/// ITCH 5.0 defines; any length but 0 for another (a newer type is passed on, not refused).
+#[inline(always)]
+fn plausible_len(tag: u8, len: usize) -> bool {
+    match message_len(tag) {
+        Some(expected) => expected == len,
+        None => len > 0,
+    }
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::super::test_support::{data_dir, write_temp};
-    use super::super::{CaptureErrorKind, CaptureReader, InputFormat, ReadOptions};
+    use super::super::{
+        CaptureErrorKind, CaptureReader, InputFormat, NoMessages, ReadOptions, DEFAULT_BUFFER_LEN,
+    };
     use crate::itch::{self, owned, Nanos, OrderRef};
     use std::collections::BTreeMap;
 
@@ -191,13 +269,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn empty_file_has_no_messages() {
-        let file = write_temp(&[]);
-        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
-        assert!(r.next_message().expect("clean end").is_none());
-    }
-
-    #[test]
     fn truncated_message_names_offset_and_index() {
         let messages = sample_messages(3);
         let mut bytes = framed(&messages);
@@ -249,8 +320,42 @@ pub(crate) mod tests {
         ));
     }
 
+    /// `bytes` with every length prefix of `messages` (framed from the start) set to 0.
+    fn zero_prefixes(bytes: &mut [u8], messages: &[Vec<u8>]) {
+        let mut at = 0;
+        for m in messages {
+            bytes[at..at + 2].fill(0);
+            at += 2 + m.len();
+        }
+    }
+
     #[test]
-    fn zero_length_prefix_explains_recover_lengths() {
+    fn zeroed_prefixes_from_the_start_explain_recover_lengths() {
+        for n in [1, 2, 5] {
+            let messages = sample_messages(n);
+            let mut bytes = framed(&messages);
+            zero_prefixes(&mut bytes, &messages);
+            let file = write_temp(&bytes);
+            // Through a small buffer too: the probe must refill to see three frames.
+            for buffer in [DEFAULT_BUFFER_LEN, 16] {
+                let mut r =
+                    CaptureReader::open_with_buffer(file.path(), ReadOptions::default(), buffer)
+                        .expect("opens");
+                let err = r.next_message().expect_err("zero length");
+                assert!(
+                    matches!(err.kind, CaptureErrorKind::ZeroedPrefixes),
+                    "{n} messages, buffer {buffer}: {err}"
+                );
+                assert_eq!((err.offset, err.index), (0, 1));
+                let text = err.to_string();
+                assert!(text.contains("--recover-lengths"), "{text}");
+                assert!(text.contains("RITCH"), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_zero_prefix_mid_file_is_corruption_without_the_ritch_hint() {
         let mut bytes = framed(&sample_messages(2));
         bytes[21] = 0;
         bytes[22] = 0;
@@ -258,11 +363,32 @@ pub(crate) mod tests {
         let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
         r.next_message().expect("valid").expect("one");
         let err = r.next_message().expect_err("zero length");
-        assert!(matches!(err.kind, CaptureErrorKind::ZeroLength));
+        assert!(matches!(err.kind, CaptureErrorKind::ZeroLength), "{err}");
         assert_eq!((err.offset, err.index), (21, 2));
         let text = err.to_string();
-        assert!(text.contains("--recover-lengths"), "{text}");
-        assert!(text.contains("RITCH"), "{text}");
+        assert!(!text.contains("--recover-lengths"), "{text}");
+        assert!(!text.contains("RITCH"), "{text}");
+    }
+
+    #[test]
+    fn a_zero_first_prefix_with_set_prefixes_after_it_is_not_ritch() {
+        let messages = sample_messages(3);
+        let mut bytes = framed(&messages);
+        // Only the first prefix is 0; the second (of the 36-byte A at 21) is still 36.
+        bytes[0..2].fill(0);
+        let file = write_temp(&bytes);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        let err = r.next_message().expect_err("zero length");
+        assert!(matches!(err.kind, CaptureErrorKind::ZeroLength), "{err}");
+    }
+
+    #[test]
+    fn longest_message_bound_is_the_longest_type() {
+        let longest = itch::ALL_TAGS
+            .iter()
+            .filter_map(|&t| itch::message_len(t))
+            .max();
+        assert_eq!(longest, Some(super::MAX_MESSAGE_LEN));
     }
 
     #[test]
@@ -296,6 +422,61 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_known_type_with_another_length_is_located() {
+        let messages = sample_messages(4);
+        // The third frame (a D, 19 bytes, at 21 + 38 = 59) claims 0xFFFF bytes: trusted, it
+        // would swallow the rest of the file as one message.
+        for (prefix, buffer) in [(0xffff_u16, DEFAULT_BUFFER_LEN), (0xffff, 16), (36, 16)] {
+            let mut bytes = framed(&messages);
+            bytes[59..61].copy_from_slice(&prefix.to_be_bytes());
+            let file = write_temp(&bytes);
+            let mut r =
+                CaptureReader::open_with_buffer(file.path(), ReadOptions::default(), buffer)
+                    .expect("opens");
+            for m in &messages[..2] {
+                assert_eq!(
+                    r.next_message().expect("valid").expect("more").bytes,
+                    m.as_slice()
+                );
+            }
+            let err = r.next_message().expect_err("bad length");
+            assert_eq!((err.offset, err.index), (59, 3));
+            assert!(
+                matches!(
+                    err.kind,
+                    CaptureErrorKind::LengthMismatch { tag: b'D', expected: 19, found }
+                        if found == usize::from(prefix)
+                ),
+                "{err}"
+            );
+            let text = err.to_string();
+            assert!(
+                text.ends_with(&format!(
+                    "byte 59, message 3: length prefix says {prefix} bytes, but a type 'D' \
+                     (0x44) message is 19 bytes: the file is corrupt here"
+                )),
+                "{text}"
+            );
+            assert!(!text.contains("RITCH"), "{text}");
+        }
+    }
+
+    #[test]
+    fn empty_input_is_told_apart_from_a_read_that_stopped() {
+        let file = write_temp(&[]);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        assert_eq!(r.no_messages(), None, "not read yet");
+        assert!(r.next_message().expect("clean end").is_none());
+        assert_eq!(r.no_messages(), Some(NoMessages::EmptyInput));
+
+        // A first frame that fails is an error, not "empty".
+        let file = write_temp(&[0, 19, b'D']);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        r.next_message().expect_err("truncated");
+        assert_eq!(r.no_messages(), None);
+    }
+
+    #[test]
     fn unknown_type_with_a_length_is_yielded_as_is() {
         let bytes = framed(&[vec![b'z', 1, 2, 3]]);
         let file = write_temp(&bytes);
@@ -312,7 +493,10 @@ pub(crate) mod tests {
         let path = dir.join("ritch/ex20101224.TEST_ITCH_50");
         let mut r = CaptureReader::open(&path, ReadOptions::default()).expect("opens");
         let err = r.next_message().expect_err("zeroed prefixes");
-        assert!(matches!(err.kind, CaptureErrorKind::ZeroLength), "{err}");
+        assert!(
+            matches!(err.kind, CaptureErrorKind::ZeroedPrefixes),
+            "{err}"
+        );
         assert_eq!((err.offset, err.index), (0, 1));
 
         let opts = ReadOptions {

@@ -2,9 +2,18 @@
 //! Linux cooked capture, then IPv4 and UDP.
 //!
 //! Nothing here fails: a frame that does not lead to a whole UDP datagram is a [`Skip`]
-//! reason, counted by the caller, because captures routinely hold other traffic.
+//! reason, counted by [`UdpFrames`], because captures routinely hold other traffic. Those
+//! counts are what lets a replay tell "a capture of something else" (another link type,
+//! no UDP, UDP that is not MoldUDP64) from "a capture of an empty session".
 
+use core::fmt;
 use core::ops::Range;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::error::Fault;
+use super::packets::{Frame, FrameSource};
+use super::window::Window;
 
 /// Ethernet.
 pub(crate) const LINKTYPE_ETHERNET: u32 = 1;
@@ -35,6 +44,42 @@ pub(crate) enum Skip {
     Fragment,
     /// Headers cut short or inconsistent.
     Malformed,
+}
+
+/// A pcap / pcapng link type (LINKTYPE_* value), displayed with its name where known so an
+/// error says "105 (IEEE 802.11)" rather than a bare number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkType(pub u32);
+
+impl LinkType {
+    /// The common name of the link type, if it is one a capture is likely to hold.
+    pub fn name(self) -> Option<&'static str> {
+        // Values from the tcpdump.org LINKTYPE registry.
+        Some(match self.0 {
+            0 => "BSD loopback",
+            LINKTYPE_ETHERNET => "Ethernet",
+            9 => "PPP",
+            LINKTYPE_RAW => "raw IP",
+            105 => "IEEE 802.11",
+            108 => "OpenBSD loopback",
+            LINKTYPE_LINUX_SLL => "Linux cooked",
+            127 => "IEEE 802.11 radiotap",
+            147..=162 => "user-defined",
+            LINKTYPE_IPV4 => "raw IPv4",
+            229 => "raw IPv6",
+            276 => "Linux cooked v2",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for LinkType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => write!(f, "{} ({name})", self.0),
+            None => write!(f, "{}", self.0),
+        }
+    }
 }
 
 /// True for the link types [`udp_payload`] unwraps.
@@ -109,6 +154,117 @@ fn ipv4_udp(ip: &[u8]) -> Result<Range<usize>, Skip> {
         return Err(Skip::Malformed);
     }
     Ok(ihl + 8..ihl + udp_len.min(udp.len()))
+}
+
+/// Frames a capture held that carried no whole IPv4/UDP datagram, by reason.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SkippedFrames {
+    /// On a link type [`udp_payload`] does not unwrap.
+    pub(crate) unsupported_link: u64,
+    /// The first such link type seen.
+    pub(crate) first_unsupported_link: Option<u32>,
+    /// All frames skipped, for every reason together.
+    pub(crate) total: u64,
+    /// Of `total`, IPv4 fragments.
+    pub(crate) fragments: u64,
+    /// Of `total`, frames cut short by the snap length.
+    pub(crate) snapped: u64,
+}
+
+/// The counters behind [`SkippedFrames`], shared between the [`UdpFrames`] inside a packet
+/// stream (which owns its frame source) and the reader that reports them. Written only by
+/// the stream's thread; atomics only because the reader must stay `Send`.
+#[derive(Debug, Default)]
+pub(crate) struct SkipTally {
+    unsupported_link: AtomicU64,
+    /// Link type + 1 of the first unsupported frame; 0 for none.
+    first_unsupported_link: AtomicU32,
+    total: AtomicU64,
+    fragments: AtomicU64,
+    snapped: AtomicU64,
+}
+
+impl SkipTally {
+    fn count(&self, skip: Skip, linktype: u32, snapped: bool) {
+        let add = |n: &AtomicU64| n.fetch_add(1, Ordering::Relaxed);
+        add(&self.total);
+        match skip {
+            Skip::UnsupportedLink => {
+                add(&self.unsupported_link);
+                let tagged = linktype.saturating_add(1);
+                let _ = self.first_unsupported_link.compare_exchange(
+                    0,
+                    tagged,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+            Skip::Fragment => {
+                add(&self.fragments);
+            }
+            Skip::NotIpv4 | Skip::NotUdp | Skip::Malformed => {}
+        }
+        if snapped {
+            add(&self.snapped);
+        }
+    }
+
+    /// The counts so far.
+    pub(crate) fn get(&self) -> SkippedFrames {
+        let get = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        SkippedFrames {
+            unsupported_link: get(&self.unsupported_link),
+            first_unsupported_link: self
+                .first_unsupported_link
+                .load(Ordering::Relaxed)
+                .checked_sub(1),
+            total: get(&self.total),
+            fragments: get(&self.fragments),
+            snapped: get(&self.snapped),
+        }
+    }
+}
+
+/// A frame source that hands on only frames carrying a whole IPv4/UDP datagram, and counts
+/// the others by reason in a [`SkipTally`].
+pub(crate) struct UdpFrames<F> {
+    inner: F,
+    tally: Arc<SkipTally>,
+}
+
+impl<F> UdpFrames<F> {
+    /// Wraps `inner`; the returned tally reads the counts while the stream owns the source.
+    pub(crate) fn new(inner: F) -> (Self, Arc<SkipTally>) {
+        let tally = Arc::new(SkipTally::default());
+        let frames = UdpFrames {
+            inner,
+            tally: Arc::clone(&tally),
+        };
+        (frames, tally)
+    }
+}
+
+impl<F: FrameSource> FrameSource for UdpFrames<F> {
+    fn next_frame(&mut self, window: &mut Window) -> Result<Option<Frame>, Fault> {
+        loop {
+            let Some(frame) = self.inner.next_frame(window)? else {
+                return Ok(None);
+            };
+            let bytes = window
+                .buf()
+                .get(frame.at..frame.at + frame.len)
+                .unwrap_or_default();
+            match udp_payload(frame.linktype, bytes) {
+                Ok(_) => return Ok(Some(frame)),
+                Err(skip) => {
+                    self.tally.count(skip, frame.linktype, frame.snapped);
+                    // Frame sources leave the record for the caller to consume; this one is
+                    // done with.
+                    window.consume(frame.record_len);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -201,6 +357,37 @@ pub(crate) mod tests {
             Err(Skip::Malformed)
         );
         assert_eq!(udp_payload(147, &arp), Err(Skip::UnsupportedLink));
+    }
+
+    #[test]
+    fn link_types_display_with_their_names() {
+        assert_eq!(LinkType(105).to_string(), "105 (IEEE 802.11)");
+        assert_eq!(LinkType(1).to_string(), "1 (Ethernet)");
+        assert_eq!(LinkType(4711).to_string(), "4711");
+    }
+
+    #[test]
+    fn tally_counts_each_reason_and_keeps_the_first_unsupported_link() {
+        let tally = SkipTally::default();
+        assert_eq!(tally.get(), SkippedFrames::default());
+        tally.count(Skip::UnsupportedLink, 105, false);
+        tally.count(Skip::UnsupportedLink, 127, true);
+        tally.count(Skip::Fragment, 1, false);
+        tally.count(Skip::NotUdp, 1, false);
+        assert_eq!(
+            tally.get(),
+            SkippedFrames {
+                unsupported_link: 2,
+                first_unsupported_link: Some(105),
+                total: 4,
+                fragments: 1,
+                snapped: 1,
+            }
+        );
+        // Link type 0 (BSD loopback) is a link type like any other, not "none".
+        let tally = SkipTally::default();
+        tally.count(Skip::UnsupportedLink, 0, false);
+        assert_eq!(tally.get().first_unsupported_link, Some(0));
     }
 
     #[test]

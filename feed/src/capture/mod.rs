@@ -27,22 +27,27 @@ mod gzip;
 mod itch50;
 mod link;
 mod mapped_file;
+mod no_messages;
 mod packets;
 mod pcap;
 mod pcap_writer;
 mod pcapng;
 mod window;
 
-pub use error::{CaptureError, CaptureErrorKind};
+pub use error::{CaptureError, CaptureErrorKind, IoOp};
+pub use link::LinkType;
+pub use no_messages::{NoMessages, UnsupportedLink};
 pub use pcap_writer::{PcapWriter, MAX_UDP_PAYLOAD};
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::moldudp64::GapRange;
 use error::Fault;
 use itch50::Itch50Reader;
+use link::{SkipTally, UdpFrames};
 use packets::PacketStream;
 use pcap::PcapFrames;
 use pcapng::PcapNgFrames;
@@ -132,10 +137,20 @@ pub struct CaptureStats<'a> {
     pub packets: u64,
     /// Frames that carried a MoldUDP64 packet.
     pub mold_packets: u64,
-    /// Frames skipped because they carried no MoldUDP64 packet: not IPv4/UDP, IP
-    /// fragments, or a UDP payload that does not parse as MoldUDP64.
+    /// Frames skipped because they carried no MoldUDP64 packet:
+    /// `non_udp_frames + non_mold_datagrams`.
     pub non_mold_packets: u64,
-    /// Of `non_mold_packets`, IPv4 fragments (reassembly is not attempted).
+    /// Of `non_mold_packets`, frames that carried no whole IPv4/UDP datagram: a link type
+    /// not unwrapped, not IPv4 (ARP, IPv6), not UDP, an IPv4 fragment, or broken headers.
+    pub non_udp_frames: u64,
+    /// Of `non_mold_packets`, UDP datagrams whose payload is not a MoldUDP64 packet.
+    pub non_mold_datagrams: u64,
+    /// Of `non_udp_frames`, frames on a link type this reader does not unwrap (only pcapng
+    /// can hold them: a pcap with one fails to open).
+    pub unsupported_link_frames: u64,
+    /// The first such link type seen.
+    pub unsupported_link_type: Option<u32>,
+    /// Of `non_udp_frames`, IPv4 fragments (reassembly is not attempted).
     pub ip_fragments: u64,
     /// Frames cut short by the capture's snap length.
     pub snapped_packets: u64,
@@ -172,16 +187,17 @@ pub(crate) struct Located {
 
 enum Inner {
     Itch50(Itch50Reader),
-    Pcap(PacketStream<PcapFrames>),
-    PcapNg(PacketStream<PcapNgFrames>),
+    /// The tally counts the frames [`UdpFrames`] kept from the stream.
+    Pcap(PacketStream<UdpFrames<PcapFrames>>, Arc<SkipTally>),
+    PcapNg(PacketStream<UdpFrames<PcapNgFrames>>, Arc<SkipTally>),
 }
 
 impl Inner {
     fn window(&self) -> &Window {
         match self {
             Inner::Itch50(r) => r.window(),
-            Inner::Pcap(s) => s.window(),
-            Inner::PcapNg(s) => s.window(),
+            Inner::Pcap(s, _) => s.window(),
+            Inner::PcapNg(s, _) => s.window(),
         }
     }
 }
@@ -197,6 +213,8 @@ pub struct CaptureReader {
     yielded: u64,
     /// Set at the end of input or after an error: later calls return `Ok(None)`.
     done: bool,
+    /// Set when `next_message` returned an error.
+    failed: bool,
     bytes_total: Option<u64>,
 }
 
@@ -205,8 +223,9 @@ impl CaptureReader {
     ///
     /// # Errors
     ///
-    /// A [`CaptureError`] if the file cannot be opened or read, or (pcap) its file header is
-    /// truncated or names an unsupported link type.
+    /// A [`CaptureError`] if the file cannot be opened, sized, mapped or read (the error
+    /// names the path and the operation), or (pcap) its file header is truncated or names
+    /// an unsupported link type.
     pub fn open(path: &Path, opts: ReadOptions) -> Result<Self, CaptureError> {
         Self::open_with_buffer(path, opts, DEFAULT_BUFFER_LEN)
     }
@@ -224,22 +243,28 @@ impl CaptureReader {
             index: 1,
             kind,
         };
-        let io = |e: io::Error| fail(0, CaptureErrorKind::Io(e));
-        let mut file = File::open(path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
+        let io = |op| move |error| fail(0, CaptureErrorKind::Io { op, error });
+        let mut file = File::open(path).map_err(io(IoOp::Open))?;
+        let len = file.metadata().map_err(io(IoOp::Stat))?.len();
         let mut head = [0u8; 4];
-        let got = read_head(&mut file, &mut head).map_err(io)?;
-        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let got = read_head(&mut file, &mut head).map_err(io(IoOp::Head))?;
+        file.seek(SeekFrom::Start(0)).map_err(io(IoOp::Seek))?;
         let format = detect(&head[..got]);
 
         let (mut window, bytes_total) = match format {
-            InputFormat::GzipItch50 => (Window::new(gzip::decoder(file), buffer_len), None),
+            InputFormat::GzipItch50 => (
+                Window::new(gzip::decoder(file), buffer_len, IoOp::Decompress),
+                None,
+            ),
             // Tests force small buffers to split frames across reads: read those.
             _ if len > 0 && buffer_len == DEFAULT_BUFFER_LEN => (
-                Window::mapped(mapped_file::map(&file).map_err(io)?),
+                Window::mapped(mapped_file::map(&file).map_err(io(IoOp::Map))?),
                 Some(len),
             ),
-            _ => (Window::new(Box::new(file), buffer_len), Some(len)),
+            _ => (
+                Window::new(Box::new(file), buffer_len, IoOp::Read),
+                Some(len),
+            ),
         };
         let inner = match format {
             InputFormat::Itch50 | InputFormat::GzipItch50 => {
@@ -247,9 +272,13 @@ impl CaptureReader {
             }
             InputFormat::Pcap => {
                 let frames = PcapFrames::open(&mut window).map_err(|f| fail(f.offset, f.kind))?;
-                Inner::Pcap(PacketStream::new(window, frames))
+                let (frames, tally) = UdpFrames::new(frames);
+                Inner::Pcap(PacketStream::new(window, frames), tally)
             }
-            InputFormat::PcapNg => Inner::PcapNg(PacketStream::new(window, PcapNgFrames::new())),
+            InputFormat::PcapNg => {
+                let (frames, tally) = UdpFrames::new(PcapNgFrames::new());
+                Inner::PcapNg(PacketStream::new(window, frames), tally)
+            }
         };
         Ok(CaptureReader {
             path: path.to_path_buf(),
@@ -257,6 +286,7 @@ impl CaptureReader {
             inner,
             yielded: 0,
             done: false,
+            failed: false,
             bytes_total,
         })
     }
@@ -289,8 +319,8 @@ impl CaptureReader {
         }
         let next = match &mut self.inner {
             Inner::Itch50(r) => r.next(),
-            Inner::Pcap(s) => s.next(),
-            Inner::PcapNg(s) => s.next(),
+            Inner::Pcap(s, _) => s.next(),
+            Inner::PcapNg(s, _) => s.next(),
         };
         match next {
             Ok(Some(at)) => {
@@ -315,6 +345,7 @@ impl CaptureReader {
             }
             Err(Fault { offset, kind }) => {
                 self.done = true;
+                self.failed = true;
                 Err(CaptureError {
                     path: self.path.clone(),
                     offset,
@@ -332,12 +363,58 @@ impl CaptureReader {
             bytes_total: self.bytes_total,
             ..CaptureStats::default()
         };
-        match &self.inner {
-            Inner::Itch50(r) => stats.bytes_consumed = r.consumed(),
-            Inner::Pcap(s) => s.add_stats(&mut stats),
-            Inner::PcapNg(s) => s.add_stats(&mut stats),
-        }
+        let tally = match &self.inner {
+            Inner::Itch50(r) => {
+                stats.bytes_consumed = r.consumed();
+                return stats;
+            }
+            Inner::Pcap(s, tally) => {
+                s.add_stats(&mut stats);
+                tally
+            }
+            Inner::PcapNg(s, tally) => {
+                s.add_stats(&mut stats);
+                tally
+            }
+        };
+        // The stream saw only the frames `UdpFrames` handed on, so whatever it could not
+        // read as MoldUDP64 was a UDP datagram; the skipped frames are added back here.
+        let skipped = tally.get();
+        stats.non_mold_datagrams = stats.non_mold_packets;
+        stats.non_udp_frames = skipped.total;
+        stats.unsupported_link_frames = skipped.unsupported_link;
+        stats.unsupported_link_type = skipped.first_unsupported_link;
+        stats.packets += skipped.total;
+        stats.non_mold_packets += skipped.total;
+        stats.ip_fragments += skipped.fragments;
+        stats.snapped_packets += skipped.snapped;
         stats
+    }
+
+    /// Why a read that has ended cleanly yielded no message; `None` while messages were
+    /// yielded, before the end of the input, or after an error (the error says more).
+    ///
+    /// A caller reports it ("no messages: the input is empty", "... link type 105
+    /// (IEEE 802.11) is not supported; frames skipped: 2") rather than a silent zero.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ticklane_feed::capture::{CaptureReader, NoMessages, ReadOptions};
+    ///
+    /// let empty = std::env::temp_dir().join("ticklane-doc-empty.itch50");
+    /// std::fs::write(&empty, b"")?;
+    /// let mut reader = CaptureReader::open(&empty, ReadOptions::default())?;
+    /// assert!(reader.next_message()?.is_none());
+    /// assert_eq!(reader.no_messages(), Some(NoMessages::EmptyInput));
+    /// # std::fs::remove_file(&empty)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn no_messages(&self) -> Option<NoMessages> {
+        if !self.done || self.failed || self.yielded > 0 {
+            return None;
+        }
+        Some(NoMessages::of(&self.stats()))
     }
 }
 
@@ -410,10 +487,15 @@ mod tests {
         let err = CaptureReader::open(Path::new("/nonexistent/x.itch"), ReadOptions::default())
             .err()
             .expect("no such file");
-        assert!(matches!(err.kind, CaptureErrorKind::Io(_)));
-        assert!(err
-            .to_string()
-            .starts_with("file /nonexistent/x.itch: byte 0"));
+        assert!(matches!(
+            err.kind,
+            CaptureErrorKind::Io { op: IoOp::Open, .. }
+        ));
+        let text = err.to_string();
+        assert!(
+            text.starts_with("cannot open /nonexistent/x.itch: "),
+            "{text}"
+        );
     }
 
     #[test]

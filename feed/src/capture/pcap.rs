@@ -49,9 +49,10 @@ pub(crate) struct PcapFrames {
 impl PcapFrames {
     /// Reads and consumes the file header.
     pub(crate) fn open(window: &mut Window) -> Result<Self, Fault> {
+        let op = window.read_op();
         let have = window
             .fill(FILE_HEADER_LEN)
-            .map_err(|e| Fault::new(0, e.into()))?;
+            .map_err(|e| Fault::io(0, op, e))?;
         if have < FILE_HEADER_LEN {
             return Err(Fault::new(
                 0,
@@ -82,8 +83,8 @@ impl PcapFrames {
 
 impl FrameSource for PcapFrames {
     fn next_frame(&mut self, window: &mut Window) -> Result<Option<Frame>, Fault> {
-        let offset = window.pos();
-        let io = |e: std::io::Error| Fault::new(offset, e.into());
+        let (offset, op) = (window.pos(), window.read_op());
+        let io = |e| Fault::io(offset, op, e);
         let have = window.fill(RECORD_HEADER_LEN).map_err(io)?;
         if have == 0 {
             return Ok(None);
@@ -147,7 +148,7 @@ mod tests {
     use super::super::link::tests::{ethernet_ipv4, ethernet_udp, ipv4_udp_datagram};
     use super::super::packets::tests::mold_packet;
     use super::super::test_support::{data_dir, write_temp};
-    use super::super::{CaptureErrorKind, CaptureReader, InputFormat, ReadOptions};
+    use super::super::{CaptureErrorKind, CaptureReader, InputFormat, NoMessages, ReadOptions};
     use crate::itch;
     use crate::moldudp64::GapRange;
 
@@ -285,6 +286,44 @@ mod tests {
             ),
             (5, 1, 4, 1)
         );
+        // TCP, ARP and the fragment carried no UDP datagram; the text was UDP but not Mold.
+        assert_eq!((s.non_udp_frames, s.non_mold_datagrams), (3, 1));
+        assert_eq!(
+            (s.unsupported_link_frames, s.unsupported_link_type),
+            (0, None)
+        );
+        assert_eq!(r.no_messages(), None, "a message was yielded");
+    }
+
+    #[test]
+    fn a_capture_of_other_traffic_says_it_held_no_mold() {
+        let mut tcp = ethernet_udp(&[], &mold_packet(b"S", 1, &[b"m1"]));
+        tcp[14 + 9] = 6;
+        let records = [
+            record(0, 0, tcp),
+            record(0, 0, ethernet_udp(&[], b"dns, say")),
+        ];
+        let file = write_temp(&pcap_file(false, false, 1, &records));
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        assert_eq!(r.no_messages(), None, "not read to its end yet");
+        assert!(r.next_message().expect("valid").is_none());
+        assert_eq!(
+            r.no_messages(),
+            Some(NoMessages::NoMoldUdp64 {
+                packets: 2,
+                non_udp_frames: 1,
+                non_mold_datagrams: 1,
+                unsupported_link: None,
+            })
+        );
+    }
+
+    #[test]
+    fn a_header_without_packets_is_told_apart_from_an_empty_file() {
+        let file = write_temp(&pcap_file(false, true, 1, &[]));
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        assert!(r.next_message().expect("valid").is_none());
+        assert_eq!(r.no_messages(), Some(NoMessages::NoPackets));
     }
 
     #[test]
@@ -383,6 +422,11 @@ mod tests {
             err.kind,
             CaptureErrorKind::UnsupportedLinkType(147)
         ));
+        let text = err.to_string();
+        assert!(
+            text.ends_with("byte 20, message 1: pcap link type 147 (user-defined) is not supported (Ethernet 1, raw IP 101/228, Linux cooked 113)"),
+            "{text}"
+        );
         let file = write_temp(&pcap_file(false, false, 1, &[])[..10]);
         let err = CaptureReader::open(file.path(), ReadOptions::default())
             .err()

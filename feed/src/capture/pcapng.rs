@@ -157,8 +157,8 @@ impl PcapNgFrames {
 impl FrameSource for PcapNgFrames {
     fn next_frame(&mut self, window: &mut Window) -> Result<Option<Frame>, Fault> {
         loop {
-            let offset = window.pos();
-            let io = |e: std::io::Error| Fault::new(offset, e.into());
+            let (offset, op) = (window.pos(), window.read_op());
+            let io = |e| Fault::io(offset, op, e);
             let have = window.fill(12).map_err(io)?;
             if have == 0 {
                 return Ok(None);
@@ -316,7 +316,9 @@ mod tests {
     use super::super::link::tests::ethernet_udp;
     use super::super::packets::tests::mold_packet;
     use super::super::test_support::write_temp;
-    use super::super::{CaptureErrorKind, CaptureReader, InputFormat, ReadOptions};
+    use super::super::{
+        CaptureErrorKind, CaptureReader, InputFormat, NoMessages, ReadOptions, UnsupportedLink,
+    };
     use super::*;
 
     /// Writes pcapng blocks in one byte order.
@@ -479,6 +481,77 @@ mod tests {
         // The simple packet block repeats sequence 2: a duplicate, skipped.
         assert_eq!(r.stats().duplicates, 1);
         assert_eq!(r.stats().packets, 3);
+    }
+
+    #[test]
+    fn frames_on_an_unsupported_link_are_counted_and_reported() {
+        // An 802.11 interface beside an Ethernet one: its frames are skipped, the Ethernet
+        // frames still deliver, and the count says what was skipped.
+        let mut w = Writer::new();
+        w.shb(false);
+        w.idb(105, None, None);
+        w.idb(1, None, None);
+        let wifi = vec![0x88; 60];
+        w.epb(0, 0, &wifi);
+        w.epb(1, 0, &ethernet_udp(&[], &mold_packet(b"S", 1, &[b"m"])));
+        w.epb(0, 0, &wifi);
+        let (got, r) = read_all(&w.out);
+        assert_eq!(got, [(b"m".to_vec(), Some(1), Some(0))]);
+        let s = r.stats();
+        assert_eq!(
+            (
+                s.packets,
+                s.mold_packets,
+                s.non_mold_packets,
+                s.non_udp_frames
+            ),
+            (3, 1, 2, 2)
+        );
+        assert_eq!(
+            (s.unsupported_link_frames, s.unsupported_link_type),
+            (2, Some(105))
+        );
+        assert_eq!(
+            UnsupportedLink::of(&s).map(|l| l.to_string()).as_deref(),
+            Some(
+                "link type 105 (IEEE 802.11) is not supported (Ethernet 1, raw IP 101/228, \
+                 Linux cooked 113); frames skipped: 2"
+            )
+        );
+        assert_eq!(r.no_messages(), None);
+
+        // Only the 802.11 interface: no MoldUDP64 at all, and the reason.
+        let mut w = Writer::new();
+        w.shb(false);
+        w.idb(105, None, None);
+        w.epb(0, 0, &wifi);
+        w.spb(&wifi);
+        let (got, r) = read_all(&w.out);
+        assert!(got.is_empty());
+        let none = r.no_messages().expect("read to its end, nothing yielded");
+        assert_eq!(
+            none,
+            NoMessages::NoMoldUdp64 {
+                packets: 2,
+                non_udp_frames: 2,
+                non_mold_datagrams: 0,
+                unsupported_link: Some(UnsupportedLink {
+                    linktype: 105,
+                    frames: 2
+                }),
+            }
+        );
+        assert!(none.held_no_feed_data());
+    }
+
+    #[test]
+    fn a_section_without_packets_has_no_packets() {
+        let mut w = Writer::new();
+        w.shb(false);
+        w.idb(1, None, None);
+        let (got, r) = read_all(&w.out);
+        assert!(got.is_empty());
+        assert_eq!(r.no_messages(), Some(NoMessages::NoPackets));
     }
 
     #[test]

@@ -12,6 +12,8 @@ use std::io::{self, Read};
 
 use memmap2::Mmap;
 
+use super::error::IoOp;
+
 /// Where the window's bytes live.
 enum Storage {
     /// Read from a stream into a buffer allocated at open; it grows only for a single frame
@@ -33,11 +35,14 @@ pub(crate) struct Window {
     /// Input offset of `buf[0]`.
     base: u64,
     eof: bool,
+    /// What a failed read of `src` was doing, for the error: reading or decompressing.
+    read_op: IoOp,
 }
 
 impl Window {
-    /// A window reading `src` in chunks of up to `capacity` bytes.
-    pub(crate) fn new(src: Box<dyn Read + Send>, capacity: usize) -> Self {
+    /// A window reading `src` in chunks of up to `capacity` bytes; a failed read of `src`
+    /// is reported as `read_op`.
+    pub(crate) fn new(src: Box<dyn Read + Send>, capacity: usize, read_op: IoOp) -> Self {
         Window {
             storage: Storage::Buffered {
                 src,
@@ -47,6 +52,7 @@ impl Window {
             end: 0,
             base: 0,
             eof: false,
+            read_op,
         }
     }
 
@@ -59,7 +65,13 @@ impl Window {
             end,
             base: 0,
             eof: true,
+            read_op: IoOp::Read,
         }
+    }
+
+    /// What a failed [`Window::fill`] was doing, for the error.
+    pub(crate) fn read_op(&self) -> IoOp {
+        self.read_op
     }
 
     /// Input offset of the first unread byte.
@@ -166,7 +178,7 @@ mod tests {
             at: 0,
             step: 7,
         };
-        let mut w = Window::new(Box::new(src), 16);
+        let mut w = Window::new(Box::new(src), 16, IoOp::Read);
         let ptr = w.buf().as_ptr();
         let mut next = 0usize;
         while w.fill(10).expect("in memory") >= 10 {
@@ -187,7 +199,7 @@ mod tests {
             at: 0,
             step: 100,
         };
-        let mut w = Window::new(Box::new(src), 8);
+        let mut w = Window::new(Box::new(src), 8, IoOp::Read);
         assert_eq!(w.fill(40).expect("in memory"), 40);
         assert!(w.buf().len() >= 40);
         w.consume(40);
