@@ -5,7 +5,6 @@ mod snapshot_util;
 use std::collections::HashMap;
 
 use snapshot_util::{book_csv, day, messages, publish_day, replay, snapshot_of};
-use ticklane_engine::book::trade_of;
 use ticklane_engine::book::{Books, Side};
 use ticklane_engine::snapshot::{
     read_all, write_snapshot_book_csv, LastTrade, SnapshotReader, SnapshotWriter,

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use ticklane_engine::book::BookConfig;
-use ticklane_engine::replay::{replay_file, write_book_csv, ReplayOptions, ReplaySummary};
+use ticklane_engine::csv::write_book_csv;
+use ticklane_engine::replay::{replay_file, ReplayOptions, ReplaySummary};
 use ticklane_feed::sim::GenConfig;
 
 mod util;
