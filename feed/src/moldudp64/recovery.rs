@@ -1,4 +1,5 @@
-//! The live sequencer: gap recovery through a bounded reorder store.
+//! The one MoldUDP64 sequencer: in-order delivery through a bounded reorder store, gaps
+//! recovered by retransmission (live) or declared lost (replay, retransmission off).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -10,15 +11,44 @@ use super::request::{GapRange, RetransmitRequest};
 /// retransmission requests. The live feed reader implements it over its ring and its
 /// request socket; tests implement it over vectors.
 pub trait RecoverySink {
-    /// Apply message `seq`. Called in strictly increasing sequence order, with no gaps
-    /// except those announced by [`RecoverySink::lost`] just before.
-    fn message(&mut self, seq: u64, bytes: &[u8]);
+    /// Apply this message. Sequenced messages come in strictly increasing sequence order,
+    /// with no gaps except those announced by [`RecoverySink::lost`] just before;
+    /// unsequenced ones (`seq: None`) as their packets arrive.
+    fn message(&mut self, message: Delivered<'_>);
     /// Messages `gap.first ..= gap.last` will never come: the retransmission did not
     /// answer in time or the reorder store overflowed. The next message delivered is
     /// `gap.last + 1`.
     fn lost(&mut self, gap: GapRange);
     /// Send this request to the retransmission server.
     fn request(&mut self, request: RetransmitRequest);
+}
+
+/// One message [`MoldRecovery`] hands to [`RecoverySink::message`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivered<'a> {
+    /// Its sequence number; `None` when its packet is unsequenced (a blank session with
+    /// sequence 0: see the module documentation).
+    pub seq: Option<u64>,
+    /// Its bytes, without the length field.
+    pub bytes: &'a [u8],
+    /// The origin given with the packet that carried it.
+    pub origin: Origin,
+    /// Byte offset of its length field in that packet (20 for the first message).
+    pub offset: usize,
+    /// True when `bytes` are the reorder store's copy of a packet fed earlier; false when
+    /// they lie in the packet being fed right now.
+    pub from_store: bool,
+}
+
+/// Where a packet came from, in the caller's terms. [`MoldRecovery`] keeps it with a packet
+/// it stores and hands it back with each of the packet's messages, however late.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// Byte offset of the packet in the caller's input (a capture file); 0 when unused.
+    pub offset: u64,
+    /// When the packet was captured or received, in nanoseconds since an epoch the caller
+    /// chooses; `None` when unknown.
+    pub time_ns: Option<u64>,
 }
 
 /// Settings of a [`MoldRecovery`].
@@ -39,11 +69,16 @@ pub struct RecoveryConfig {
     /// started before the session opens, so a lost first packet is a gap like any other.
     /// `None` joins a session at the first packet seen (a start mid-session is not a gap).
     pub start_sequence: Option<u64>,
+    /// Whether gaps are asked for again from a retransmission server. Off (capture
+    /// replay), no request is made and no timer runs: a gap waits only while the packets
+    /// after it fit the store, and is declared lost when the store would overflow or at
+    /// [`MoldRecovery::end_of_input`].
+    pub retransmission: bool,
 }
 
 impl Default for RecoveryConfig {
     /// 4096 packets of up to 1500 bytes (6 MiB), 100 ms timeout, 3 retries, requests of up
-    /// to [`MAX_MESSAGES`] messages, joining at the first packet seen.
+    /// to [`MAX_MESSAGES`] messages, joining at the first packet seen, retransmission on.
     fn default() -> Self {
         RecoveryConfig {
             store_packets: 4096,
@@ -52,6 +87,7 @@ impl Default for RecoveryConfig {
             max_retries: 3,
             max_per_request: MAX_MESSAGES,
             start_sequence: None,
+            retransmission: true,
         }
     }
 }
@@ -61,7 +97,13 @@ impl Default for RecoveryConfig {
 pub struct RecoveryStats {
     /// Packets fed, of every kind.
     pub packets: u64,
-    /// Messages delivered to the sink.
+    /// Heartbeats fed.
+    pub heartbeats: u64,
+    /// End-of-session packets fed.
+    pub end_of_session: u64,
+    /// Packets delivered unsequenced: a blank session with sequence 0 (sanitized captures).
+    pub unsequenced_packets: u64,
+    /// Messages delivered to the sink, sequenced or not.
     pub delivered: u64,
     /// Gaps detected (each a range past the highest sequence seen).
     pub gaps: u64,
@@ -84,9 +126,6 @@ pub struct RecoveryStats {
     pub store_overflows: u64,
     /// Times a packet named a different session.
     pub session_changes: u64,
-    /// Packets with a blank session and sequence 0 (sanitized captures), which a live
-    /// sequencer cannot place and therefore ignores; replay them with [`MoldSession`].
-    pub unsequenced_ignored: u64,
 }
 
 /// One gap being recovered: the range detected, narrowed from the front as delivery
@@ -109,22 +148,28 @@ struct StoredPacket {
     /// One past its last message.
     end: u64,
     len: usize,
+    origin: Origin,
 }
 
-/// The sans-I/O MoldUDP64 sequencer for live traffic: it never applies a message out of
-/// order. A gap is requested from the retransmission server, later packets wait in a
-/// reorder store allocated once, and delivery resumes as soon as the gap fills.
+/// The sans-I/O MoldUDP64 sequencer, for live traffic and capture replay alike: it never
+/// applies a message out of order. Later packets wait in a reorder store allocated once
+/// while a gap is open, and delivery resumes as soon as the gap fills.
 ///
-/// [`MoldSession`] is the replay sequencer: it declares a gap and moves on. This one is
-/// its live counterpart, for a feed with a retransmission server:
-/// - a packet past the highest sequence seen opens a gap: one request per missing range
-///   ([`GapRange::requests`]), each at most `max_per_request` messages;
+/// The rules, for each packet:
+/// - a blank session with sequence 0 is unsequenced (see the module documentation): its
+///   messages are delivered at once with `seq: None`, and the state is left alone;
+/// - a packet past the highest sequence seen opens a gap; with retransmission on, one
+///   request per missing range ([`GapRange::requests`]), each at most `max_per_request`
+///   messages;
 /// - packets that cannot be applied yet are copied into the store; retransmitted packets
-///   are ordinary packets fed to [`MoldRecovery::on_packet`], from either socket;
-/// - a gap not filled within `retransmit_timeout` is asked for again (only its parts still
-///   missing), up to `max_retries` times, then declared lost: the sink hears
-///   [`RecoverySink::lost`] with the exact range, then the messages after it;
+///   (or, in a capture, packets that were reordered on the wire) are ordinary packets fed
+///   to [`MoldRecovery::on_packet`];
+/// - with retransmission on, a gap not filled within `retransmit_timeout` is asked for
+///   again (only its parts still missing), up to `max_retries` times, then declared lost:
+///   the sink hears [`RecoverySink::lost`] with the exact range, then the messages after
+///   it; with it off, a gap is declared lost only as below;
 /// - when the store is full, the oldest open gap is declared lost to make room;
+/// - [`MoldRecovery::end_of_input`] declares every open gap lost and delivers the rest;
 /// - messages already delivered or stored are duplicates, skipped and counted;
 /// - heartbeats and end of session carry the next sequence, so they reveal gaps too;
 /// - a packet naming another session ends the old one: what is stored is delivered, what
@@ -142,7 +187,7 @@ struct StoredPacket {
 /// #[derive(Default)]
 /// struct Sink { got: Vec<u64>, lost: Vec<GapRange>, asked: Vec<RetransmitRequest> }
 /// impl RecoverySink for Sink {
-///     fn message(&mut self, seq: u64, _: &[u8]) { self.got.push(seq) }
+///     fn message(&mut self, m: Delivered<'_>) { self.got.extend(m.seq) }
 ///     fn lost(&mut self, gap: GapRange) { self.lost.push(gap) }
 ///     fn request(&mut self, r: RetransmitRequest) { self.asked.push(r) }
 /// }
@@ -216,9 +261,35 @@ impl MoldRecovery {
     /// Takes one packet (live or retransmitted) received at `now`, and delivers, stores,
     /// requests or declares lost through `sink` whatever it makes possible.
     pub fn on_packet(&mut self, packet: &Packet<'_>, now: Duration, sink: &mut impl RecoverySink) {
+        self.on_packet_from(packet, Origin::default(), now, sink);
+    }
+
+    /// [`MoldRecovery::on_packet`] for a packet whose `origin` the sink wants back with
+    /// each of its messages (a capture's byte offset and timestamp).
+    pub fn on_packet_from(
+        &mut self,
+        packet: &Packet<'_>,
+        origin: Origin,
+        now: Duration,
+        sink: &mut impl RecoverySink,
+    ) {
         self.stats.packets += 1;
-        if packet.session().is_blank() && packet.sequence() == 0 {
-            self.stats.unsequenced_ignored += 1;
+        match packet.kind() {
+            PacketKind::Heartbeat => self.stats.heartbeats += 1,
+            PacketKind::EndOfSession => self.stats.end_of_session += 1,
+            PacketKind::Data { .. } => {}
+        }
+        if is_unsequenced(packet) {
+            self.stats.unsequenced_packets += 1;
+            deliver_messages(
+                packet,
+                None,
+                origin,
+                false,
+                &self.gaps,
+                &mut self.stats,
+                sink,
+            );
             return;
         }
         let first = packet.sequence();
@@ -262,11 +333,20 @@ impl MoldRecovery {
         }
         if first <= expected {
             self.stats.duplicates += expected - first;
-            self.deliver(packet, sink);
+            self.deliver(packet, origin, sink);
             self.drain(sink);
             return;
         }
-        self.store(packet, sink);
+        self.store(packet, origin, sink);
+    }
+
+    /// The input is over (the end of a capture, a line shut down): every open gap is
+    /// declared lost and what the store holds is delivered, in order, so the sink has
+    /// heard of every sequence number up to the highest one seen.
+    pub fn end_of_input(&mut self, sink: &mut impl RecoverySink) {
+        if self.session.is_some() {
+            self.finish_session(sink);
+        }
     }
 
     /// Repeats requests whose answer is overdue and declares lost the gaps out of
@@ -275,6 +355,9 @@ impl MoldRecovery {
         let Some(session) = self.session else {
             return;
         };
+        if !self.config.retransmission {
+            return;
+        }
         let mut newly_lost = false;
         for i in 0..self.gaps.len() {
             let gap = self.gaps[i];
@@ -311,6 +394,9 @@ impl MoldRecovery {
     /// When [`MoldRecovery::poll_timers`] next has something to do; `None` with no gap
     /// open.
     pub fn next_deadline(&self) -> Option<Duration> {
+        if !self.config.retransmission {
+            return None;
+        }
         self.gaps
             .iter()
             .filter(|g| !g.lost)
@@ -323,7 +409,7 @@ impl MoldRecovery {
 
     fn open_gap(&mut self, range: GapRange, now: Duration, sink: &mut impl RecoverySink) {
         self.stats.gaps += 1;
-        if let Some(session) = self.session {
+        if let Some(session) = self.session.filter(|_| self.config.retransmission) {
             for request in range.requests(session, self.config.max_per_request) {
                 sink.request(request);
                 self.stats.requests_sent += 1;
@@ -384,9 +470,17 @@ impl MoldRecovery {
 
     /// Delivers the messages of `packet` from `next_expected` on. The caller checked that
     /// the packet covers `next_expected`.
-    fn deliver(&mut self, packet: &Packet<'_>, sink: &mut impl RecoverySink) {
+    fn deliver(&mut self, packet: &Packet<'_>, origin: Origin, sink: &mut impl RecoverySink) {
         let expected = self.next_expected.unwrap_or(packet.sequence());
-        deliver_messages(packet, expected, &self.gaps, &mut self.stats, sink);
+        deliver_messages(
+            packet,
+            Some(expected),
+            origin,
+            false,
+            &self.gaps,
+            &mut self.stats,
+            sink,
+        );
         self.next_expected = Some(expected.max(packet.next_sequence()));
     }
 
@@ -409,7 +503,15 @@ impl MoldRecovery {
                     let bytes = &self.slots[at..at + info.len];
                     let packet = Packet::parse(bytes).expect("invariant: stored packets parsed");
                     self.stats.duplicates += expected - info.first;
-                    deliver_messages(&packet, expected, &self.gaps, &mut self.stats, sink);
+                    deliver_messages(
+                        &packet,
+                        Some(expected),
+                        info.origin,
+                        true,
+                        &self.gaps,
+                        &mut self.stats,
+                        sink,
+                    );
                     expected = info.end;
                     self.release_front();
                     continue;
@@ -453,7 +555,7 @@ impl MoldRecovery {
 
     /// Copies a packet that cannot be delivered yet into the store, making room by
     /// declaring the oldest gap lost if the store is full.
-    fn store(&mut self, packet: &Packet<'_>, sink: &mut impl RecoverySink) {
+    fn store(&mut self, packet: &Packet<'_>, origin: Origin, sink: &mut impl RecoverySink) {
         let first = packet.sequence();
         let end = packet.next_sequence();
         let bytes = packet.bytes();
@@ -479,7 +581,7 @@ impl MoldRecovery {
                 // Giving up the gap in front of it made the packet next in line.
                 if end > expected {
                     self.stats.duplicates += expected - first;
-                    self.deliver(packet, sink);
+                    self.deliver(packet, origin, sink);
                     self.drain(sink);
                 } else {
                     self.stats.duplicates += end - first;
@@ -496,6 +598,7 @@ impl MoldRecovery {
             first,
             end,
             len: bytes.len(),
+            origin,
         };
         let pos = self
             .index
@@ -554,20 +657,44 @@ impl MoldRecovery {
     }
 }
 
-/// Hands `packet`'s messages from `from` on to the sink, counting those that fill a gap.
+/// True for a packet that the module's blank-session rule replays unsequenced.
+fn is_unsequenced(packet: &Packet<'_>) -> bool {
+    packet.session().is_blank() && packet.sequence() == 0
+}
+
+/// Hands `packet`'s messages from sequence `from` on to the sink, counting those that fill
+/// a gap; with `from` `None` (an unsequenced packet) all of them, without numbers.
 fn deliver_messages(
     packet: &Packet<'_>,
-    from: u64,
+    from: Option<u64>,
+    origin: Origin,
+    from_store: bool,
     gaps: &VecDeque<GapRecord>,
     stats: &mut RecoveryStats,
     sink: &mut impl RecoverySink,
 ) {
     let first = packet.sequence();
     let end = packet.next_sequence();
-    let skip = usize::try_from(from.saturating_sub(first)).unwrap_or(usize::MAX);
-    for (i, message) in packet.messages().enumerate().skip(skip) {
-        sink.message(first + i as u64, message);
+    let skip = from.map_or(0, |from| from.saturating_sub(first));
+    let mut offset = HEADER_LEN;
+    for (i, bytes) in (0u64..).zip(packet.messages()) {
+        let at = offset;
+        offset += 2 + bytes.len();
+        if i < skip {
+            continue;
+        }
+        sink.message(Delivered {
+            seq: from.map(|_| first + i),
+            bytes,
+            origin,
+            offset: at,
+            from_store,
+        });
     }
+    let Some(from) = from else {
+        stats.delivered += u64::from(packet.message_count());
+        return;
+    };
     let from = from.max(first);
     stats.delivered += end.saturating_sub(from);
     for gap in gaps.iter().take_while(|g| g.range.first < end) {
@@ -594,12 +721,16 @@ mod tests {
     #[derive(Default)]
     struct Recorder {
         seen: Vec<Seen>,
+        unsequenced: Vec<Vec<u8>>,
         requests: Vec<RetransmitRequest>,
     }
 
     impl RecoverySink for Recorder {
-        fn message(&mut self, seq: u64, bytes: &[u8]) {
-            self.seen.push(Seen::Msg(seq, bytes.to_vec()));
+        fn message(&mut self, m: Delivered<'_>) {
+            match m.seq {
+                Some(seq) => self.seen.push(Seen::Msg(seq, m.bytes.to_vec())),
+                None => self.unsequenced.push(m.bytes.to_vec()),
+            }
         }
         fn lost(&mut self, gap: GapRange) {
             self.seen.push(Seen::Lost(gap));
@@ -1037,5 +1168,109 @@ mod tests {
                 prop_assert_eq!(st.messages_lost, 0);
             }
         }
+    }
+
+    #[test]
+    fn blank_session_with_sequence_zero_is_delivered_unsequenced_and_leaves_state_alone() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig::default());
+        let mut sink = Recorder::default();
+        let t = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 2), t, &mut sink);
+        for blank in [Session([0; 10]), Session([b' '; 10])] {
+            feed(
+                &mut r,
+                &packet_bytes(blank, 0, &[b"u1", b"u2"]),
+                t,
+                &mut sink,
+            );
+        }
+        feed(&mut r, &data(s, 3, 1), t, &mut sink);
+        // Delivered at once, in arrival order, without numbers; no gap, no session change.
+        assert_eq!(sink.unsequenced, [b"u1", b"u2", b"u1", b"u2"]);
+        assert_eq!(sink.delivered(), msgs(1..=3));
+        let st = r.stats();
+        assert_eq!((st.unsequenced_packets, st.delivered), (2, 7));
+        assert_eq!((st.gaps, st.session_changes, st.duplicates), (0, 0, 0));
+        assert_eq!(r.session(), Some(s));
+        assert_eq!(r.next_expected(), Some(4));
+        // A blank name with a real sequence number is an ordinary session.
+        let blank = Session([b' '; 10]);
+        feed(&mut r, &data(blank, 9, 1), t, &mut sink);
+        assert_eq!(r.session(), Some(blank));
+        assert_eq!(r.stats().session_changes, 1);
+        assert_eq!(sink.delivered(), [1, 2, 3, 9]);
+    }
+
+    #[test]
+    fn without_retransmission_a_gap_waits_for_late_packets_then_is_declared_at_end_of_input() {
+        let s = session(b"CAP");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            retransmission: false,
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        let t = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 1), t, &mut sink);
+        feed(&mut r, &data(s, 3, 1), t, &mut sink);
+        feed(&mut r, &data(s, 2, 1), t, &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=3));
+        feed(&mut r, &data(s, 6, 2), t, &mut sink);
+        // No request, no timer: however late, the gap is not given up by time.
+        assert_eq!(r.next_deadline(), None);
+        r.poll_timers(t + Duration::from_secs(3600), &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=3));
+        assert!(sink.requests.is_empty());
+        r.end_of_input(&mut sink);
+        assert_eq!(sink.lost(), [GapRange { first: 4, last: 5 }]);
+        assert_eq!(sink.delivered(), [1, 2, 3, 6, 7]);
+        sink.assert_accounts_for(1, 8);
+        let st = r.stats();
+        assert_eq!(
+            (st.requests_sent, st.recovered, st.messages_lost),
+            (0, 1, 2)
+        );
+        assert_eq!((r.open_gaps(), r.stored_packets()), (0, 0));
+    }
+
+    #[test]
+    fn stored_messages_come_back_with_their_packets_origin() {
+        let s = session(b"CAP");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            retransmission: false,
+            start_sequence: Some(1),
+            ..RecoveryConfig::default()
+        });
+        #[derive(Default)]
+        struct Origins(Vec<(u64, u64, usize, bool)>);
+        impl RecoverySink for Origins {
+            fn message(&mut self, m: Delivered<'_>) {
+                let seq = m.seq.expect("sequenced");
+                self.0.push((seq, m.origin.offset, m.offset, m.from_store));
+            }
+            fn lost(&mut self, _: GapRange) {}
+            fn request(&mut self, _: RetransmitRequest) {}
+        }
+        let mut sink = Origins::default();
+        let at = |offset| Origin {
+            offset,
+            time_ns: Some(offset * 10),
+        };
+        let t = Duration::ZERO;
+        let late = data(s, 2, 2);
+        let first = data(s, 1, 1);
+        r.on_packet_from(&Packet::parse(&late).expect("valid"), at(500), t, &mut sink);
+        r.on_packet_from(
+            &Packet::parse(&first).expect("valid"),
+            at(900),
+            t,
+            &mut sink,
+        );
+        // Each message: its packet's origin, and its length field's place in the packet
+        // (header 20 bytes, then 2 + 8 bytes per message).
+        assert_eq!(
+            sink.0,
+            [(1, 900, 20, false), (2, 500, 20, true), (3, 500, 30, true)]
+        );
     }
 }
