@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::moldudp64::{
-    GapRange, MoldRecovery, Packet, RecoveryConfig, RecoverySink, RecoveryStats, RetransmitRequest,
+    Delivered, GapRange, MoldRecovery, Packet, RecoveryConfig, RecoverySink, RecoveryStats,
+    RetransmitRequest,
 };
 use ticklane_feed::net::{UdpFeed, UdpFeedConfig};
 
@@ -124,7 +125,10 @@ struct Sink<'a, Q> {
 
 impl<Q: FrameProducer> RecoverySink for Sink<'_, Q> {
     #[inline]
-    fn message(&mut self, seq: u64, bytes: &[u8]) {
+    fn message(&mut self, m: Delivered<'_>) {
+        // An unsequenced (sanitized) packet's messages carry no number: 0, which MoldUDP64,
+        // numbering from 1, never uses.
+        let (seq, bytes) = (m.seq.unwrap_or(0), m.bytes);
         let recv_ns = self.recv_ns;
         let pushed = self.frames.push_waiting(self.waiter, |f: &mut Frame| {
             f.set_message_or_empty(bytes, seq, recv_ns, 0)

@@ -5,10 +5,11 @@
 //! each ITCH message as a borrowed slice: of the file itself, memory-mapped, when it is
 //! uncompressed (`mapped_file.rs` holds the crate's one `unsafe` call and its argument), or
 //! of one buffer allocated at open when it is gzipped. Nothing is allocated per message.
-//! Captured packets go through the MoldUDP64 sequencer
-//! ([`MoldSession`](crate::moldudp64::MoldSession)), so duplicates are skipped, gaps
-//! counted with their ranges, and sanitized captures (blank session, sequence 0) replayed
-//! in file order.
+//! Captured packets go through the live MoldUDP64 sequencer
+//! ([`MoldRecovery`](crate::moldudp64::MoldRecovery)) with retransmission off, so
+//! duplicates are skipped, reordered packets put back in order, lost messages declared
+//! with their ranges, and sanitized captures (blank session, sequence 0) replayed
+//! unsequenced in file order (the rule is in [`crate::moldudp64`]).
 //!
 //! ```no_run
 //! use std::path::Path;
@@ -119,7 +120,7 @@ pub struct RawMessage<'a> {
     /// starts: the BinaryFILE prefix, or the MoldUDP64 block length inside a capture.
     pub offset: u64,
     /// 1-based position among the messages this reader yielded (duplicates skipped by the
-    /// MoldUDP64 session are not counted).
+    /// MoldUDP64 sequencer are not counted).
     pub index: u64,
     /// MoldUDP64 sequence number; `None` for ITCH50 files and sanitized captures.
     pub seq: Option<u64>,
@@ -162,11 +163,15 @@ pub struct CaptureStats<'a> {
     pub unsequenced_packets: u64,
     /// Messages skipped because their sequence number was already applied.
     pub duplicates: u64,
-    /// Sequence gaps detected.
+    /// Messages that arrived after later ones and were put back in sequence order.
+    pub reordered: u64,
+    /// Sequence ranges declared lost: missing when the reorder store would overflow, or at
+    /// the end of input. A gap that reordered packets filled in part counts each part
+    /// still missing.
     pub gaps: u64,
-    /// Messages missing in all gaps together.
+    /// Messages missing in all lost ranges together.
     pub missing_messages: u64,
-    /// The first gaps, in order (at most [`crate::moldudp64::DEFAULT_GAP_CAPACITY`]).
+    /// The first lost ranges, in order (at most 1024).
     pub gap_ranges: &'a [GapRange],
     /// MoldUDP64 session changes.
     pub session_changes: u64,
@@ -193,11 +198,21 @@ enum Inner {
 }
 
 impl Inner {
+    #[cfg(test)]
     fn window(&self) -> &Window {
         match self {
             Inner::Itch50(r) => r.window(),
             Inner::Pcap(s, _) => s.window(),
             Inner::PcapNg(s, _) => s.window(),
+        }
+    }
+
+    /// The buffer holding the message the format reader located last.
+    fn message_buf(&self) -> &[u8] {
+        match self {
+            Inner::Itch50(r) => r.window().buf(),
+            Inner::Pcap(s) => s.message_buf(),
+            Inner::PcapNg(s) => s.message_buf(),
         }
     }
 }
@@ -327,8 +342,7 @@ impl CaptureReader {
                 self.yielded += 1;
                 let bytes = self
                     .inner
-                    .window()
-                    .buf()
+                    .message_buf()
                     .get(at.start..at.start + at.len)
                     .expect("invariant: format readers locate messages inside the window");
                 Ok(Some(RawMessage {

@@ -1,12 +1,20 @@
-//! MoldUDP64 packets out of captured frames, run through the same [`MoldSession`] as a live
-//! feed, and walked message by message without copying.
+//! MoldUDP64 packets out of captured frames, run through the same sequencer as a live feed
+//! ([`MoldRecovery`], with retransmission off), and handed out message by message.
+//!
+//! A message delivered straight out of the packet just read is lent from the window, with
+//! no copy; only a message that waited in the reorder store behind a gap (a capture of
+//! reordered packets) is copied, once, into a buffer that is reused for every packet.
+
+use std::time::Duration;
 
 use super::error::Fault;
 use super::link::{self, Skip};
 use super::window::Window;
 use super::{CaptureStats, Located};
-use crate::moldudp64::{Decision, MoldSession, Packet, PacketOutcome, HEADER_LEN};
-
+use crate::moldudp64::{
+    Delivered, GapRange, MoldRecovery, Origin, Packet, RecoveryConfig, RecoverySink,
+    RetransmitRequest, MAX_MESSAGES,
+};
 /// One captured frame, still in the window.
 pub(crate) struct Frame {
     /// Index in the window's buffer of the frame's first byte.
@@ -30,14 +38,45 @@ pub(crate) trait FrameSource {
     fn next_frame(&mut self, window: &mut Window) -> Result<Option<Frame>, Fault>;
 }
 
-/// Where the walk through the current packet stands.
-#[derive(Clone, Copy)]
-struct Cursor {
-    /// Index in the window of the next message block's length field.
-    pos: usize,
-    /// Index of the next message in the packet.
-    i: u16,
-    outcome: PacketOutcome,
+/// How many lost ranges a capture's statistics keep; later ones are only counted.
+pub(crate) const GAP_RANGES_KEPT: usize = 1024;
+
+/// Packets the reorder store holds while a gap waits for reordered packets.
+const REORDER_PACKETS: usize = 1024;
+
+/// Longest packet the reorder store holds: a jumbo frame's UDP payload. A longer one that
+/// must wait declares the gap in front of it lost.
+const REORDER_PACKET_LEN: usize = 9000 - 28;
+
+/// The sequencer's settings for replay: no retransmission server to ask.
+fn replay_config() -> RecoveryConfig {
+    RecoveryConfig {
+        store_packets: REORDER_PACKETS,
+        max_packet_len: REORDER_PACKET_LEN,
+        max_per_request: MAX_MESSAGES,
+        start_sequence: None,
+        retransmission: false,
+        ..RecoveryConfig::default()
+    }
+}
+
+/// Where a delivered message's bytes are.
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    /// In the window, at this index: the message came out of the packet just read.
+    Window(usize),
+    /// In the copy buffer, at this index: the message waited in the reorder store.
+    Copied(usize),
+}
+
+/// A message the sequencer delivered, waiting to be handed out.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    place: Place,
+    len: usize,
+    /// Byte offset in the input of its length field.
+    offset: u64,
+    seq: Option<u64>,
     capture_ns: Option<u64>,
 }
 
@@ -51,15 +90,68 @@ struct FrameCounts {
     snapped_packets: u64,
 }
 
+/// What the sequencer delivers and declares while one packet is fed: queued, in order.
+struct Delivery {
+    pending: Vec<Pending>,
+    /// The next entry of `pending` to hand out.
+    head: usize,
+    copies: Vec<u8>,
+    /// Index in the window of the packet being fed (its header's first byte).
+    packet_at: usize,
+    /// The first lost ranges; `stats().gaps_lost` counts them all.
+    lost: Vec<GapRange>,
+}
+
+impl Delivery {
+    /// Forgets what was handed out, keeping the buffers' capacity.
+    fn clear(&mut self) {
+        self.pending.clear();
+        self.copies.clear();
+        self.head = 0;
+    }
+}
+
+impl RecoverySink for Delivery {
+    fn message(&mut self, m: Delivered<'_>) {
+        let place = if m.from_store {
+            let at = self.copies.len();
+            self.copies.extend_from_slice(m.bytes);
+            Place::Copied(at)
+        } else {
+            Place::Window(self.packet_at + m.offset + 2)
+        };
+        self.pending.push(Pending {
+            place,
+            len: m.bytes.len(),
+            offset: m.origin.offset + m.offset as u64,
+            seq: m.seq,
+            capture_ns: m.origin.time_ns,
+        });
+    }
+
+    fn lost(&mut self, gap: GapRange) {
+        if self.lost.len() < GAP_RANGES_KEPT {
+            self.lost.push(gap);
+        }
+    }
+
+    /// Never called: replay runs with retransmission off, so nothing is asked for.
+    fn request(&mut self, _: RetransmitRequest) {}
+}
+
 /// Messages to deliver out of a capture of MoldUDP64 packets.
 pub(crate) struct PacketStream<F> {
     window: Window,
     frames: F,
-    session: MoldSession,
-    cursor: Option<Cursor>,
+    sequencer: MoldRecovery,
+    delivery: Delivery,
+    /// Set once the frames ran out and the sequencer was told so.
+    ended: bool,
+    /// Where the message handed out last lies: the copy buffer or the window.
+    last_copied: bool,
     /// Bytes of the current record, consumed before the next is read so that the packet's
-    /// bytes stay where the cursor points.
-    pending: usize,
+    /// bytes stay where the pending messages point.
+    pending_record: usize,
     counts: FrameCounts,
 }
 
@@ -68,29 +160,65 @@ impl<F: FrameSource> PacketStream<F> {
         PacketStream {
             window,
             frames,
-            session: MoldSession::new(),
-            cursor: None,
-            pending: 0,
+            sequencer: MoldRecovery::new(replay_config()),
+            delivery: Delivery {
+                pending: Vec::with_capacity(usize::from(MAX_MESSAGES)),
+                head: 0,
+                copies: Vec::with_capacity(REORDER_PACKET_LEN),
+                packet_at: 0,
+                lost: Vec::with_capacity(GAP_RANGES_KEPT),
+            },
+            ended: false,
+            last_copied: false,
+            pending_record: 0,
             counts: FrameCounts::default(),
         }
     }
 
+    #[cfg(test)]
     pub(crate) fn window(&self) -> &Window {
         &self.window
+    }
+
+    /// The buffer that holds the message [`PacketStream::next`] located last.
+    pub(crate) fn message_buf(&self) -> &[u8] {
+        if self.last_copied {
+            &self.delivery.copies
+        } else {
+            self.window.buf()
+        }
     }
 
     /// The next message to deliver, `None` at a clean end of input.
     pub(crate) fn next(&mut self) -> Result<Option<Located>, Fault> {
         loop {
-            if let Some(found) = self.next_in_packet() {
-                return Ok(Some(found));
+            if let Some(&p) = self.delivery.pending.get(self.delivery.head) {
+                self.delivery.head += 1;
+                let (start, copied) = match p.place {
+                    Place::Window(at) => (at, false),
+                    Place::Copied(at) => (at, true),
+                };
+                self.last_copied = copied;
+                return Ok(Some(Located {
+                    start,
+                    len: p.len,
+                    offset: p.offset,
+                    seq: p.seq,
+                    capture_ns: p.capture_ns,
+                }));
             }
-            self.window.consume(self.pending);
-            self.pending = 0;
-            let Some(frame) = self.frames.next_frame(&mut self.window)? else {
+            self.delivery.clear();
+            if self.ended {
                 return Ok(None);
+            }
+            self.window.consume(self.pending_record);
+            self.pending_record = 0;
+            let Some(frame) = self.frames.next_frame(&mut self.window)? else {
+                self.ended = true;
+                self.sequencer.end_of_input(&mut self.delivery);
+                continue;
             };
-            self.pending = frame.record_len;
+            self.pending_record = frame.record_len;
             self.counts.packets += 1;
             self.counts.snapped_packets += u64::from(frame.snapped);
             let bytes = self
@@ -114,47 +242,23 @@ impl<F: FrameSource> PacketStream<F> {
                 }
             };
             self.counts.mold_packets += 1;
-            let outcome = self.session.on_packet(&packet);
-            self.cursor = Some(Cursor {
-                pos: frame.at + payload.start + HEADER_LEN,
-                i: 0,
-                outcome,
-                capture_ns: frame.capture_ns,
-            });
+            let packet_at = frame.at + payload.start;
+            self.delivery.packet_at = packet_at;
+            let origin = Origin {
+                offset: self.window.offset_of(packet_at),
+                time_ns: frame.capture_ns,
+            };
+            // Capture time is the sequencer's clock; with retransmission off no timer
+            // reads it.
+            let now = Duration::from_nanos(frame.capture_ns.unwrap_or(0));
+            self.sequencer
+                .on_packet_from(&packet, origin, now, &mut self.delivery);
         }
-    }
-
-    /// The next message of the current packet that is to be delivered.
-    fn next_in_packet(&mut self) -> Option<Located> {
-        // Taken out so that any early return leaves no stale cursor behind.
-        let mut cursor = self.cursor.take()?;
-        let buf = self.window.buf();
-        while cursor.i < cursor.outcome.count {
-            // `Packet::parse` validated every block length, so these reads are in bounds.
-            let len_field = buf.get(cursor.pos..cursor.pos + 2)?;
-            let len = usize::from(u16::from_be_bytes([len_field[0], len_field[1]]));
-            let at = cursor.pos;
-            let decision = cursor.outcome.decide(cursor.i);
-            cursor.i += 1;
-            cursor.pos += 2 + len;
-            if let Decision::Deliver { seq } = decision {
-                let capture_ns = cursor.capture_ns;
-                self.cursor = Some(cursor);
-                return Some(Located {
-                    start: at + 2,
-                    len,
-                    offset: self.window.offset_of(at),
-                    seq,
-                    capture_ns,
-                });
-            }
-        }
-        None
     }
 
     /// Adds the packet and session counters to `stats`.
     pub(crate) fn add_stats<'a>(&'a self, stats: &mut CaptureStats<'a>) {
-        let s = self.session.stats();
+        let s = self.sequencer.stats();
         stats.packets = self.counts.packets;
         stats.mold_packets = self.counts.mold_packets;
         stats.non_mold_packets = self.counts.non_mold_packets;
@@ -164,16 +268,18 @@ impl<F: FrameSource> PacketStream<F> {
         stats.end_of_session = s.end_of_session;
         stats.unsequenced_packets = s.unsequenced_packets;
         stats.duplicates = s.duplicates;
-        stats.gaps = s.gaps;
-        stats.missing_messages = s.missing_messages;
-        stats.gap_ranges = self.session.gap_ranges();
+        stats.reordered = s.recovered;
+        stats.gaps = s.gaps_lost;
+        stats.missing_messages = s.messages_lost;
+        stats.gap_ranges = &self.delivery.lost;
         stats.session_changes = s.session_changes;
-        stats.bytes_consumed = self.window.pos() + self.pending as u64;
+        stats.bytes_consumed = self.window.pos() + self.pending_record as u64;
     }
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use super::super::PcapWriter;
     use crate::moldudp64::{PacketWriter, Session};
 
     /// A MoldUDP64 packet of `messages` starting at `seq` in session `name`.
@@ -191,5 +297,177 @@ pub(crate) mod tests {
         let len = w.finish();
         buf.truncate(len);
         buf
+    }
+
+    // ---- Replay through the live sequencer ----
+
+    use super::super::test_support::write_temp;
+    use super::super::{CaptureReader, ReadOptions};
+    use crate::moldudp64::GapRange;
+    use std::net::SocketAddrV4;
+
+    /// A pcap of `packets`, one UDP datagram each, in the order given.
+    fn pcap_of(packets: &[Vec<u8>]) -> tempfile::NamedTempFile {
+        let mut w = PcapWriter::new(Vec::new()).expect("in memory");
+        let src: SocketAddrV4 = "10.0.0.1:5000".parse().expect("address");
+        let dst: SocketAddrV4 = "233.54.12.111:26477".parse().expect("address");
+        for (i, p) in (0u64..).zip(packets) {
+            w.write_udp(1_000 + i, src, dst, p).expect("in memory");
+        }
+        write_temp(&w.finish().expect("in memory"))
+    }
+
+    /// Messages replayed: bytes and sequence number.
+    type Replayed = Vec<(Vec<u8>, Option<u64>)>;
+
+    /// Every message of the capture, and the reader's counters.
+    fn replay(packets: &[Vec<u8>]) -> (Replayed, Stats) {
+        let file = pcap_of(packets);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        let mut got = Vec::new();
+        while let Some(m) = r.next_message().expect("valid") {
+            got.push((m.bytes.to_vec(), m.seq));
+        }
+        let s = r.stats();
+        let stats = Stats {
+            duplicates: s.duplicates,
+            reordered: s.reordered,
+            gaps: s.gaps,
+            missing: s.missing_messages,
+            ranges: s.gap_ranges.to_vec(),
+            unsequenced: s.unsequenced_packets,
+        };
+        (got, stats)
+    }
+
+    #[derive(Debug, PartialEq, Eq)]
+    struct Stats {
+        duplicates: u64,
+        reordered: u64,
+        gaps: u64,
+        missing: u64,
+        ranges: Vec<GapRange>,
+        unsequenced: u64,
+    }
+
+    fn m(bytes: &[u8], seq: Option<u64>) -> (Vec<u8>, Option<u64>) {
+        (bytes.to_vec(), seq)
+    }
+
+    #[test]
+    fn reordered_capture_replays_in_sequence_order() {
+        let (got, stats) = replay(&[
+            mold_packet(b"S", 1, &[b"a", b"b"]),
+            mold_packet(b"S", 5, &[b"e"]),
+            mold_packet(b"S", 3, &[b"c", b"d"]),
+            mold_packet(b"S", 6, &[b"f"]),
+        ]);
+        assert_eq!(
+            got,
+            [
+                m(b"a", Some(1)),
+                m(b"b", Some(2)),
+                m(b"c", Some(3)),
+                m(b"d", Some(4)),
+                m(b"e", Some(5)),
+                m(b"f", Some(6)),
+            ]
+        );
+        assert_eq!((stats.gaps, stats.missing, stats.reordered), (0, 0, 2));
+    }
+
+    #[test]
+    fn duplicates_are_skipped_and_the_rest_of_their_packet_delivered() {
+        let (got, stats) = replay(&[
+            mold_packet(b"S", 1, &[b"a", b"b"]),
+            mold_packet(b"S", 1, &[b"a", b"b"]),
+            mold_packet(b"S", 2, &[b"b", b"c"]),
+        ]);
+        assert_eq!(got, [m(b"a", Some(1)), m(b"b", Some(2)), m(b"c", Some(3))]);
+        assert_eq!((stats.duplicates, stats.gaps), (3, 0));
+    }
+
+    #[test]
+    fn a_gap_never_filled_is_declared_at_end_of_input_with_its_range() {
+        let (got, stats) = replay(&[
+            mold_packet(b"S", 10, &[b"a"]),
+            mold_packet(b"S", 14, &[b"e", b"f"]),
+            mold_packet(b"S", 12, &[b"c"]),
+        ]);
+        // 12 came late and fills part of the gap; 11 and 13 never came.
+        assert_eq!(
+            got,
+            [
+                m(b"a", Some(10)),
+                m(b"c", Some(12)),
+                m(b"e", Some(14)),
+                m(b"f", Some(15)),
+            ]
+        );
+        assert_eq!(
+            stats.ranges,
+            [
+                GapRange {
+                    first: 11,
+                    last: 11
+                },
+                GapRange {
+                    first: 13,
+                    last: 13
+                }
+            ]
+        );
+        assert_eq!((stats.gaps, stats.missing, stats.reordered), (2, 2, 1));
+    }
+
+    #[test]
+    fn a_gap_is_declared_when_the_reorder_store_would_overflow() {
+        // Packet 2 never comes; the store fills with the packets after it, and the one
+        // that no longer fits gives the gap up: delivery goes on before the end of input.
+        let mut packets = vec![mold_packet(b"S", 1, &[b"x"])];
+        let later = u64::try_from(super::REORDER_PACKETS).expect("fits") + 1;
+        // Five more after the one that overflows, so the end of input is still ahead.
+        packets.extend((0..later + 5).map(|i| mold_packet(b"S", 3 + i, &[b"y"])));
+        let file = pcap_of(&packets);
+        let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+        let first = r.next_message().expect("valid").map(|m| m.seq);
+        assert_eq!(first, Some(Some(1)));
+        let second = r.next_message().expect("valid").map(|m| m.seq);
+        assert_eq!(second, Some(Some(3)));
+        let s = r.stats();
+        // Declared on overflow, not at the end: read up to the packet that did not fit.
+        assert_eq!(s.packets, 1 + later);
+        assert_eq!(s.gap_ranges, [GapRange { first: 2, last: 2 }]);
+        let mut n = 2;
+        while r.next_message().expect("valid").is_some() {
+            n += 1;
+        }
+        assert_eq!(n, packets.len());
+    }
+
+    #[test]
+    fn blank_session_with_sequence_zero_replays_unsequenced_in_file_order() {
+        let (got, stats) = replay(&[
+            mold_packet(b"", 0, &[b"a", b"b"]),
+            mold_packet(b"", 0, &[b"c"]),
+            mold_packet(b"", 0, &[b"a"]),
+        ]);
+        // Nothing is a gap, a duplicate or out of order: file order, no numbers.
+        assert_eq!(
+            got,
+            [m(b"a", None), m(b"b", None), m(b"c", None), m(b"a", None)]
+        );
+        assert_eq!((stats.unsequenced, stats.gaps, stats.duplicates), (3, 0, 0));
+    }
+
+    #[test]
+    fn blank_packets_leave_a_sequenced_session_alone() {
+        let (got, stats) = replay(&[
+            mold_packet(b"S", 1, &[b"a"]),
+            mold_packet(b"", 0, &[b"z"]),
+            mold_packet(b"S", 2, &[b"b"]),
+        ]);
+        assert_eq!(got, [m(b"a", Some(1)), m(b"z", None), m(b"b", Some(2))]);
+        assert_eq!((stats.unsequenced, stats.gaps), (1, 0));
     }
 }

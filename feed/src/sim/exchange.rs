@@ -1015,7 +1015,9 @@ impl RetransmitServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::moldudp64::{GapRange, MoldSession, Packet, PacketKind};
+    use crate::moldudp64::{
+        Delivered, GapRange, MoldRecovery, Packet, PacketKind, RecoveryConfig, RecoverySink,
+    };
     use crate::sim::{BurstLoss, GenConfig, Interruption};
 
     const SESSION: &[u8] = b"TESTSIM001";
@@ -1052,35 +1054,88 @@ mod tests {
         at: Instant,
         kind: PacketKind,
         sequence: u64,
-        gap: Option<GapRange>,
     }
 
-    /// A MoldUDP64 receiver that keeps every message it gets, by sequence number.
-    struct Receiver {
-        socket: UdpSocket,
-        session: MoldSession,
-        /// `got[seq - 1]`: the message, once received.
+    /// What the receiver's sequencer delivered and asked for.
+    struct Got {
+        /// `got[seq - 1]`: the message, once delivered.
         got: Vec<Option<Vec<u8>>>,
         missing: usize,
-        /// Sequence numbers the session delivered, in arrival order.
+        /// Sequence numbers the sequencer delivered, in order of delivery.
         delivered: Vec<u64>,
+        /// Retransmission requests not yet sent.
+        requests: Vec<RetransmitRequest>,
+        lost: Vec<GapRange>,
+    }
+
+    impl RecoverySink for Got {
+        fn message(&mut self, m: Delivered<'_>) {
+            let seq = m.seq.expect("the simulator sequences every packet");
+            self.delivered.push(seq);
+            let slot = &mut self.got[usize::try_from(seq - 1).unwrap()];
+            if slot.is_none() {
+                *slot = Some(m.bytes.to_vec());
+                self.missing -= 1;
+            }
+        }
+        fn lost(&mut self, gap: GapRange) {
+            self.lost.push(gap);
+        }
+        fn request(&mut self, request: RetransmitRequest) {
+            self.requests.push(request);
+        }
+    }
+
+    /// A MoldUDP64 receiver: the feed handler's sequencer over a plain socket, keeping
+    /// every message delivered, by sequence number.
+    struct Receiver {
+        socket: UdpSocket,
+        recovery: MoldRecovery,
+        sink: Got,
         arrivals: Vec<Arrival>,
         largest_packet: usize,
         buf: Vec<u8>,
+        origin: Instant,
+    }
+
+    /// The receivers' sequencer: from sequence 1 (a lost first packet is a gap), and
+    /// asking for nothing unless a test repairs gaps.
+    fn receiver_config(retransmission: bool) -> RecoveryConfig {
+        RecoveryConfig {
+            start_sequence: Some(1),
+            retransmission,
+            retransmit_timeout: Duration::from_millis(50),
+            max_retries: u32::MAX,
+            ..RecoveryConfig::default()
+        }
     }
 
     impl Receiver {
         fn new(socket: Socket, messages: usize) -> Self {
+            Self::with_config(socket, messages, receiver_config(false))
+        }
+
+        fn with_config(socket: Socket, messages: usize, config: RecoveryConfig) -> Self {
             Receiver {
                 socket: socket.into(),
-                session: MoldSession::new(),
-                got: vec![None; messages],
-                missing: messages,
-                delivered: Vec::new(),
+                recovery: MoldRecovery::new(config),
+                sink: Got {
+                    got: vec![None; messages],
+                    missing: messages,
+                    delivered: Vec::new(),
+                    requests: Vec::new(),
+                    lost: Vec::new(),
+                },
                 arrivals: Vec::new(),
                 largest_packet: 0,
                 buf: vec![0; 1 << 16],
+                origin: Instant::now(),
             }
+        }
+
+        /// The sequencer's clock.
+        fn now(&self) -> Duration {
+            self.origin.elapsed()
         }
 
         fn unicast(messages: usize) -> Self {
@@ -1106,25 +1161,14 @@ mod tests {
                 Err(e) => panic!("receive failed: {e}"),
             };
             let at = Instant::now();
+            let now = self.now();
             self.largest_packet = self.largest_packet.max(len);
             let packet = Packet::parse(&self.buf[..len]).expect("a well-formed packet");
-            let outcome = self.session.on_packet(&packet);
-            for m in outcome.sequenced(&packet) {
-                let seq = m.seq.expect("the simulator sequences every packet");
-                if matches!(m.decision, crate::moldudp64::Decision::Deliver { .. }) {
-                    self.delivered.push(seq);
-                }
-                let slot = &mut self.got[usize::try_from(seq - 1).unwrap()];
-                if slot.is_none() {
-                    *slot = Some(m.bytes.to_vec());
-                    self.missing -= 1;
-                }
-            }
+            self.recovery.on_packet(&packet, now, &mut self.sink);
             let arrival = Arrival {
                 at,
                 kind: packet.kind(),
                 sequence: packet.sequence(),
-                gap: outcome.gap,
             };
             self.arrivals.push(arrival);
             Some(arrival)
@@ -1132,7 +1176,7 @@ mod tests {
 
         /// Every message received and the end of session seen.
         fn complete(&self) -> bool {
-            self.missing == 0 && self.session.ended()
+            self.sink.missing == 0 && self.recovery.ended()
         }
 
         fn receive_all(&mut self) {
@@ -1141,7 +1185,7 @@ mod tests {
                 assert!(
                     Instant::now() < deadline,
                     "{} messages never came",
-                    self.missing
+                    self.sink.missing
                 );
                 self.poll();
             }
@@ -1150,7 +1194,13 @@ mod tests {
         /// The missing sequence numbers, as ranges.
         fn missing_ranges(&self) -> Vec<GapRange> {
             let mut ranges: Vec<GapRange> = Vec::new();
-            for (i, _) in self.got.iter().enumerate().filter(|(_, m)| m.is_none()) {
+            for (i, _) in self
+                .sink
+                .got
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.is_none())
+            {
                 let seq = i as u64 + 1;
                 match ranges.last_mut() {
                     Some(r) if r.last + 1 == seq => r.last = seq,
@@ -1163,14 +1213,17 @@ mod tests {
             ranges
         }
 
-        fn request(&self, gap: GapRange, to: SocketAddr) {
-            for request in gap.requests(session(), 1_000) {
+        /// Runs the sequencer's timers and sends what it asked for to `to`.
+        fn send_requests(&mut self, to: SocketAddr) {
+            let now = self.now();
+            self.recovery.poll_timers(now, &mut self.sink);
+            for request in self.sink.requests.drain(..) {
                 self.socket.send_to(&request.to_bytes(), to).unwrap();
             }
         }
 
         fn assert_matches(&self, log: &MessageLog) {
-            for (i, got) in self.got.iter().enumerate() {
+            for (i, got) in self.sink.got.iter().enumerate() {
                 assert_eq!(got.as_deref(), log.get(i as u64 + 1), "message {}", i + 1);
             }
         }
@@ -1193,9 +1246,9 @@ mod tests {
         assert!(sim.wait_finished(DEADLINE));
         let stats = sim.stop().unwrap();
 
-        assert_eq!(rx.delivered, (1..=n).collect::<Vec<_>>());
+        assert_eq!(rx.sink.delivered, (1..=n).collect::<Vec<_>>());
         rx.assert_matches(&log);
-        let seen = rx.session.stats();
+        let seen = rx.recovery.stats();
         assert_eq!((seen.gaps, seen.duplicates), (0, 0));
         assert_eq!(stats.messages_released, n);
         assert_eq!(stats.messages_sent, n);
@@ -1218,7 +1271,8 @@ mod tests {
     fn gaps_from_drops_are_filled_by_retransmission() {
         let n = 20_000;
         let log = day(n, 2);
-        let mut rx = Receiver::unicast(n as usize);
+        let socket = receive_socket((Ipv4Addr::LOCALHOST, 0).into());
+        let mut rx = Receiver::with_config(socket, n as usize, receiver_config(true));
         let mut config = MoldSimConfig::new(session(), rx.addr());
         config.max_messages_per_packet = 8; // more packets, more losses
         config.faults = Faults {
@@ -1229,39 +1283,31 @@ mod tests {
         let sim = MoldSimulator::start(Arc::clone(&log), config).unwrap();
         let server = sim.request_addr();
         let deadline = Instant::now() + DEADLINE;
-        let mut last_sweep = Instant::now();
         while !rx.complete() {
             assert!(
                 Instant::now() < deadline,
                 "{} messages never came",
-                rx.missing
+                rx.sink.missing
             );
-            match rx.poll() {
-                Some(Arrival { gap: Some(gap), .. }) => rx.request(gap, server),
-                // Quiet: ask again for whatever is still missing (a reply may be lost too).
-                None if last_sweep.elapsed() > Duration::from_millis(50) => {
-                    for gap in rx.missing_ranges() {
-                        rx.request(gap, server);
-                    }
-                    last_sweep = Instant::now();
-                }
-                _ => {}
-            }
+            // The sequencer asks for each gap, and again (only what is still missing)
+            // when a reply is overdue: a reply may be lost too.
+            rx.poll();
+            rx.send_requests(server);
         }
         let stats = sim.stop().unwrap();
 
         rx.assert_matches(&log);
-        let seen = rx.session.stats();
+        assert_eq!(rx.sink.delivered, (1..=n).collect::<Vec<_>>());
+        let seen = rx.recovery.stats();
         assert!(seen.gaps > 0 && stats.packets_dropped > 0);
+        assert_eq!(seen.messages_lost, 0);
         // About 5% of 2,500 packets.
         assert!((60..=200).contains(&stats.packets_dropped), "{stats:?}");
         assert!(stats.retransmit_requests > 0);
-        assert!(
-            stats.messages_retransmitted >= seen.missing_messages,
-            "{stats:?}"
-        );
-        // No reordering here, so the messages missed are exactly those the faults dropped.
-        assert_eq!(stats.messages_sent + seen.missing_messages, n);
+        assert!(stats.messages_retransmitted >= seen.recovered, "{stats:?}");
+        // No reordering here, so the messages recovered are exactly those the faults
+        // dropped.
+        assert_eq!(stats.messages_sent + seen.recovered, n);
     }
 
     #[test]
@@ -1291,7 +1337,7 @@ mod tests {
                 .unwrap();
         rx.receive_all();
         let stats = sim.stop().unwrap();
-        assert_eq!(rx.delivered, (1..=n).collect::<Vec<_>>());
+        assert_eq!(rx.sink.delivered, (1..=n).collect::<Vec<_>>());
         rx.assert_matches(&log);
         assert_eq!(stats.messages_sent, n);
     }
@@ -1362,12 +1408,17 @@ mod tests {
         };
         let sim = MoldSimulator::start(day(n, 5), config).unwrap();
         let deadline = Instant::now() + DEADLINE;
-        while !rx.session.ended() {
+        while rx.recovery.stats().end_of_session == 0 {
             assert!(Instant::now() < deadline, "no end of session");
             rx.poll();
         }
         let stats = sim.stop().unwrap();
         assert_eq!(stats.messages_released, n);
+        // Nothing repairs the gaps: the end of input declares them, and what the sequencer
+        // declares lost is exactly what never arrived.
+        rx.recovery.end_of_input(&mut rx.sink);
+        assert!(rx.recovery.ended());
+        assert_eq!(rx.sink.lost, rx.missing_ranges());
         (rx.missing_ranges(), stats)
     }
 
@@ -1493,7 +1544,7 @@ mod tests {
         sim.resume();
         rx.receive_all();
         let stats = sim.stop().unwrap();
-        assert_eq!(rx.delivered, (1..=n).collect::<Vec<_>>());
+        assert_eq!(rx.sink.delivered, (1..=n).collect::<Vec<_>>());
         assert!(stats.heartbeats_sent >= 3);
     }
 
@@ -1521,7 +1572,7 @@ mod tests {
         rx.receive_all();
         let stats = sim.stop().unwrap();
         assert_eq!((stats.stalls, stats.disconnects), (1, 1));
-        assert_eq!(rx.delivered, (1..=n).collect::<Vec<_>>());
+        assert_eq!(rx.sink.delivered, (1..=n).collect::<Vec<_>>());
 
         let beats_in_stall = rx
             .arrivals
@@ -1585,7 +1636,7 @@ mod tests {
         )
         .unwrap();
         rx.receive_all();
-        assert_eq!(rx.session.next_expected(), Some(1));
+        assert_eq!(rx.recovery.next_expected(), Some(1));
         assert!(sim.stop().unwrap().finished);
     }
 }

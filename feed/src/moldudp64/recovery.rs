@@ -1,0 +1,1276 @@
+//! The one MoldUDP64 sequencer: in-order delivery through a bounded reorder store, gaps
+//! recovered by retransmission (live) or declared lost (replay, retransmission off).
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::packet::{Packet, PacketKind, Session, HEADER_LEN, MAX_MESSAGES};
+use super::request::{GapRange, RetransmitRequest};
+
+/// Where [`MoldRecovery`] sends what it decides: messages in order, declared losses, and
+/// retransmission requests. The live feed reader implements it over its ring and its
+/// request socket; tests implement it over vectors.
+pub trait RecoverySink {
+    /// Apply this message. Sequenced messages come in strictly increasing sequence order,
+    /// with no gaps except those announced by [`RecoverySink::lost`] just before;
+    /// unsequenced ones (`seq: None`) as their packets arrive.
+    fn message(&mut self, message: Delivered<'_>);
+    /// Messages `gap.first ..= gap.last` will never come: the retransmission did not
+    /// answer in time or the reorder store overflowed. The next message delivered is
+    /// `gap.last + 1`.
+    fn lost(&mut self, gap: GapRange);
+    /// Send this request to the retransmission server.
+    fn request(&mut self, request: RetransmitRequest);
+}
+
+/// One message [`MoldRecovery`] hands to [`RecoverySink::message`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Delivered<'a> {
+    /// Its sequence number; `None` when its packet is unsequenced (a blank session with
+    /// sequence 0: see the module documentation).
+    pub seq: Option<u64>,
+    /// Its bytes, without the length field.
+    pub bytes: &'a [u8],
+    /// The origin given with the packet that carried it.
+    pub origin: Origin,
+    /// Byte offset of its length field in that packet (20 for the first message).
+    pub offset: usize,
+    /// True when `bytes` are the reorder store's copy of a packet fed earlier; false when
+    /// they lie in the packet being fed right now.
+    pub from_store: bool,
+}
+
+/// Where a packet came from, in the caller's terms. [`MoldRecovery`] keeps it with a packet
+/// it stores and hands it back with each of the packet's messages, however late.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// Byte offset of the packet in the caller's input (a capture file); 0 when unused.
+    pub offset: u64,
+    /// When the packet was captured or received, in nanoseconds since an epoch the caller
+    /// chooses; `None` when unknown.
+    pub time_ns: Option<u64>,
+}
+
+/// Settings of a [`MoldRecovery`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecoveryConfig {
+    /// Packets the reorder store holds while a gap is open.
+    pub store_packets: usize,
+    /// Longest packet the store holds (the path's MTU payload); a longer packet that must
+    /// wait forces the open gap to be declared lost, since it cannot be kept.
+    pub max_packet_len: usize,
+    /// How long to wait for a retransmission before asking again.
+    pub retransmit_timeout: Duration,
+    /// Requests repeated per gap after the first before it is declared lost.
+    pub max_retries: u32,
+    /// The most messages one request asks for (at least 1).
+    pub max_per_request: u16,
+    /// The sequence number each session is expected to start at: `Some(1)` for a handler
+    /// started before the session opens, so a lost first packet is a gap like any other.
+    /// `None` joins a session at the first packet seen (a start mid-session is not a gap).
+    pub start_sequence: Option<u64>,
+    /// Whether gaps are asked for again from a retransmission server. Off (capture
+    /// replay), no request is made and no timer runs: a gap waits only while the packets
+    /// after it fit the store, and is declared lost when the store would overflow or at
+    /// [`MoldRecovery::end_of_input`].
+    pub retransmission: bool,
+}
+
+impl Default for RecoveryConfig {
+    /// 4096 packets of up to 1500 bytes (6 MiB), 100 ms timeout, 3 retries, requests of up
+    /// to [`MAX_MESSAGES`] messages, joining at the first packet seen, retransmission on.
+    fn default() -> Self {
+        RecoveryConfig {
+            store_packets: 4096,
+            max_packet_len: 1500,
+            retransmit_timeout: Duration::from_millis(100),
+            max_retries: 3,
+            max_per_request: MAX_MESSAGES,
+            start_sequence: None,
+            retransmission: true,
+        }
+    }
+}
+
+/// Counters kept by [`MoldRecovery`]. All totals since it was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryStats {
+    /// Packets fed, of every kind.
+    pub packets: u64,
+    /// Heartbeats fed.
+    pub heartbeats: u64,
+    /// End-of-session packets fed.
+    pub end_of_session: u64,
+    /// Packets delivered unsequenced: a blank session with sequence 0 (sanitized captures).
+    pub unsequenced_packets: u64,
+    /// Messages delivered to the sink, sequenced or not.
+    pub delivered: u64,
+    /// Gaps detected (each a range past the highest sequence seen).
+    pub gaps: u64,
+    /// Retransmission requests sent, first tries and repeats.
+    pub requests_sent: u64,
+    /// Messages delivered that had been missing: the gaps that recovery filled.
+    pub recovered: u64,
+    /// Ranges declared lost: one per [`RecoverySink::lost`] call (a gap partly filled
+    /// before it was given up announces each part still missing).
+    pub gaps_lost: u64,
+    /// Messages declared lost.
+    pub messages_lost: u64,
+    /// Messages received again after they were delivered or stored: retransmission
+    /// overlap and duplicated packets.
+    pub duplicates: u64,
+    /// The most packets the reorder store held at once.
+    pub store_high_water: usize,
+    /// Times the store (or the gap table) was full and an open gap was declared lost to
+    /// make room.
+    pub store_overflows: u64,
+    /// Times a packet named a different session.
+    pub session_changes: u64,
+}
+
+/// One gap being recovered: the range detected, narrowed from the front as delivery
+/// passes it.
+#[derive(Clone, Copy, Debug)]
+struct GapRecord {
+    range: GapRange,
+    /// When it was last requested.
+    requested_at: Duration,
+    /// Requests repeated so far.
+    retries: u32,
+    /// Given up on: its holes are skipped (and announced) when delivery reaches them.
+    lost: bool,
+}
+
+/// Where a stored packet lies: its slot and the sequence numbers it carries.
+#[derive(Clone, Copy, Debug, Default)]
+struct StoredPacket {
+    first: u64,
+    /// One past its last message.
+    end: u64,
+    len: usize,
+    origin: Origin,
+}
+
+/// The sans-I/O MoldUDP64 sequencer, for live traffic and capture replay alike: it never
+/// applies a message out of order. Later packets wait in a reorder store allocated once
+/// while a gap is open, and delivery resumes as soon as the gap fills.
+///
+/// The rules, for each packet:
+/// - a blank session with sequence 0 is unsequenced (see the module documentation): its
+///   messages are delivered at once with `seq: None`, and the state is left alone;
+/// - a packet past the highest sequence seen opens a gap; with retransmission on, one
+///   request per missing range ([`GapRange::requests`]), each at most `max_per_request`
+///   messages;
+/// - packets that cannot be applied yet are copied into the store; retransmitted packets
+///   (or, in a capture, packets that were reordered on the wire) are ordinary packets fed
+///   to [`MoldRecovery::on_packet`];
+/// - with retransmission on, a gap not filled within `retransmit_timeout` is asked for
+///   again (only its parts still missing), up to `max_retries` times, then declared lost:
+///   the sink hears [`RecoverySink::lost`] with the exact range, then the messages after
+///   it; with it off, a gap is declared lost only as below;
+/// - when the store is full, the oldest open gap is declared lost to make room;
+/// - [`MoldRecovery::end_of_input`] declares every open gap lost and delivers the rest;
+/// - messages already delivered or stored are duplicates, skipped and counted;
+/// - heartbeats and end of session carry the next sequence, so they reveal gaps too;
+/// - a packet naming another session ends the old one: what is stored is delivered, what
+///   is missing is declared lost, and the new session starts at
+///   [`RecoveryConfig::start_sequence`], or where that packet starts.
+///
+/// Time is a [`Duration`] since any origin the caller chooses; only differences matter.
+/// After construction nothing allocates: the store, its index and the gap table are sized
+/// once from [`RecoveryConfig`].
+///
+/// ```
+/// use std::time::Duration;
+/// use ticklane_feed::moldudp64::*;
+///
+/// #[derive(Default)]
+/// struct Sink { got: Vec<u64>, lost: Vec<GapRange>, asked: Vec<RetransmitRequest> }
+/// impl RecoverySink for Sink {
+///     fn message(&mut self, m: Delivered<'_>) { self.got.extend(m.seq) }
+///     fn lost(&mut self, gap: GapRange) { self.lost.push(gap) }
+///     fn request(&mut self, r: RetransmitRequest) { self.asked.push(r) }
+/// }
+/// let packet = |buf: &mut [u8], seq| {
+///     let mut w = PacketWriter::new(buf, Session::new(b"S").unwrap(), seq).unwrap();
+///     w.push(b"m").unwrap();
+///     w.finish()
+/// };
+/// let (mut a, mut b, mut c) = ([0u8; 32], [0u8; 32], [0u8; 32]);
+/// let (la, lb, lc) = (packet(&mut a, 1), packet(&mut b, 2), packet(&mut c, 3));
+///
+/// let mut live = MoldRecovery::new(RecoveryConfig::default());
+/// let mut sink = Sink::default();
+/// let now = Duration::ZERO;
+/// live.on_packet(&Packet::parse(&a[..la]).unwrap(), now, &mut sink);
+/// live.on_packet(&Packet::parse(&c[..lc]).unwrap(), now, &mut sink); // 2 is missing
+/// assert_eq!((sink.asked[0].first_seq, sink.asked[0].count), (2, 1));
+/// assert_eq!(sink.got, [1]); // 3 waits in the store
+/// live.on_packet(&Packet::parse(&b[..lb]).unwrap(), now, &mut sink); // the retransmission
+/// assert_eq!(sink.got, [1, 2, 3]);
+/// assert_eq!(live.stats().recovered, 1);
+/// ```
+#[derive(Debug)]
+pub struct MoldRecovery {
+    config: RecoveryConfig,
+    session: Option<Session>,
+    /// Invariant: `Some` exactly when `session` is.
+    next_expected: Option<u64>,
+    /// One past the highest sequence any packet of the session carried or announced:
+    /// everything from `next_expected` up to here is delivered, stored or in a gap record.
+    highest: u64,
+    /// The sequence an end-of-session packet announced.
+    end_of_session: Option<u64>,
+    /// `store_packets` slots of `max_packet_len` bytes each.
+    slots: Box<[u8]>,
+    slot_info: Box<[StoredPacket]>,
+    /// Free slot numbers. Invariant: `free.len() + index.len() == store_packets`.
+    free: Vec<usize>,
+    /// Stored slots ordered by first sequence.
+    index: VecDeque<usize>,
+    /// Open gaps ordered by first sequence, never overlapping. Capacity `store_packets`.
+    gaps: VecDeque<GapRecord>,
+    stats: RecoveryStats,
+}
+
+impl MoldRecovery {
+    /// A sequencer with its store allocated, waiting for a first packet.
+    pub fn new(config: RecoveryConfig) -> Self {
+        let config = RecoveryConfig {
+            store_packets: config.store_packets.max(1),
+            max_packet_len: config.max_packet_len.max(HEADER_LEN),
+            max_per_request: config.max_per_request.max(1),
+            ..config
+        };
+        let n = config.store_packets;
+        MoldRecovery {
+            session: None,
+            next_expected: None,
+            highest: 0,
+            end_of_session: None,
+            slots: vec![0u8; n * config.max_packet_len].into_boxed_slice(),
+            slot_info: vec![StoredPacket::default(); n].into_boxed_slice(),
+            free: (0..n).rev().collect(),
+            index: VecDeque::with_capacity(n),
+            gaps: VecDeque::with_capacity(n),
+            stats: RecoveryStats::default(),
+            config,
+        }
+    }
+
+    /// Takes one packet (live or retransmitted) received at `now`, and delivers, stores,
+    /// requests or declares lost through `sink` whatever it makes possible.
+    pub fn on_packet(&mut self, packet: &Packet<'_>, now: Duration, sink: &mut impl RecoverySink) {
+        self.on_packet_from(packet, Origin::default(), now, sink);
+    }
+
+    /// [`MoldRecovery::on_packet`] for a packet whose `origin` the sink wants back with
+    /// each of its messages (a capture's byte offset and timestamp).
+    pub fn on_packet_from(
+        &mut self,
+        packet: &Packet<'_>,
+        origin: Origin,
+        now: Duration,
+        sink: &mut impl RecoverySink,
+    ) {
+        self.stats.packets += 1;
+        match packet.kind() {
+            PacketKind::Heartbeat => self.stats.heartbeats += 1,
+            PacketKind::EndOfSession => self.stats.end_of_session += 1,
+            PacketKind::Data { .. } => {}
+        }
+        if is_unsequenced(packet) {
+            self.stats.unsequenced_packets += 1;
+            deliver_messages(
+                packet,
+                None,
+                origin,
+                false,
+                &self.gaps,
+                &mut self.stats,
+                sink,
+            );
+            return;
+        }
+        let first = packet.sequence();
+        let end = packet.next_sequence();
+        let expected = match (self.session, self.next_expected) {
+            (Some(current), Some(expected)) if current == packet.session() => expected,
+            (current, _) => {
+                if current.is_some() {
+                    self.stats.session_changes += 1;
+                    self.finish_session(sink);
+                }
+                let start = self.config.start_sequence.unwrap_or(first);
+                self.session = Some(packet.session());
+                self.end_of_session = None;
+                self.highest = start;
+                self.next_expected = Some(start);
+                start
+            }
+        };
+        if packet.kind() == PacketKind::EndOfSession {
+            self.end_of_session = Some(first);
+        }
+        if first > self.highest {
+            self.open_gap(
+                GapRange {
+                    first: self.highest,
+                    last: first - 1,
+                },
+                now,
+                sink,
+            );
+        }
+        self.highest = self.highest.max(end);
+        let count = u64::from(packet.message_count());
+        if count == 0 {
+            return;
+        }
+        if end <= expected {
+            self.stats.duplicates += count;
+            return;
+        }
+        if first <= expected {
+            self.stats.duplicates += expected - first;
+            self.deliver(packet, origin, sink);
+            self.drain(sink);
+            return;
+        }
+        self.store(packet, origin, sink);
+    }
+
+    /// The input is over (the end of a capture, a line shut down): every open gap is
+    /// declared lost and what the store holds is delivered, in order, so the sink has
+    /// heard of every sequence number up to the highest one seen.
+    pub fn end_of_input(&mut self, sink: &mut impl RecoverySink) {
+        if self.session.is_some() {
+            self.finish_session(sink);
+        }
+    }
+
+    /// Repeats requests whose answer is overdue and declares lost the gaps out of
+    /// retries, delivering whatever that unblocks. Call at [`MoldRecovery::next_deadline`].
+    pub fn poll_timers(&mut self, now: Duration, sink: &mut impl RecoverySink) {
+        let Some(session) = self.session else {
+            return;
+        };
+        if !self.config.retransmission {
+            return;
+        }
+        let mut newly_lost = false;
+        for i in 0..self.gaps.len() {
+            let gap = self.gaps[i];
+            if gap.lost || now.saturating_sub(gap.requested_at) < self.config.retransmit_timeout {
+                continue;
+            }
+            if self.holes(gap.range).next().is_none() {
+                // All of it arrived and waits in the store behind an earlier gap.
+                self.gaps[i].requested_at = now;
+                continue;
+            }
+            if gap.retries >= self.config.max_retries {
+                self.gaps[i].lost = true;
+                newly_lost = true;
+                continue;
+            }
+            // Only the parts still missing are asked for again.
+            let mut requests = 0;
+            for hole in self.holes(gap.range) {
+                for request in hole.requests(session, self.config.max_per_request) {
+                    sink.request(request);
+                    requests += 1;
+                }
+            }
+            self.stats.requests_sent += requests;
+            self.gaps[i].requested_at = now;
+            self.gaps[i].retries += 1;
+        }
+        if newly_lost {
+            self.drain(sink);
+        }
+    }
+
+    /// When [`MoldRecovery::poll_timers`] next has something to do; `None` with no gap
+    /// open.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        if !self.config.retransmission {
+            return None;
+        }
+        self.gaps
+            .iter()
+            .filter(|g| !g.lost)
+            .map(|g| {
+                g.requested_at
+                    .saturating_add(self.config.retransmit_timeout)
+            })
+            .min()
+    }
+
+    fn open_gap(&mut self, range: GapRange, now: Duration, sink: &mut impl RecoverySink) {
+        self.stats.gaps += 1;
+        if let Some(session) = self.session.filter(|_| self.config.retransmission) {
+            for request in range.requests(session, self.config.max_per_request) {
+                sink.request(request);
+                self.stats.requests_sent += 1;
+            }
+        }
+        let full = self.gaps.len() == self.gaps.capacity();
+        match self.gaps.back_mut() {
+            // The table is full (only heartbeats revealing gap after gap get here, since
+            // each other gap holds a store slot): widen the newest record rather than
+            // grow, so every missing message stays covered by a record.
+            Some(newest) if full => newest.range.last = range.last,
+            _ => self.gaps.push_back(GapRecord {
+                range,
+                requested_at: now,
+                retries: 0,
+                lost: false,
+            }),
+        }
+    }
+
+    fn lose_oldest_gap(&mut self, sink: &mut impl RecoverySink) {
+        if let Some(gap) = self.gaps.iter_mut().find(|g| !g.lost) {
+            gap.lost = true;
+        }
+        self.drain(sink);
+    }
+
+    /// The parts of `range` neither delivered nor stored, in order.
+    fn holes(&self, range: GapRange) -> impl Iterator<Item = GapRange> + '_ {
+        let mut from = range.first.max(self.next_expected.unwrap_or(0));
+        let mut stored = self.index.iter().map(|&slot| self.slot_info[slot]);
+        let mut done = false;
+        core::iter::from_fn(move || {
+            while !done && from <= range.last {
+                match stored.next() {
+                    Some(p) if p.end <= from => {}
+                    Some(p) if p.first <= from => from = p.end,
+                    Some(p) => {
+                        let hole = GapRange {
+                            first: from,
+                            last: (p.first - 1).min(range.last),
+                        };
+                        from = p.end;
+                        return Some(hole);
+                    }
+                    None => {
+                        done = true;
+                        return Some(GapRange {
+                            first: from,
+                            last: range.last,
+                        });
+                    }
+                }
+            }
+            None
+        })
+    }
+
+    /// Delivers the messages of `packet` from `next_expected` on. The caller checked that
+    /// the packet covers `next_expected`.
+    fn deliver(&mut self, packet: &Packet<'_>, origin: Origin, sink: &mut impl RecoverySink) {
+        let expected = self.next_expected.unwrap_or(packet.sequence());
+        deliver_messages(
+            packet,
+            Some(expected),
+            origin,
+            false,
+            &self.gaps,
+            &mut self.stats,
+            sink,
+        );
+        self.next_expected = Some(expected.max(packet.next_sequence()));
+    }
+
+    /// Delivers what the store holds from `next_expected` on, announcing lost holes on the
+    /// way, until a hole still being recovered blocks it; then drops finished gaps.
+    fn drain(&mut self, sink: &mut impl RecoverySink) {
+        let Some(mut expected) = self.next_expected else {
+            return;
+        };
+        loop {
+            if let Some(&slot) = self.index.front() {
+                let info = self.slot_info[slot];
+                if info.end <= expected {
+                    self.stats.duplicates += info.end - info.first;
+                    self.release_front();
+                    continue;
+                }
+                if info.first <= expected {
+                    let at = slot * self.config.max_packet_len;
+                    let bytes = &self.slots[at..at + info.len];
+                    let packet = Packet::parse(bytes).expect("invariant: stored packets parsed");
+                    self.stats.duplicates += expected - info.first;
+                    deliver_messages(
+                        &packet,
+                        Some(expected),
+                        info.origin,
+                        true,
+                        &self.gaps,
+                        &mut self.stats,
+                        sink,
+                    );
+                    expected = info.end;
+                    self.release_front();
+                    continue;
+                }
+            }
+            // `expected` is missing: skip it only if its gap was given up.
+            let Some(gap) = self.gaps.iter().find(|g| g.range.last >= expected) else {
+                break;
+            };
+            if !gap.lost || gap.range.first > expected {
+                break;
+            }
+            let stored_from = self.index.front().map(|&s| self.slot_info[s].first);
+            let last = match stored_from {
+                Some(first) => (first - 1).min(gap.range.last),
+                None => gap.range.last,
+            };
+            let hole = GapRange {
+                first: expected,
+                last,
+            };
+            self.stats.gaps_lost += 1;
+            self.stats.messages_lost += hole.len();
+            sink.lost(hole);
+            expected = last + 1;
+        }
+        self.next_expected = Some(expected);
+        while self.gaps.front().is_some_and(|g| g.range.last < expected) {
+            self.gaps.pop_front();
+        }
+        if let Some(gap) = self.gaps.front_mut() {
+            gap.range.first = gap.range.first.max(expected);
+        }
+    }
+
+    fn release_front(&mut self) {
+        if let Some(slot) = self.index.pop_front() {
+            self.free.push(slot);
+        }
+    }
+
+    /// Copies a packet that cannot be delivered yet into the store, making room by
+    /// declaring the oldest gap lost if the store is full.
+    fn store(&mut self, packet: &Packet<'_>, origin: Origin, sink: &mut impl RecoverySink) {
+        let first = packet.sequence();
+        let end = packet.next_sequence();
+        let bytes = packet.bytes();
+        // Already stored whole (a duplicated packet or overlapping retransmission)?
+        let pos = self
+            .index
+            .partition_point(|&slot| self.slot_info[slot].first <= first);
+        if pos > 0 && self.slot_info[self.index[pos - 1]].end >= end {
+            self.stats.duplicates += end - first;
+            return;
+        }
+        while self.free.is_empty() || bytes.len() > self.config.max_packet_len {
+            if self.gaps.iter().all(|g| g.lost) {
+                // Nothing left to give up. Unreachable while every missing message is in
+                // a gap record, but a loop must not depend on that: count and drop.
+                self.stats.messages_lost += end - first;
+                return;
+            }
+            self.stats.store_overflows += 1;
+            self.lose_oldest_gap(sink);
+            let expected = self.next_expected.unwrap_or(first);
+            if first <= expected {
+                // Giving up the gap in front of it made the packet next in line.
+                if end > expected {
+                    self.stats.duplicates += expected - first;
+                    self.deliver(packet, origin, sink);
+                    self.drain(sink);
+                } else {
+                    self.stats.duplicates += end - first;
+                }
+                return;
+            }
+        }
+        let Some(slot) = self.free.pop() else {
+            return;
+        };
+        let at = slot * self.config.max_packet_len;
+        self.slots[at..at + bytes.len()].copy_from_slice(bytes);
+        self.slot_info[slot] = StoredPacket {
+            first,
+            end,
+            len: bytes.len(),
+            origin,
+        };
+        let pos = self
+            .index
+            .partition_point(|&s| self.slot_info[s].first <= first);
+        self.index.insert(pos, slot);
+        self.stats.store_high_water = self.stats.store_high_water.max(self.index.len());
+    }
+
+    /// The old session is over: deliver what is stored and declare lost what is missing,
+    /// so the sink sees the whole of it before the new one starts.
+    fn finish_session(&mut self, sink: &mut impl RecoverySink) {
+        for gap in self.gaps.iter_mut() {
+            gap.lost = true;
+        }
+        self.drain(sink);
+        // Whatever is left sits past holes no record covers; it cannot be delivered in
+        // order, so it is counted lost with the holes.
+        while let Some(slot) = self.index.pop_front() {
+            let info = self.slot_info[slot];
+            self.stats.messages_lost += info.end - info.first;
+            self.free.push(slot);
+        }
+        self.gaps.clear();
+    }
+
+    /// The current session, once a sequenced packet has been seen.
+    pub fn session(&self) -> Option<Session> {
+        self.session
+    }
+
+    /// The sequence number of the next message to deliver.
+    pub fn next_expected(&self) -> Option<u64> {
+        self.next_expected
+    }
+
+    /// True once end of session was announced and every message before it was delivered
+    /// or declared lost.
+    pub fn ended(&self) -> bool {
+        matches!((self.end_of_session, self.next_expected), (Some(end), Some(next)) if next >= end)
+    }
+
+    /// Gaps still open (being recovered, or given up and waiting for delivery to reach
+    /// them).
+    pub fn open_gaps(&self) -> usize {
+        self.gaps.len()
+    }
+
+    /// Packets waiting in the reorder store.
+    pub fn stored_packets(&self) -> usize {
+        self.index.len()
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> RecoveryStats {
+        self.stats
+    }
+}
+
+/// True for a packet that the module's blank-session rule replays unsequenced.
+fn is_unsequenced(packet: &Packet<'_>) -> bool {
+    packet.session().is_blank() && packet.sequence() == 0
+}
+
+/// Hands `packet`'s messages from sequence `from` on to the sink, counting those that fill
+/// a gap; with `from` `None` (an unsequenced packet) all of them, without numbers.
+fn deliver_messages(
+    packet: &Packet<'_>,
+    from: Option<u64>,
+    origin: Origin,
+    from_store: bool,
+    gaps: &VecDeque<GapRecord>,
+    stats: &mut RecoveryStats,
+    sink: &mut impl RecoverySink,
+) {
+    let first = packet.sequence();
+    let end = packet.next_sequence();
+    let skip = from.map_or(0, |from| from.saturating_sub(first));
+    let mut offset = HEADER_LEN;
+    for (i, bytes) in (0u64..).zip(packet.messages()) {
+        let at = offset;
+        offset += 2 + bytes.len();
+        if i < skip {
+            continue;
+        }
+        sink.message(Delivered {
+            seq: from.map(|_| first + i),
+            bytes,
+            origin,
+            offset: at,
+            from_store,
+        });
+    }
+    let Some(from) = from else {
+        stats.delivered += u64::from(packet.message_count());
+        return;
+    };
+    let from = from.max(first);
+    stats.delivered += end.saturating_sub(from);
+    for gap in gaps.iter().take_while(|g| g.range.first < end) {
+        let lo = gap.range.first.max(from);
+        let hi = gap.range.last.saturating_add(1).min(end);
+        stats.recovered += hi.saturating_sub(lo);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::moldudp64::test_packets::{heartbeat, packet_bytes, session};
+    use crate::moldudp64::{encode_end_of_session, HEADER_LEN};
+    use proptest::prelude::*;
+
+    /// What a recovery sink saw, in order.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    enum Seen {
+        Msg(u64, Vec<u8>),
+        Lost(GapRange),
+    }
+
+    #[derive(Default)]
+    struct Recorder {
+        seen: Vec<Seen>,
+        unsequenced: Vec<Vec<u8>>,
+        requests: Vec<RetransmitRequest>,
+    }
+
+    impl RecoverySink for Recorder {
+        fn message(&mut self, m: Delivered<'_>) {
+            match m.seq {
+                Some(seq) => self.seen.push(Seen::Msg(seq, m.bytes.to_vec())),
+                None => self.unsequenced.push(m.bytes.to_vec()),
+            }
+        }
+        fn lost(&mut self, gap: GapRange) {
+            self.seen.push(Seen::Lost(gap));
+        }
+        fn request(&mut self, request: RetransmitRequest) {
+            self.requests.push(request);
+        }
+    }
+
+    impl Recorder {
+        fn delivered(&self) -> Vec<u64> {
+            self.seen
+                .iter()
+                .filter_map(|s| match s {
+                    Seen::Msg(seq, _) => Some(*seq),
+                    Seen::Lost(_) => None,
+                })
+                .collect()
+        }
+
+        fn lost(&self) -> Vec<GapRange> {
+            self.seen
+                .iter()
+                .filter_map(|s| match s {
+                    Seen::Lost(g) => Some(*g),
+                    Seen::Msg(..) => None,
+                })
+                .collect()
+        }
+
+        /// Every sequence from `first` to `end - 1` is delivered or inside a lost range,
+        /// once, in order: nothing is skipped silently.
+        fn assert_accounts_for(&self, first: u64, end: u64) {
+            let mut next = first;
+            for s in &self.seen {
+                match s {
+                    Seen::Msg(seq, _) => {
+                        assert_eq!(*seq, next, "out of order or repeated");
+                        next += 1;
+                    }
+                    Seen::Lost(g) => {
+                        assert_eq!(g.first, next, "lost range not at the head");
+                        next = g.last + 1;
+                    }
+                }
+            }
+            assert_eq!(next, end);
+        }
+    }
+
+    /// The message with sequence `seq`: its bytes name it.
+    fn body(seq: u64) -> Vec<u8> {
+        seq.to_be_bytes().to_vec()
+    }
+
+    fn data(s: Session, first: u64, count: u64) -> Vec<u8> {
+        let bodies: Vec<Vec<u8>> = (first..first + count).map(body).collect();
+        let refs: Vec<&[u8]> = bodies.iter().map(Vec::as_slice).collect();
+        packet_bytes(s, first, &refs)
+    }
+
+    fn feed(r: &mut MoldRecovery, bytes: &[u8], now: Duration, sink: &mut Recorder) {
+        r.on_packet(&Packet::parse(bytes).expect("valid"), now, sink);
+    }
+
+    fn msgs(range: core::ops::RangeInclusive<u64>) -> Vec<u64> {
+        range.collect()
+    }
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn unanswered_gap_is_declared_lost_with_its_exact_range() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig::default());
+        let mut sink = Recorder::default();
+        let t0 = Duration::from_secs(5);
+        feed(&mut r, &data(s, 1, 3), t0, &mut sink);
+        feed(&mut r, &data(s, 7, 3), t0, &mut sink);
+        feed(&mut r, &data(s, 10, 2), t0 + MS, &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=3));
+        assert_eq!(
+            sink.requests,
+            [RetransmitRequest {
+                session: s,
+                first_seq: 4,
+                count: 3
+            }]
+        );
+        assert_eq!(r.stored_packets(), 2);
+        // The default: 100 ms per try, 3 repeats, then lost.
+        let mut now = t0;
+        for retry in 1..=3 {
+            assert_eq!(r.next_deadline(), Some(now + 100 * MS));
+            now += 100 * MS;
+            r.poll_timers(now, &mut sink);
+            assert_eq!(sink.requests.len(), 1 + retry);
+            assert_eq!(sink.requests[retry], sink.requests[0]);
+        }
+        assert_eq!(sink.delivered(), msgs(1..=3));
+        now += 100 * MS;
+        r.poll_timers(now, &mut sink);
+        assert_eq!(sink.lost(), [GapRange { first: 4, last: 6 }]);
+        assert_eq!(sink.delivered(), [1, 2, 3, 7, 8, 9, 10, 11]);
+        sink.assert_accounts_for(1, 12);
+        let st = r.stats();
+        assert_eq!((st.gaps, st.gaps_lost, st.messages_lost), (1, 1, 3));
+        assert_eq!((st.requests_sent, st.recovered), (4, 0));
+        assert_eq!(st.store_high_water, 2);
+        assert_eq!(r.next_deadline(), None);
+        assert_eq!(r.open_gaps(), 0);
+        assert_eq!(r.stored_packets(), 0);
+    }
+
+    #[test]
+    fn retransmission_fills_the_gap_and_delivery_resumes_in_order() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig::default());
+        let mut sink = Recorder::default();
+        let t = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 2), t, &mut sink);
+        feed(&mut r, &data(s, 6, 2), t, &mut sink);
+        feed(&mut r, &data(s, 8, 1), t, &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=2));
+        // The reply overlaps what is stored: 3..=6 fills the gap, 6 is a duplicate.
+        feed(&mut r, &data(s, 3, 4), t + 5 * MS, &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=8));
+        assert_eq!(
+            sink.seen[2..5],
+            [
+                Seen::Msg(3, body(3)),
+                Seen::Msg(4, body(4)),
+                Seen::Msg(5, body(5))
+            ]
+        );
+        let st = r.stats();
+        assert_eq!((st.recovered, st.duplicates, st.messages_lost), (3, 1, 0));
+        assert_eq!(r.open_gaps(), 0);
+        assert_eq!(r.next_deadline(), None);
+    }
+
+    #[test]
+    fn timeout_asks_again_only_for_what_is_still_missing() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            max_retries: 1,
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        let t = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 1), t, &mut sink);
+        feed(&mut r, &data(s, 12, 1), t, &mut sink);
+        // Gap 2..=11; a partial reply brings 5..=6.
+        feed(&mut r, &data(s, 5, 2), t + MS, &mut sink);
+        r.poll_timers(t + 100 * MS, &mut sink);
+        let again: Vec<_> = sink.requests[1..]
+            .iter()
+            .map(|q| (q.first_seq, q.count))
+            .collect();
+        assert_eq!(again, [(2, 3), (7, 5)]);
+        r.poll_timers(t + 200 * MS, &mut sink);
+        assert_eq!(
+            sink.lost(),
+            [
+                GapRange { first: 2, last: 4 },
+                GapRange { first: 7, last: 11 }
+            ]
+        );
+        assert_eq!(sink.delivered(), [1, 5, 6, 12]);
+        sink.assert_accounts_for(1, 13);
+        let st = r.stats();
+        assert_eq!(
+            (st.gaps, st.gaps_lost, st.messages_lost, st.recovered),
+            (1, 2, 8, 2)
+        );
+    }
+
+    #[test]
+    fn heartbeat_and_end_of_session_reveal_gaps() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig::default());
+        let mut sink = Recorder::default();
+        let t = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 1), t, &mut sink);
+        feed(&mut r, &heartbeat(s, 4), t, &mut sink);
+        assert_eq!(sink.requests.len(), 1);
+        assert_eq!((sink.requests[0].first_seq, sink.requests[0].count), (2, 2));
+        let mut eos = [0u8; HEADER_LEN];
+        encode_end_of_session(&mut eos, s, 5).expect("fits");
+        feed(&mut r, &eos, t, &mut sink);
+        assert_eq!((sink.requests[1].first_seq, sink.requests[1].count), (4, 1));
+        assert!(!r.ended());
+        feed(&mut r, &data(s, 2, 3), t + MS, &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=4));
+        assert!(r.ended());
+        assert_eq!(r.stats().recovered, 3);
+    }
+
+    #[test]
+    fn duplicated_packets_are_skipped_and_counted() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig::default());
+        let mut sink = Recorder::default();
+        let t = Duration::ZERO;
+        // A and B lines both deliver every packet; a gap makes some copies wait in store.
+        for bytes in [
+            data(s, 1, 2),
+            data(s, 1, 2),
+            data(s, 5, 2),
+            data(s, 5, 2),
+            data(s, 3, 2),
+            data(s, 3, 2),
+            data(s, 7, 1),
+        ] {
+            feed(&mut r, &bytes, t, &mut sink);
+        }
+        assert_eq!(sink.delivered(), msgs(1..=7));
+        assert_eq!(r.stats().duplicates, 6);
+        assert_eq!(r.stats().store_high_water, 1);
+    }
+
+    #[test]
+    fn full_store_declares_the_oldest_gap_lost() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            store_packets: 2,
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        let t = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 1), t, &mut sink);
+        feed(&mut r, &data(s, 3, 1), t, &mut sink);
+        feed(&mut r, &data(s, 5, 1), t, &mut sink);
+        assert_eq!(r.stored_packets(), 2);
+        // A third waiting packet does not fit: the gap at 2 is given up.
+        feed(&mut r, &data(s, 7, 1), t, &mut sink);
+        assert_eq!(sink.lost(), [GapRange { first: 2, last: 2 }]);
+        assert_eq!(sink.delivered(), [1, 3]);
+        assert_eq!(r.stored_packets(), 2);
+        assert_eq!(r.stats().store_overflows, 1);
+        // The other gaps are still being recovered.
+        feed(&mut r, &data(s, 4, 1), t, &mut sink);
+        feed(&mut r, &data(s, 6, 1), t, &mut sink);
+        assert_eq!(sink.delivered(), [1, 3, 4, 5, 6, 7]);
+        sink.assert_accounts_for(1, 8);
+        // A packet too long for a slot forces the gap in front of it to be given up too.
+        let mut small = MoldRecovery::new(RecoveryConfig {
+            max_packet_len: 40,
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        feed(&mut small, &data(s, 1, 1), t, &mut sink);
+        feed(&mut small, &data(s, 3, 3), t, &mut sink);
+        assert_eq!(sink.lost(), [GapRange { first: 2, last: 2 }]);
+        sink.assert_accounts_for(1, 6);
+    }
+
+    #[test]
+    fn session_change_flushes_the_old_session() {
+        let a = session(b"A");
+        let b = session(b"B");
+        let mut r = MoldRecovery::new(RecoveryConfig::default());
+        let mut sink = Recorder::default();
+        let t = Duration::ZERO;
+        feed(&mut r, &data(a, 1, 1), t, &mut sink);
+        feed(&mut r, &data(a, 3, 1), t, &mut sink);
+        feed(&mut r, &data(b, 1, 2), t, &mut sink);
+        assert_eq!(
+            sink.seen,
+            [
+                Seen::Msg(1, body(1)),
+                Seen::Lost(GapRange { first: 2, last: 2 }),
+                Seen::Msg(3, body(3)),
+                Seen::Msg(1, body(1)),
+                Seen::Msg(2, body(2)),
+            ]
+        );
+        assert_eq!(r.session(), Some(b));
+        assert_eq!(r.stats().session_changes, 1);
+        assert_eq!(r.next_expected(), Some(3));
+    }
+
+    /// A packet in flight on the simulated network.
+    struct InFlight {
+        arrive: Duration,
+        order: u64,
+        bytes: Vec<u8>,
+    }
+
+    /// A seeded network that drops, duplicates and reorders packets.
+    struct LossyNet {
+        rng: crate::sim::SplitMix64,
+        in_flight: Vec<InFlight>,
+        order: u64,
+        drop: f64,
+        dup: f64,
+    }
+
+    impl LossyNet {
+        fn send(&mut self, now: Duration, bytes: Vec<u8>) {
+            if self.rng.chance(self.drop) {
+                return;
+            }
+            let copies = if self.rng.chance(self.dup) { 2 } else { 1 };
+            for _ in 0..copies {
+                let arrive = now + MS * self.rng.below(6) as u32;
+                self.order += 1;
+                self.in_flight.push(InFlight {
+                    arrive,
+                    order: self.order,
+                    bytes: bytes.clone(),
+                });
+            }
+        }
+
+        /// Packets arrived by `now`, in arrival order.
+        fn arrived(&mut self, now: Duration) -> Vec<Vec<u8>> {
+            self.in_flight.sort_by_key(|p| (p.arrive, p.order));
+            let n = self.in_flight.partition_point(|p| p.arrive <= now);
+            self.in_flight.drain(..n).map(|p| p.bytes).collect()
+        }
+    }
+
+    /// Publishes `total` messages through a lossy, reordering, duplicating network, with a
+    /// retransmission server that answers (over the same kind of network) when `answers`.
+    fn simulate(seed: u64, total: u64, answers: bool, drop: f64) -> (Recorder, RecoveryStats) {
+        let s = session(b"SIM");
+        let mut net = LossyNet {
+            rng: crate::sim::SplitMix64::new(seed),
+            in_flight: Vec::new(),
+            order: 0,
+            drop,
+            dup: 0.05,
+        };
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            store_packets: 512,
+            retransmit_timeout: 10 * MS,
+            max_retries: if answers { 12 } else { 2 },
+            max_per_request: 4,
+            start_sequence: Some(1),
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        let mut next = 1u64;
+        let mut now = Duration::ZERO;
+        let mut answered = 0;
+        for tick in 0..20_000u32 {
+            if next <= total {
+                let count = (1 + net.rng.below(4)).min(total - next + 1);
+                let bytes = data(s, next, count);
+                net.send(now, bytes);
+                next += count;
+            } else if tick % 5 == 0 {
+                let mut eos = vec![0u8; HEADER_LEN];
+                encode_end_of_session(&mut eos, s, next).expect("fits");
+                net.send(now, eos);
+            }
+            if tick % 10 == 0 && next <= total {
+                net.send(now, heartbeat(s, next));
+            }
+            for bytes in net.arrived(now) {
+                feed(&mut r, &bytes, now, &mut sink);
+            }
+            if r.next_deadline().is_some_and(|d| d <= now) {
+                r.poll_timers(now, &mut sink);
+            }
+            if answers {
+                for q in sink.requests.split_off(answered) {
+                    let end = q.first_seq + u64::from(q.count);
+                    let mut at = q.first_seq;
+                    while at < end {
+                        let n = (end - at).min(3);
+                        net.send(now, data(s, at, n));
+                        at += n;
+                    }
+                }
+                answered = sink.requests.len();
+            }
+            if r.ended() && r.open_gaps() == 0 {
+                break;
+            }
+            now += MS;
+        }
+        assert!(r.ended(), "the session did not finish: {:?}", r.stats());
+        let stats = r.stats();
+        (sink, stats)
+    }
+
+    #[test]
+    fn lossy_network_with_retransmission_delivers_everything_once_in_order() {
+        let (sink, st) = simulate(42, 3000, true, 0.1);
+        assert_eq!(sink.delivered(), msgs(1..=3000));
+        for s in &sink.seen {
+            if let Seen::Msg(seq, bytes) = s {
+                assert_eq!(bytes, &body(*seq));
+            }
+        }
+        assert_eq!((st.messages_lost, st.gaps_lost), (0, 0));
+        assert!(st.gaps > 50, "{st:?}");
+        assert!(st.recovered > 100, "{st:?}");
+        assert!(st.duplicates > 0 && st.requests_sent >= st.gaps, "{st:?}");
+        assert!(st.store_high_water > 1, "{st:?}");
+        assert_eq!(st.delivered, 3000);
+    }
+
+    #[test]
+    fn lossy_network_without_retransmission_declares_every_loss() {
+        let (sink, st) = simulate(7, 2000, false, 0.1);
+        sink.assert_accounts_for(1, 2001);
+        let lost: u64 = sink.lost().iter().map(GapRange::len).sum();
+        assert_eq!(st.messages_lost, lost);
+        assert_eq!(st.delivered + lost, 2000);
+        // Late (reordered) packets still fill gaps without any retransmission.
+        assert!(lost > 0 && st.recovered > 0, "{st:?}");
+    }
+
+    #[test]
+    fn first_packet_lost_is_a_gap_when_the_start_is_known() {
+        // Once a failing case of the property below (the first packet dropped on a
+        // network with no retransmission): it must be declared, not joined past.
+        let (sink, st) = simulate(64_593_227_037_856_803, 400, false, 0.155_262_396_072_714_2);
+        sink.assert_accounts_for(1, 401);
+        assert_eq!(st.delivered + st.messages_lost, 400);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, rng_seed: proptest::test_runner::RngSeed::Fixed(3), ..ProptestConfig::default() })]
+
+        #[test]
+        fn recovery_never_reorders_or_drops_silently(seed in any::<u64>(), answers in any::<bool>(), drop in 0.0f64..0.3) {
+            let (sink, st) = simulate(seed, 400, answers, drop);
+            sink.assert_accounts_for(1, 401);
+            prop_assert_eq!(st.delivered + st.messages_lost, 400);
+            if answers {
+                prop_assert_eq!(st.messages_lost, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn blank_session_with_sequence_zero_is_delivered_unsequenced_and_leaves_state_alone() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig::default());
+        let mut sink = Recorder::default();
+        let t = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 2), t, &mut sink);
+        for blank in [Session([0; 10]), Session([b' '; 10])] {
+            feed(
+                &mut r,
+                &packet_bytes(blank, 0, &[b"u1", b"u2"]),
+                t,
+                &mut sink,
+            );
+        }
+        feed(&mut r, &data(s, 3, 1), t, &mut sink);
+        // Delivered at once, in arrival order, without numbers; no gap, no session change.
+        assert_eq!(sink.unsequenced, [b"u1", b"u2", b"u1", b"u2"]);
+        assert_eq!(sink.delivered(), msgs(1..=3));
+        let st = r.stats();
+        assert_eq!((st.unsequenced_packets, st.delivered), (2, 7));
+        assert_eq!((st.gaps, st.session_changes, st.duplicates), (0, 0, 0));
+        assert_eq!(r.session(), Some(s));
+        assert_eq!(r.next_expected(), Some(4));
+        // A blank name with a real sequence number is an ordinary session.
+        let blank = Session([b' '; 10]);
+        feed(&mut r, &data(blank, 9, 1), t, &mut sink);
+        assert_eq!(r.session(), Some(blank));
+        assert_eq!(r.stats().session_changes, 1);
+        assert_eq!(sink.delivered(), [1, 2, 3, 9]);
+    }
+
+    #[test]
+    fn without_retransmission_a_gap_waits_for_late_packets_then_is_declared_at_end_of_input() {
+        let s = session(b"CAP");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            retransmission: false,
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        let t = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 1), t, &mut sink);
+        feed(&mut r, &data(s, 3, 1), t, &mut sink);
+        feed(&mut r, &data(s, 2, 1), t, &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=3));
+        feed(&mut r, &data(s, 6, 2), t, &mut sink);
+        // No request, no timer: however late, the gap is not given up by time.
+        assert_eq!(r.next_deadline(), None);
+        r.poll_timers(t + Duration::from_secs(3600), &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=3));
+        assert!(sink.requests.is_empty());
+        r.end_of_input(&mut sink);
+        assert_eq!(sink.lost(), [GapRange { first: 4, last: 5 }]);
+        assert_eq!(sink.delivered(), [1, 2, 3, 6, 7]);
+        sink.assert_accounts_for(1, 8);
+        let st = r.stats();
+        assert_eq!(
+            (st.requests_sent, st.recovered, st.messages_lost),
+            (0, 1, 2)
+        );
+        assert_eq!((r.open_gaps(), r.stored_packets()), (0, 0));
+    }
+
+    #[test]
+    fn stored_messages_come_back_with_their_packets_origin() {
+        let s = session(b"CAP");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            retransmission: false,
+            start_sequence: Some(1),
+            ..RecoveryConfig::default()
+        });
+        #[derive(Default)]
+        struct Origins(Vec<(u64, u64, usize, bool)>);
+        impl RecoverySink for Origins {
+            fn message(&mut self, m: Delivered<'_>) {
+                let seq = m.seq.expect("sequenced");
+                self.0.push((seq, m.origin.offset, m.offset, m.from_store));
+            }
+            fn lost(&mut self, _: GapRange) {}
+            fn request(&mut self, _: RetransmitRequest) {}
+        }
+        let mut sink = Origins::default();
+        let at = |offset| Origin {
+            offset,
+            time_ns: Some(offset * 10),
+        };
+        let t = Duration::ZERO;
+        let late = data(s, 2, 2);
+        let first = data(s, 1, 1);
+        r.on_packet_from(&Packet::parse(&late).expect("valid"), at(500), t, &mut sink);
+        r.on_packet_from(
+            &Packet::parse(&first).expect("valid"),
+            at(900),
+            t,
+            &mut sink,
+        );
+        // Each message: its packet's origin, and its length field's place in the packet
+        // (header 20 bytes, then 2 + 8 bytes per message).
+        assert_eq!(
+            sink.0,
+            [(1, 900, 20, false), (2, 500, 20, true), (3, 500, 30, true)]
+        );
+    }
+}
