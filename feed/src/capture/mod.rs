@@ -211,8 +211,8 @@ impl Inner {
     fn message_buf(&self) -> &[u8] {
         match self {
             Inner::Itch50(r) => r.window().buf(),
-            Inner::Pcap(s) => s.message_buf(),
-            Inner::PcapNg(s) => s.message_buf(),
+            Inner::Pcap(s, _) => s.message_buf(),
+            Inner::PcapNg(s, _) => s.message_buf(),
         }
     }
 }
