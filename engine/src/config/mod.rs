@@ -505,6 +505,27 @@ mod tests {
     }
 
     #[test]
+    fn the_examples_soupbintcp_line_parses() {
+        // The example's commented-out SoupBinTCP `[feed]`, in place of its MoldUDP64 one.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ticklane.example.toml");
+        let text = std::fs::read_to_string(&path).expect("example");
+        let (head, soup) = text
+            .split_once("# A SoupBinTCP line instead:\n")
+            .expect("the example shows a SoupBinTCP line");
+        let head = &head[..=head.find("\n[feed]\n").expect("a [feed] section")];
+        let soup: String = soup
+            .lines()
+            .map(|line| format!("{}\n", line.trim_start_matches("# ")))
+            .collect();
+        let config = RunConfig::parse(&format!("{head}{soup}"), &path).expect("valid");
+        let Ok(FeedConfig::Soup(feed)) = config.feed_config() else {
+            panic!("not a SoupBinTCP line: {config:?}");
+        };
+        assert_eq!(feed.client.server_timeout, Duration::from_secs(15));
+        assert_eq!(feed.max_reconnects, 5);
+    }
+
+    #[test]
     fn unknown_keys_name_the_file_and_key() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("bad.toml");
