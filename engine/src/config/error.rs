@@ -118,23 +118,27 @@ impl fmt::Display for Conflict {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read the configuration file {}: {source}", path.display())]
+    ///
+    /// The OS error is part of the message and deliberately not the error's `source()`, so
+    /// an error chain printed at the edge shows it once.
+    #[error("cannot read the configuration file {}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
         /// What went wrong.
-        source: io::Error,
+        error: io::Error,
     },
     /// The file is not TOML, or has a key this schema does not know, or a section that is
     /// not a table. The parser's message names the line, the column and the key.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Syntax {
         /// The file.
         path: PathBuf,
         /// Where the parser stopped (its message says it too).
         at: Option<Location>,
-        /// The parser's error (boxed: it is large, and this path is cold).
-        source: Box<toml::de::Error>,
+        /// The parser's error (boxed: it is large, and this path is cold); part of the
+        /// message, not the `source()`, as for [`ConfigError::Read`].
+        error: Box<toml::de::Error>,
     },
     /// A key that has no default is absent.
     #[error("{place}: missing key {key}; expected {allowed}")]

@@ -148,9 +148,9 @@ impl RunConfig {
     /// [`ConfigError`] naming the file and, for a refused value, the key, the value, the
     /// allowed range, and the line and column.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Self::parse(&text, path)
     }
@@ -161,10 +161,10 @@ impl RunConfig {
     ///
     /// As [`RunConfig::load`], except that the file is not read.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let raw: RawFile = toml::from_str(text).map_err(|source| ConfigError::Syntax {
+        let raw: RawFile = toml::from_str(text).map_err(|error| ConfigError::Syntax {
             path: path.to_path_buf(),
-            at: source.span().map(|s| Location::of_offset(text, s.start)),
-            source: Box::new(source),
+            at: error.span().map(|s| Location::of_offset(text, s.start)),
+            error: Box::new(error),
         })?;
         let check = Checker::new(path, text);
         let engine = match &raw.engine {
