@@ -1,0 +1,143 @@
+//! The accepted range of every configuration key, and why it is that range.
+//!
+//! `engine/ticklane.example.toml` documents the same ranges for users; the tests in
+//! `engine/tests/config_*.rs` hold their own copy of them, so a change here that is not
+//! made there (and in the example) fails a test.
+
+use super::allowed::Allowed;
+use crate::book::Level;
+use crate::snapshot::layout::{MAX_CAPACITY, MAX_DEPTH};
+
+/// `engine.ring_slots`: each slot is a 128-byte frame. A power of two, because the ring
+/// indexes by mask and would otherwise silently round up. At least 1024 because the book
+/// thread takes frames in batches of up to 256 and returns their slots only when the batch
+/// is done, while the reader cannot read its socket as long as the ring is full: a ring of
+/// 1 or 4 slots makes every datagram's messages wait on the book thread one by one, the
+/// kernel's socket buffer overflows, and a clean feed loses messages (221k in the issue's
+/// run). At most 4 Mi slots (512 MiB): more than a second of a full feed is a standing queue,
+/// not a buffer, and `2^40` slots cannot be allocated at all.
+pub const RING_SLOTS: Allowed = Allowed::PowerOfTwo {
+    min: 1 << 10,
+    max: 1 << 22,
+};
+
+/// `engine.max_orders`: the order table links records with 32-bit indices offset by one
+/// (0 is "none"), so it holds at most `u32::MAX - 1` orders.
+pub const MAX_ORDERS: Allowed = Allowed::Integer {
+    min: 1,
+    max: u32::MAX as u64 - 1,
+};
+
+/// `engine.max_books`: a book is opened per stock locate, a 16-bit field, so more than
+/// 65,536 books can never be used.
+pub const MAX_BOOKS: Allowed = Allowed::Integer {
+    min: 1,
+    max: 1 << 16,
+};
+
+/// `engine.levels_per_side`: a side is a sorted array that shifts on insert; past a million
+/// distinct prices on one side it is no longer a book anyone trades.
+pub const LEVELS_PER_SIDE: Allowed = Allowed::Integer {
+    min: 1,
+    max: 1 << 20,
+};
+
+/// Bytes of one price level in the books' level table.
+pub const LEVEL_BYTES: u64 = core::mem::size_of::<Level>() as u64;
+
+/// Most bytes of price levels, `max_books * 2 * levels_per_side * 16`: the table is allocated
+/// whole at start-up (16 GiB; the defaults take 512 MiB).
+pub const MAX_LEVEL_TABLE_BYTES: u64 = 16 << 30;
+
+/// `snapshot.depth`: levels per side in each slot, within the snapshot layout's limit.
+pub const SNAPSHOT_DEPTH: Allowed = Allowed::Integer {
+    min: 1,
+    max: MAX_DEPTH as u64,
+};
+
+/// `snapshot.capacity`: instrument slots, at most one per ITCH locate.
+pub const SNAPSHOT_CAPACITY: Allowed = Allowed::Integer {
+    min: 1,
+    max: MAX_CAPACITY as u64,
+};
+
+/// `engine.wait`: the names `WaitStrategy` parses (it also takes `spin`, `yield`, `sleep`).
+pub const WAIT: Allowed = Allowed::OneOf(&["busy-spin", "spin-yield", "park"]);
+
+/// `feed.kind`.
+pub const KIND: Allowed = Allowed::OneOf(&["moldudp64", "soupbintcp"]);
+
+/// `feed.silence_timeout_s` and `feed.server_timeout_s`: both protocols send a heartbeat
+/// every second, so a shorter timeout declares a healthy idle feed dead; an hour of silence
+/// is a dead feed by any measure.
+pub const SILENCE_TIMEOUT_S: Allowed = Allowed::Seconds {
+    min: 1.0,
+    max: 3600.0,
+};
+
+/// `feed.retransmit_timeout_ms`: 0 would ask again at once, in a loop; a reply later than a
+/// minute is worth nothing to a live book.
+pub const RETRANSMIT_TIMEOUT_MS: Allowed = Allowed::Integer {
+    min: 1,
+    max: 60_000,
+};
+
+/// `feed.max_duration_s`: a run of no time is no run; a week covers any session.
+pub const MAX_DURATION_S: Allowed = Allowed::Seconds {
+    min: 0.001,
+    max: 604_800.0,
+};
+
+/// `feed.next_sequence`: 0 (from now) or any sequence number TOML can write.
+pub const NEXT_SEQUENCE: Allowed = Allowed::Integer {
+    min: 0,
+    max: i64::MAX as u64,
+};
+
+/// `feed.max_reconnects`: a count the source keeps in 32 bits.
+pub const MAX_RECONNECTS: Allowed = Allowed::Integer {
+    min: 0,
+    max: u32::MAX as u64,
+};
+
+/// `feed.username`: SoupBinTCP's 6-byte alpha field; a login needs a name.
+pub const USERNAME: Allowed = Allowed::Ascii {
+    min_len: 1,
+    max_len: 6,
+};
+
+/// `feed.password`: SoupBinTCP's 10-byte alpha field.
+pub const PASSWORD: Allowed = Allowed::Ascii {
+    min_len: 0,
+    max_len: 10,
+};
+
+/// `feed.session`: the 10-byte session field (blank joins the current session).
+pub const SESSION: Allowed = Allowed::Ascii {
+    min_len: 0,
+    max_len: 10,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::book::BookConfig;
+    use crate::pipeline::PipelineConfig;
+
+    #[test]
+    fn the_defaults_lie_in_their_ranges() {
+        let books = BookConfig::default();
+        let ring = PipelineConfig::default().ring_slots;
+        for (rule, value) in [
+            (&RING_SLOTS, ring),
+            (&MAX_ORDERS, books.max_orders),
+            (&MAX_BOOKS, books.max_books),
+            (&LEVELS_PER_SIDE, books.levels_per_side),
+        ] {
+            let value = i64::try_from(value).expect("small");
+            assert!(rule.admits_integer(value), "{value} not {rule}");
+        }
+        let level_bytes = books.max_books as u64 * 2 * books.levels_per_side as u64 * LEVEL_BYTES;
+        assert!(level_bytes <= MAX_LEVEL_TABLE_BYTES);
+    }
+}

@@ -1,0 +1,557 @@
+//! `ticklane run --config FILE`: the TOML file that names the feed, the cores, the wait
+//! strategy, the capacities and the snapshot. `engine/ticklane.example.toml` documents
+//! every key and its allowed range.
+//!
+//! Every value is checked when the file is loaded: a value of the wrong type, negative, zero
+//! where zero means nothing, NaN, infinite or out of range is refused with a
+//! [`ConfigError`] that names the file, the key's full dotted path, the value, the allowed
+//! range and the key's line and column. Nothing is clamped or replaced by a default behind
+//! the user's back: a key is either absent (its documented default applies) or valid.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::path::Path;
+//! use ticklane_engine::config::{ConfigError, RunConfig};
+//!
+//! let text = "[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:26477\"\nsilence_timeout_s = -1\n";
+//! let err = RunConfig::parse(text, Path::new("line.toml")).unwrap_err();
+//! assert_eq!(err.key(), Some("feed.silence_timeout_s"));
+//! assert_eq!(
+//!     err.to_string(),
+//!     "line.toml:4:21: feed.silence_timeout_s = -1 is refused; \
+//!      allowed: a finite number of seconds in 1 ..= 3600"
+//! );
+//! ```
+
+mod allowed;
+mod error;
+mod limits;
+mod raw;
+mod validate;
+
+pub use allowed::Allowed;
+pub use error::{ConfigError, Conflict, Location, Place};
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ticklane_feed::moldudp64::{RecoveryConfig, Session};
+use ticklane_feed::net::UdpFeedConfig;
+use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
+
+use crate::book::BookConfig;
+use crate::pipeline::{MoldFeedConfig, PipelineConfig, SoupFeedConfig, WaitStrategy};
+use raw::{RawEngine, RawFeed, RawFile, RawSnapshot};
+use validate::Checker;
+
+/// Default seconds of silence before a MoldUDP64 feed is declared dead.
+const DEFAULT_SILENCE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default wait for a retransmission before asking again.
+const DEFAULT_RETRANSMIT_TIMEOUT_MS: u64 = 100;
+/// Default seconds of SoupBinTCP server silence before it is declared gone.
+const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_secs(15);
+/// Default reconnects of a SoupBinTCP line.
+const DEFAULT_MAX_RECONNECTS: u32 = 5;
+/// How long a SoupBinTCP connect may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A checked configuration file.
+///
+/// [`RunConfig::load`] checks every value; the sections' fields stay public for callers to
+/// read. [`RunConfig::pipeline`] and [`RunConfig::feed_config`] check again what they convert,
+/// so a value changed in code after loading is refused the same way (without a line).
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Threads, cores, capacities.
+    pub engine: EngineSection,
+    /// The snapshot file.
+    pub snapshot: SnapshotSection,
+    /// The feed line.
+    pub feed: FeedConfig,
+    /// The file it was read from, for errors.
+    file: PathBuf,
+}
+
+/// `[engine]`, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineSection {
+    /// How the stages wait (default spin-yield).
+    pub wait: WaitStrategy,
+    /// Core of the reader thread (unpinned if absent); a core this process may run on.
+    pub reader_core: Option<usize>,
+    /// Core of the book thread (unpinned if absent); a core this process may run on.
+    pub book_core: Option<usize>,
+    /// Ring slots between reader and book thread: a power of two in 1,024 ..= 4 Mi.
+    pub ring_slots: usize,
+    /// Most live orders: 1 ..= 2^32 - 2.
+    pub max_orders: usize,
+    /// Most stocks with a book: 1 ..= 65,536.
+    pub max_books: usize,
+    /// Most price levels per side of a book: 1 ..= 2^20, and the level table
+    /// (`max_books * 2 * levels_per_side * 16` bytes) at most 16 GiB.
+    pub levels_per_side: usize,
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        let books = BookConfig::default();
+        EngineSection {
+            wait: WaitStrategy::default(),
+            reader_core: None,
+            book_core: None,
+            ring_slots: PipelineConfig::default().ring_slots,
+            max_orders: books.max_orders,
+            max_books: books.max_books,
+            levels_per_side: books.levels_per_side,
+        }
+    }
+}
+
+/// `[snapshot]`, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotSection {
+    /// Path of the memory-mapped snapshot file (`/dev/shm/...` keeps it in memory); none when
+    /// absent.
+    pub path: Option<PathBuf>,
+    /// Levels per side in each slot: 1 ..= 1,024 (default 10).
+    pub depth: usize,
+    /// Instrument slots: 1 ..= 65,536 (default 16,384).
+    pub capacity: usize,
+}
+
+impl Default for SnapshotSection {
+    fn default() -> Self {
+        SnapshotSection {
+            path: None,
+            depth: crate::snapshot::DEFAULT_DEPTH,
+            capacity: 16_384,
+        }
+    }
+}
+
+/// A feed line ready to open.
+#[derive(Clone, Debug)]
+pub enum FeedConfig {
+    /// MoldUDP64.
+    Mold(MoldFeedConfig),
+    /// SoupBinTCP.
+    Soup(SoupFeedConfig),
+}
+
+impl RunConfig {
+    /// Reads and checks a configuration file.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] naming the file and, for a refused value, the key, the value, the
+    /// allowed range, and the line and column.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Checks the contents `text` of a configuration file; `path` names it in errors.
+    ///
+    /// # Errors
+    ///
+    /// As [`RunConfig::load`], except that the file is not read.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let raw: RawFile = toml::from_str(text).map_err(|error| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            at: error.span().map(|s| Location::of_offset(text, s.start)),
+            error: Box::new(error),
+        })?;
+        let check = Checker::new(path, text);
+        let engine = match &raw.engine {
+            Some(section) => engine_section(&check, section.get_ref())?,
+            None => EngineSection::default(),
+        };
+        let snapshot = match &raw.snapshot {
+            Some(section) => snapshot_section(&check, section.get_ref())?,
+            None => SnapshotSection::default(),
+        };
+        let feed = match &raw.feed {
+            Some(section) => feed_section(&check, section.get_ref(), section.span())?,
+            None => return Err(check.missing("feed.kind", None, limits::KIND)),
+        };
+        Ok(RunConfig {
+            engine,
+            snapshot,
+            feed,
+            file: path.to_path_buf(),
+        })
+    }
+
+    /// The file this configuration was read from.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// The pipeline's threads, cores and capacities.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] for an `engine` value changed after loading to one its key does not
+    /// allow (a loaded configuration always converts).
+    pub fn pipeline(&self) -> Result<PipelineConfig, ConfigError> {
+        let e = &self.engine;
+        let check = Checker::after_load(&self.file);
+        check.recheck_integer("engine.ring_slots", e.ring_slots, &limits::RING_SLOTS)?;
+        check.recheck_integer("engine.max_orders", e.max_orders, &limits::MAX_ORDERS)?;
+        check.recheck_integer("engine.max_books", e.max_books, &limits::MAX_BOOKS)?;
+        check.recheck_integer(
+            "engine.levels_per_side",
+            e.levels_per_side,
+            &limits::LEVELS_PER_SIDE,
+        )?;
+        validate::level_table(e.max_books, e.levels_per_side)
+            .and_then(|()| validate::core_pair(e.wait, e.reader_core, e.book_core))
+            .map_err(|conflict| check.conflict(conflict, None))?;
+        Ok(PipelineConfig {
+            ring_slots: e.ring_slots,
+            wait: e.wait,
+            reader_core: e.reader_core,
+            book_core: e.book_core,
+            books: BookConfig {
+                max_orders: e.max_orders,
+                max_books: e.max_books,
+                levels_per_side: e.levels_per_side,
+            },
+        })
+    }
+
+    /// The feed line.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError`] for a timeout changed after loading to one its key does not allow (a
+    /// loaded configuration always converts).
+    pub fn feed_config(&self) -> Result<FeedConfig, ConfigError> {
+        let check = Checker::after_load(&self.file);
+        let max_duration = match &self.feed {
+            FeedConfig::Mold(m) => {
+                check.recheck_seconds(
+                    "feed.silence_timeout_s",
+                    m.silence_timeout,
+                    &limits::SILENCE_TIMEOUT_S,
+                )?;
+                let ms = usize::try_from(m.recovery.retransmit_timeout.as_millis())
+                    .unwrap_or(usize::MAX);
+                check.recheck_integer(
+                    "feed.retransmit_timeout_ms",
+                    ms,
+                    &limits::RETRANSMIT_TIMEOUT_MS,
+                )?;
+                m.max_duration
+            }
+            FeedConfig::Soup(s) => {
+                check.recheck_seconds(
+                    "feed.server_timeout_s",
+                    s.client.server_timeout,
+                    &limits::SILENCE_TIMEOUT_S,
+                )?;
+                s.max_duration
+            }
+        };
+        if let Some(d) = max_duration {
+            check.recheck_seconds("feed.max_duration_s", d, &limits::MAX_DURATION_S)?;
+        }
+        Ok(self.feed.clone())
+    }
+}
+
+/// `[engine]`: each capacity in range, cores that exist, and the pairs that must agree.
+fn engine_section(check: &Checker<'_>, raw: &RawEngine) -> Result<EngineSection, ConfigError> {
+    let defaults = EngineSection::default();
+    let wait = check.wait(&raw.wait)?;
+    let cores = if raw.reader_core.is_some() || raw.book_core.is_some() {
+        validate::available_cores()
+    } else {
+        Vec::new()
+    };
+    let reader_core = check.core("engine.reader_core", &raw.reader_core, &cores)?;
+    let book_core = check.core("engine.book_core", &raw.book_core, &cores)?;
+    let ring_slots = check.usize(
+        "engine.ring_slots",
+        &raw.ring_slots,
+        &limits::RING_SLOTS,
+        defaults.ring_slots,
+    )?;
+    let max_orders = check.usize(
+        "engine.max_orders",
+        &raw.max_orders,
+        &limits::MAX_ORDERS,
+        defaults.max_orders,
+    )?;
+    let max_books = check.usize(
+        "engine.max_books",
+        &raw.max_books,
+        &limits::MAX_BOOKS,
+        defaults.max_books,
+    )?;
+    let levels_per_side = check.usize(
+        "engine.levels_per_side",
+        &raw.levels_per_side,
+        &limits::LEVELS_PER_SIDE,
+        defaults.levels_per_side,
+    )?;
+    let second_span =
+        |a: &raw::RawValue, b: &raw::RawValue| b.as_ref().or(a.as_ref()).map(toml::Spanned::span);
+    validate::level_table(max_books, levels_per_side).map_err(|conflict| {
+        check.conflict(conflict, second_span(&raw.max_books, &raw.levels_per_side))
+    })?;
+    validate::core_pair(wait, reader_core, book_core).map_err(|conflict| {
+        check.conflict(conflict, second_span(&raw.reader_core, &raw.book_core))
+    })?;
+    Ok(EngineSection {
+        wait,
+        reader_core,
+        book_core,
+        ring_slots,
+        max_orders,
+        max_books,
+        levels_per_side,
+    })
+}
+
+/// `[snapshot]`: within what the snapshot layout can hold.
+fn snapshot_section(
+    check: &Checker<'_>,
+    raw: &RawSnapshot,
+) -> Result<SnapshotSection, ConfigError> {
+    let defaults = SnapshotSection::default();
+    Ok(SnapshotSection {
+        path: check.path("snapshot.path", &raw.path)?,
+        depth: check.usize(
+            "snapshot.depth",
+            &raw.depth,
+            &limits::SNAPSHOT_DEPTH,
+            defaults.depth,
+        )?,
+        capacity: check.usize(
+            "snapshot.capacity",
+            &raw.capacity,
+            &limits::SNAPSHOT_CAPACITY,
+            defaults.capacity,
+        )?,
+    })
+}
+
+/// `[feed]`: its kind, then only that kind's keys, each checked.
+fn feed_section(
+    check: &Checker<'_>,
+    raw: &RawFeed,
+    span: std::ops::Range<usize>,
+) -> Result<FeedConfig, ConfigError> {
+    #[derive(Clone, Copy)]
+    enum Kind {
+        Mold,
+        Soup,
+    }
+    if raw.kind.is_none() {
+        return Err(check.missing("feed.kind", Some(span), limits::KIND));
+    }
+    let kind = check.choice(
+        "feed.kind",
+        &raw.kind,
+        &limits::KIND,
+        Kind::Mold,
+        |s| match s {
+            "moldudp64" => Some(Kind::Mold),
+            "soupbintcp" => Some(Kind::Soup),
+            _ => None,
+        },
+    )?;
+    let (name, other, foreign) = match kind {
+        Kind::Mold => ("moldudp64", "soupbintcp", &raw.soup_only()[..]),
+        Kind::Soup => ("soupbintcp", "moldudp64", &raw.mold_only()[..]),
+    };
+    if let Some((key, Some(value))) = foreign.iter().find(|(_, v)| v.is_some()) {
+        return Err(ConfigError::OtherKindKey {
+            place: check.place(Some(value.span())),
+            key,
+            kind: name,
+            belongs_to: other,
+        });
+    }
+    let max_duration = check.seconds(
+        "feed.max_duration_s",
+        &raw.max_duration_s,
+        &limits::MAX_DURATION_S,
+    )?;
+    match kind {
+        Kind::Mold => {
+            let bind = check
+                .socket_addr("feed.bind", &raw.bind, false)?
+                .ok_or_else(|| {
+                    check.missing(
+                        "feed.bind",
+                        Some(span.clone()),
+                        Allowed::SocketAddr { connectable: false },
+                    )
+                })?;
+            let multicast_group = check.ipv4("feed.multicast_group", &raw.multicast_group, true)?;
+            let interface = check
+                .ipv4("feed.interface", &raw.interface, false)?
+                .unwrap_or(Ipv4Addr::LOCALHOST);
+            let request_server =
+                check.socket_addr("feed.request_server", &raw.request_server, true)?;
+            let silence_timeout = check
+                .seconds(
+                    "feed.silence_timeout_s",
+                    &raw.silence_timeout_s,
+                    &limits::SILENCE_TIMEOUT_S,
+                )?
+                .unwrap_or(DEFAULT_SILENCE_TIMEOUT);
+            let retransmit_ms = check.integer(
+                "feed.retransmit_timeout_ms",
+                &raw.retransmit_timeout_ms,
+                &limits::RETRANSMIT_TIMEOUT_MS,
+                DEFAULT_RETRANSMIT_TIMEOUT_MS,
+            )?;
+            Ok(FeedConfig::Mold(MoldFeedConfig {
+                udp: UdpFeedConfig {
+                    bind,
+                    multicast_group,
+                    interface,
+                    ..UdpFeedConfig::default()
+                },
+                request_server,
+                recovery: RecoveryConfig {
+                    retransmit_timeout: Duration::from_millis(retransmit_ms),
+                    ..RecoveryConfig::default()
+                },
+                silence_timeout,
+                max_duration,
+            }))
+        }
+        Kind::Soup => {
+            let server = check
+                .socket_addr("feed.server", &raw.server, true)?
+                .ok_or_else(|| {
+                    check.missing(
+                        "feed.server",
+                        Some(span.clone()),
+                        Allowed::SocketAddr { connectable: true },
+                    )
+                })?;
+            let username = check
+                .ascii("feed.username", &raw.username, &limits::USERNAME)?
+                .ok_or_else(|| {
+                    check.missing("feed.username", Some(span.clone()), limits::USERNAME)
+                })?;
+            let password = check
+                .ascii("feed.password", &raw.password, &limits::PASSWORD)?
+                .ok_or_else(|| {
+                    check.missing("feed.password", Some(span.clone()), limits::PASSWORD)
+                })?;
+            let session = check.ascii("feed.session", &raw.session, &limits::SESSION)?;
+            let credentials = Credentials::new(username.as_bytes(), password.as_bytes())
+                .expect("invariant: the username and password rules fit the SoupBinTCP fields");
+            let mut client = ClientConfig::new(credentials);
+            if let Some(name) = session {
+                client.session = Session::new(name.as_bytes())
+                    .expect("invariant: the session rule fits the session field");
+            }
+            client.next_sequence = check.integer(
+                "feed.next_sequence",
+                &raw.next_sequence,
+                &limits::NEXT_SEQUENCE,
+                1,
+            )?;
+            client.server_timeout = check
+                .seconds(
+                    "feed.server_timeout_s",
+                    &raw.server_timeout_s,
+                    &limits::SILENCE_TIMEOUT_S,
+                )?
+                .unwrap_or(DEFAULT_SERVER_TIMEOUT);
+            let max_reconnects = check.integer(
+                "feed.max_reconnects",
+                &raw.max_reconnects,
+                &limits::MAX_RECONNECTS,
+                u64::from(DEFAULT_MAX_RECONNECTS),
+            )?;
+            Ok(FeedConfig::Soup(SoupFeedConfig {
+                server,
+                client,
+                connect_timeout: CONNECT_TIMEOUT,
+                max_reconnects: u32::try_from(max_reconnects)
+                    .expect("invariant: the max_reconnects rule fits u32"),
+                max_duration,
+            }))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_config_parses() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ticklane.example.toml");
+        let config = RunConfig::load(&path).expect("the committed example is valid");
+        assert!(matches!(config.feed_config(), Ok(FeedConfig::Mold(_))));
+        assert_eq!(
+            config.pipeline().map(|p| p.wait).ok(),
+            Some(WaitStrategy::SpinYield)
+        );
+    }
+
+    #[test]
+    fn the_examples_soupbintcp_line_parses() {
+        // The example's commented-out SoupBinTCP `[feed]`, in place of its MoldUDP64 one.
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("ticklane.example.toml");
+        let text = std::fs::read_to_string(&path).expect("example");
+        let (head, soup) = text
+            .split_once("# A SoupBinTCP line instead:\n")
+            .expect("the example shows a SoupBinTCP line");
+        let head = &head[..=head.find("\n[feed]\n").expect("a [feed] section")];
+        let soup: String = soup
+            .lines()
+            .map(|line| format!("{}\n", line.trim_start_matches("# ")))
+            .collect();
+        let config = RunConfig::parse(&format!("{head}{soup}"), &path).expect("valid");
+        let Ok(FeedConfig::Soup(feed)) = config.feed_config() else {
+            panic!("not a SoupBinTCP line: {config:?}");
+        };
+        assert_eq!(feed.client.server_timeout, Duration::from_secs(15));
+        assert_eq!(feed.max_reconnects, 5);
+    }
+
+    #[test]
+    fn unknown_keys_name_the_file_and_key() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("bad.toml");
+        std::fs::write(
+            &path,
+            "[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:1\"\nbogus = 1\n",
+        )
+        .expect("write");
+        let e = RunConfig::load(&path).expect_err("unknown key");
+        assert_eq!(e.location().map(|l| l.line), Some(4));
+        let e = e.to_string();
+        assert!(e.contains("bad.toml") && e.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn a_value_changed_after_loading_is_refused_on_conversion() {
+        let text = "[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:1\"\n";
+        let mut config = RunConfig::parse(text, Path::new("x.toml")).expect("valid");
+        config.engine.ring_slots = 3;
+        let e = config.pipeline().expect_err("3 slots");
+        assert_eq!(e.key(), Some("engine.ring_slots"));
+        assert_eq!(e.location(), None);
+        if let FeedConfig::Mold(m) = &mut config.feed {
+            m.silence_timeout = Duration::ZERO;
+        }
+        let e = config.feed_config().expect_err("zero timeout");
+        assert_eq!(e.key(), Some("feed.silence_timeout_s"));
+    }
+}

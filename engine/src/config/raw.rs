@@ -1,0 +1,99 @@
+//! The file's shape as TOML gives it, before any value is checked.
+//!
+//! Every key is read as any TOML value with its byte span, so the checks, not serde, decide
+//! what a value means: a string where a number goes, a negative count or a NaN duration is
+//! then refused with the key's full name, the rule and the key's own line. (An internally
+//! tagged serde enum for `[feed]` buffers its table and loses the spans, which is why value
+//! errors used to point at the `[feed]` line.) Unknown keys are still refused by serde, with
+//! the parser's line and column.
+
+use serde::Deserialize;
+use toml::{Spanned, Value};
+
+/// One key: absent, or a value with its span in the file.
+pub type RawValue = Option<Spanned<Value>>;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFile {
+    /// `[engine]`.
+    pub engine: Option<Spanned<RawEngine>>,
+    /// `[snapshot]`.
+    pub snapshot: Option<Spanned<RawSnapshot>>,
+    /// `[feed]`.
+    pub feed: Option<Spanned<RawFeed>>,
+}
+
+/// `[engine]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEngine {
+    pub wait: RawValue,
+    pub reader_core: RawValue,
+    pub book_core: RawValue,
+    pub ring_slots: RawValue,
+    pub max_orders: RawValue,
+    pub max_books: RawValue,
+    pub levels_per_side: RawValue,
+}
+
+/// `[snapshot]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSnapshot {
+    pub path: RawValue,
+    pub depth: RawValue,
+    pub capacity: RawValue,
+}
+
+/// `[feed]`: the keys of both kinds; which belong is checked against `kind`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFeed {
+    pub kind: RawValue,
+    // Both kinds.
+    pub max_duration_s: RawValue,
+    // MoldUDP64.
+    pub bind: RawValue,
+    pub multicast_group: RawValue,
+    pub interface: RawValue,
+    pub request_server: RawValue,
+    pub silence_timeout_s: RawValue,
+    pub retransmit_timeout_ms: RawValue,
+    // SoupBinTCP.
+    pub server: RawValue,
+    pub username: RawValue,
+    pub password: RawValue,
+    pub session: RawValue,
+    pub next_sequence: RawValue,
+    pub server_timeout_s: RawValue,
+    pub max_reconnects: RawValue,
+}
+
+impl RawFeed {
+    /// The keys only a MoldUDP64 line has, by full name.
+    pub fn mold_only(&self) -> [(&'static str, &RawValue); 6] {
+        [
+            ("feed.bind", &self.bind),
+            ("feed.multicast_group", &self.multicast_group),
+            ("feed.interface", &self.interface),
+            ("feed.request_server", &self.request_server),
+            ("feed.silence_timeout_s", &self.silence_timeout_s),
+            ("feed.retransmit_timeout_ms", &self.retransmit_timeout_ms),
+        ]
+    }
+
+    /// The keys only a SoupBinTCP line has, by full name.
+    pub fn soup_only(&self) -> [(&'static str, &RawValue); 7] {
+        [
+            ("feed.server", &self.server),
+            ("feed.username", &self.username),
+            ("feed.password", &self.password),
+            ("feed.session", &self.session),
+            ("feed.next_sequence", &self.next_sequence),
+            ("feed.server_timeout_s", &self.server_timeout_s),
+            ("feed.max_reconnects", &self.max_reconnects),
+        ]
+    }
+}
