@@ -309,9 +309,11 @@ fn serve(
                 };
                 let index = (next - *first) as usize;
                 if let Some(due) = pacer.due(index, log, clock.now()) {
-                    // Not yet: wait a bounded step, then serve reads and timers again.
-                    clock.sleep_until(due);
-                    break;
+                    if due > clock.now() {
+                        // Not yet: wait a bounded step, then serve reads and timers again.
+                        clock.sleep_until(due);
+                        break;
+                    }
                 }
                 if config.disconnect_after.is_some_and(|n| sent_here >= n) {
                     counters.disconnects.fetch_add(1, Ordering::Relaxed);
@@ -413,6 +415,16 @@ mod tests {
         assert_eq!(seqs, (1..=n as u64).collect::<Vec<_>>());
         let stats = sim.stop();
         assert_eq!((stats.logins, stats.messages_sent), (1, n as u64));
+    }
+
+    #[test]
+    fn paced_stream_delivers_every_message() {
+        // A regression: a paced connection used to wait on every message, even one already
+        // due, and so never sent any.
+        let (sim, n) = start(|c| c.rate = Rate::per_second(100_000));
+        let (seqs, ended, _) = receive(sim.local_addr(), 1, credentials());
+        assert!(ended, "end of session seen");
+        assert_eq!(seqs, (1..=n as u64).collect::<Vec<_>>());
     }
 
     #[test]
