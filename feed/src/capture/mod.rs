@@ -463,7 +463,9 @@ pub(crate) mod test_support {
             "../shared/data not found at {} and CI=true",
             dir.display()
         );
-        eprintln!(
+        // Straight to stderr: libtest captures `eprintln!` and hides it for a passing test.
+        let _ = writeln!(
+            std::io::stderr(),
             "SKIPPED: ../shared/data not found (looked in {})",
             dir.display()
         );

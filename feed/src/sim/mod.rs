@@ -3,6 +3,7 @@
 //! retransmission server) and over SoupBinTCP. The simulator is a test and demo tool with
 //! sockets of its own; the feed handler's sockets live in `net`.
 
+mod clock;
 mod error;
 mod exchange;
 mod faults;

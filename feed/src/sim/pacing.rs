@@ -2,16 +2,13 @@
 //! own timestamps, or as fast as possible; and how the sender waits for that moment.
 //!
 //! Release times are absolute, computed from an origin rather than from the previous send,
-//! so small oversleeps never add up into a slower rate. Waiting is done one bounded step at
-//! a time ([`wait_step`]), so the caller notices a stop request or a heartbeat deadline
-//! within a few milliseconds however long the wait.
+//! so small oversleeps never add up into a slower rate. The waiting itself is the clock's
+//! (`sim::clock`), so tests can pace in virtual time.
 
 use std::time::{Duration, Instant};
 
 use crate::sim::{MessageLog, SimError};
 
-/// The longest single sleep: bounds how late a stop request or heartbeat is noticed.
-const MAX_SLEEP_SLICE: Duration = Duration::from_millis(5);
 const NANOS_PER_SECOND: u128 = 1_000_000_000;
 
 /// How fast the live stream releases messages.
@@ -100,26 +97,6 @@ impl Default for WaitStrategy {
             spin: Duration::from_micros(100),
         }
     }
-}
-
-/// Moves toward `deadline` by one bounded step: a sleep of at most a few milliseconds, or
-/// one spin. Returns true once `deadline` has passed (without waiting).
-pub(crate) fn wait_step(deadline: Instant, strategy: WaitStrategy) -> bool {
-    let now = Instant::now();
-    let Some(left) = deadline
-        .checked_duration_since(now)
-        .filter(|d| !d.is_zero())
-    else {
-        return true;
-    };
-    match strategy {
-        WaitStrategy::Spin => std::hint::spin_loop(),
-        WaitStrategy::SpinThenSleep { spin } if left > spin => {
-            std::thread::sleep((left - spin).min(MAX_SLEEP_SLICE));
-        }
-        WaitStrategy::SpinThenSleep { .. } => std::thread::yield_now(),
-    }
-    false
 }
 
 /// The release time of each message of a log, in order.
@@ -306,16 +283,5 @@ mod tests {
         assert!(Rate::timestamps(f64::INFINITY).validate().is_err());
         assert!(Rate::timestamps(10.0).validate().is_ok());
         assert!(Rate::per_second(1).validate().is_ok());
-    }
-
-    #[test]
-    fn wait_step_reaches_a_near_deadline() {
-        let deadline = Instant::now() + Duration::from_micros(300);
-        let mut steps = 0;
-        while !wait_step(deadline, WaitStrategy::default()) {
-            steps += 1;
-            assert!(steps < 1_000_000, "wait_step never reached the deadline");
-        }
-        assert!(Instant::now() >= deadline);
     }
 }

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::pacing::{wait_step, Pacer, Rate, WaitStrategy};
+use super::clock::{MonotonicClock, SimClock};
+use super::pacing::{Pacer, Rate, WaitStrategy};
 use super::{MessageLog, SimError};
 use crate::moldudp64::Session;
 use crate::soupbintcp::{Credentials, ServerConfig, ServerEvent, ServerState, SoupServerSession};
@@ -244,6 +245,7 @@ fn serve(
     stream.set_nodelay(true)?;
     let origin = Instant::now();
     let now = || origin.elapsed();
+    let clock = MonotonicClock::new(WaitStrategy::default());
     let server = ServerConfig::new(config.credentials, config.session);
     let mut session = SoupServerSession::new(server, log.len() as u64 + 1, now());
     let mut buf = [0u8; 4096];
@@ -267,7 +269,7 @@ fn serve(
                 Ok(ServerEvent::LoginAccepted { next_sequence }) => {
                     counters.logins.fetch_add(1, Ordering::Relaxed);
                     next = next_sequence;
-                    pacer = Some((Pacer::new(config.rate, Instant::now()), next_sequence));
+                    pacer = Some((Pacer::new(config.rate, clock.now()), next_sequence));
                 }
                 Ok(ServerEvent::LoginRejected(_)) => {
                     counters.rejected.fetch_add(1, Ordering::Relaxed);
@@ -306,10 +308,12 @@ fn serve(
                     break;
                 };
                 let index = (next - *first) as usize;
-                if let Some(due) = pacer.due(index, log, Instant::now()) {
-                    // Not yet: wait a bounded step, then serve reads and timers again.
-                    wait_step(due, WaitStrategy::default());
-                    break;
+                if let Some(due) = pacer.due(index, log, clock.now()) {
+                    if due > clock.now() {
+                        // Not yet: wait a bounded step, then serve reads and timers again.
+                        clock.sleep_until(due);
+                        break;
+                    }
                 }
                 if config.disconnect_after.is_some_and(|n| sent_here >= n) {
                     counters.disconnects.fetch_add(1, Ordering::Relaxed);
@@ -411,6 +415,16 @@ mod tests {
         assert_eq!(seqs, (1..=n as u64).collect::<Vec<_>>());
         let stats = sim.stop();
         assert_eq!((stats.logins, stats.messages_sent), (1, n as u64));
+    }
+
+    #[test]
+    fn paced_stream_delivers_every_message() {
+        // A regression: a paced connection used to wait on every message, even one already
+        // due, and so never sent any.
+        let (sim, n) = start(|c| c.rate = Rate::per_second(100_000));
+        let (seqs, ended, _) = receive(sim.local_addr(), 1, credentials());
+        assert!(ended, "end of session seen");
+        assert_eq!(seqs, (1..=n as u64).collect::<Vec<_>>());
     }
 
     #[test]
