@@ -1,10 +1,10 @@
 //! ticklane's engine: order books, replay, and the `ticklane` binary.
 //!
-//! `unsafe` is denied crate-wide; only the ring, the seqlock and the snapshot mapping allow
-//! it, each block with a `// SAFETY:` line.
+//! `unsafe` is denied crate-wide; only the ring and the snapshot mapping allow it, each block
+//! with a `// SAFETY:` line.
 //!
-//! Under `--cfg loom` only the concurrency primitives are built (the ring, the seqlock and
-//! the snapshot's slot protocol), for `cargo test -p ticklane-engine --lib ... loom`.
+//! Under `--cfg loom` only the concurrency primitives are built (the ring, and the seqlock
+//! that is the snapshot's slot protocol), for `cargo test -p ticklane-engine --lib ... loom`.
 #![deny(unsafe_code)]
 
 #[cfg(not(loom))]
@@ -21,8 +21,6 @@ pub mod pipeline;
 pub mod replay;
 pub mod ring;
 pub mod seqlock;
-#[cfg_attr(loom, allow(dead_code))]
-mod seqlock_words;
 #[cfg(not(loom))]
 pub mod snapshot;
 mod sync;

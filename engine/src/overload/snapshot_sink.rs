@@ -1,4 +1,5 @@
-//! The snapshot file as a [`StateSink`]: publications, trades, and the behind marks.
+//! The snapshot file as a [`StateSink`]: publications (each with the trades of its message),
+//! and the behind marks.
 #![forbid(unsafe_code)]
 
 use ticklane_feed::itch::Locate;
@@ -12,10 +13,18 @@ const HEARTBEAT_NS: u64 = 250_000_000;
 
 /// Publishes instrument state into a [`SnapshotWriter`], keeps the heartbeat going, and
 /// turns "behind by" ages into the wall-clock "since" the snapshot layout stores.
+///
+/// A publication is stamped with the book stage's own clock reading ([`Change::now_ns`]),
+/// turned into wall-clock time by an offset measured at each heartbeat: the wall clock is
+/// read about every 250 ms, not once per publication.
 #[derive(Debug)]
 pub struct SnapshotSink {
     writer: SnapshotWriter,
+    /// Wall-clock ns of the latest heartbeat.
     last_heartbeat_ns: u64,
+    /// Wall-clock ns minus pipeline-clock ns (wrapping), and the wall-clock ns when it was
+    /// measured; `None` before the first publication.
+    wall_offset: Option<(u64, u64)>,
     /// Publications that failed because the snapshot was full (instrument capacity).
     pub full: u64,
 }
@@ -26,6 +35,7 @@ impl SnapshotSink {
         SnapshotSink {
             writer,
             last_heartbeat_ns: 0,
+            wall_offset: None,
             full: 0,
         }
     }
@@ -35,19 +45,34 @@ impl SnapshotSink {
         self.writer
     }
 
+    /// The wall-clock time of pipeline-clock time `pipeline_ns`. Once the offset is a
+    /// heartbeat period old, reads the wall clock instead, measures the offset again (the two
+    /// clocks drift apart, and the wall clock may be set) and stores a heartbeat.
     #[inline]
-    fn heartbeat_if_due(&mut self, stamp: u64) {
-        if stamp.saturating_sub(self.last_heartbeat_ns) > HEARTBEAT_NS {
-            self.writer.heartbeat(stamp);
-            self.last_heartbeat_ns = stamp;
+    fn wall_ns(&mut self, pipeline_ns: u64) -> u64 {
+        if let Some((offset, measured_ns)) = self.wall_offset {
+            let stamp = offset.wrapping_add(pipeline_ns);
+            if stamp.saturating_sub(measured_ns) <= HEARTBEAT_NS {
+                return stamp;
+            }
         }
+        self.measure_offset(pipeline_ns)
+    }
+
+    #[cold]
+    fn measure_offset(&mut self, pipeline_ns: u64) -> u64 {
+        let now = wall_clock_ns();
+        self.wall_offset = Some((now.wrapping_sub(pipeline_ns), now));
+        self.writer.heartbeat(now);
+        self.last_heartbeat_ns = now;
+        now
     }
 }
 
 impl StateSink for SnapshotSink {
     #[inline]
     fn publish_state(&mut self, books: &Books, change: &Change) -> bool {
-        let stamp = wall_clock_ns();
+        let stamp = self.wall_ns(change.now_ns);
         let ok = self
             .writer
             .publish_at(
@@ -61,10 +86,11 @@ impl StateSink for SnapshotSink {
         if !ok {
             self.full += 1;
         }
-        self.heartbeat_if_due(stamp);
         ok
     }
 
+    /// Holds the trade for the publication of its message's book, which follows (at once, or
+    /// conflated later while publication is shed): the two reach the slot in one write.
     #[inline]
     fn record_trade(&mut self, books: &Books, trade: Trade) {
         if self.writer.record_trade(books, trade).is_err() {
@@ -82,7 +108,11 @@ impl StateSink for SnapshotSink {
     }
 
     fn idle(&mut self) {
-        self.heartbeat_if_due(wall_clock_ns());
+        let now = wall_clock_ns();
+        if now.saturating_sub(self.last_heartbeat_ns) > HEARTBEAT_NS {
+            self.writer.heartbeat(now);
+            self.last_heartbeat_ns = now;
+        }
     }
 
     fn finish(&mut self, _books: &Books) {
