@@ -119,3 +119,57 @@ impl StateSink for SnapshotSink {
         self.writer.heartbeat(wall_clock_ns());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::book::BookConfig;
+    use crate::snapshot::SnapshotReader;
+    use ticklane_feed::itch::Nanos;
+
+    fn change(now_ns: u64) -> Change {
+        Change {
+            locate: Locate(1),
+            feed_seq: now_ns,
+            exchange_ts: Nanos(now_ns),
+            first_ns: now_ns,
+            last_ns: now_ns,
+            changes: 1,
+            now_ns,
+        }
+    }
+
+    #[test]
+    fn publications_are_stamped_from_the_stage_clock_not_a_new_wall_clock_reading() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let books = Books::new(BookConfig {
+            max_orders: 4,
+            max_books: 2,
+            levels_per_side: 2,
+        })
+        .expect("books");
+        let mut sink = SnapshotSink::new(SnapshotWriter::create(&path, 2, 1).expect("create"));
+        let reader = SnapshotReader::open(&path).expect("open");
+        let before = wall_clock_ns();
+        assert!(sink.publish_state(&books, &change(1_000)));
+        let after = wall_clock_ns();
+        let first = reader.read(0).expect("consistent").updated_ns;
+        assert!(
+            (before..=after).contains(&first),
+            "the first one measures the offset"
+        );
+        // 1 µs later by the stage's clock: 1 µs later in the slot, exactly.
+        assert!(sink.publish_state(&books, &change(2_000)));
+        assert_eq!(
+            reader.read(0).expect("consistent").updated_ns,
+            first + 1_000
+        );
+        // A heartbeat period later by the stage's clock, the wall clock is read again (and a
+        // heartbeat stored): the stamp is no longer derived.
+        assert!(sink.publish_state(&books, &change(2_000 + HEARTBEAT_NS + 1)));
+        let third = reader.read(0).expect("consistent").updated_ns;
+        assert_eq!(reader.header().heartbeat_ns, third);
+        assert!(third >= after);
+    }
+}
