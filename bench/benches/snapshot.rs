@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ticklane_bench::warm_books::warm_books;
+use ticklane_engine::book::Trade;
 use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
-use ticklane_feed::itch::{Locate, Nanos};
+use ticklane_feed::itch::{Locate, Nanos, Price};
 
 fn publish(c: &mut Criterion) {
     let books = warm_books();
@@ -33,6 +34,27 @@ fn publish(c: &mut Criterion) {
             },
         );
         if depth == 10 {
+            // An execution: its trade and the book it changed, as the book thread publishes them.
+            group.bench_function(
+                BenchmarkId::new("execution (trade + book)", format!("depth {depth}")),
+                |b| {
+                    b.iter(|| {
+                        seq += 1;
+                        let trade = Trade {
+                            locate: Locate(1),
+                            price: Price(1_000_000),
+                            shares: 100,
+                            timestamp: Nanos(seq),
+                        };
+                        writer
+                            .record_trade(&books, black_box(trade))
+                            .expect("the slot fits");
+                        writer
+                            .publish_at(&books, black_box(Locate(1)), seq, Nanos(seq), seq)
+                            .expect("the slot fits")
+                    })
+                },
+            );
             let reader = SnapshotReader::open(&path).expect("reader");
             group.bench_function(BenchmarkId::new("read", format!("depth {depth}")), |b| {
                 b.iter(|| black_box(reader.read(0).expect("slot 0 published")))

@@ -21,11 +21,11 @@
 //! The `ticklane` binary sits above them all: it parses arguments, calls one application
 //! and prints.
 //!
-//! `unsafe` is denied crate-wide; only the ring, the seqlock and the snapshot mapping allow
-//! it, each block with a `// SAFETY:` line.
+//! `unsafe` is denied crate-wide; only the ring and the snapshot mapping allow it, each block
+//! with a `// SAFETY:` line.
 //!
-//! Under `--cfg loom` only the concurrency primitives are built (the ring, the seqlock and
-//! the snapshot's slot protocol), for `cargo test -p ticklane-engine --lib ... loom`.
+//! Under `--cfg loom` only the concurrency primitives are built (the ring, and the seqlock
+//! that is the snapshot's slot protocol), for `cargo test -p ticklane-engine --lib ... loom`.
 #![deny(unsafe_code)]
 
 // Floor 0
@@ -35,8 +35,6 @@ mod sync;
 // Floor 1
 pub mod ring;
 pub mod seqlock;
-#[cfg_attr(loom, allow(dead_code))]
-mod seqlock_words;
 // Floor 2
 #[cfg(not(loom))]
 pub mod book;

@@ -1,475 +1,376 @@
-//! A sequence lock over plain 64-bit words, laid out to live in shared memory.
+//! A sequence lock over 64-bit words that may live in a file shared between processes: the
+//! one the snapshot's slots use.
 //!
-//! A [`SeqLockSlot<N>`] is a `#[repr(C)]` block of `N + 1` `AtomicU64`s: a sequence word, then
-//! `N` payload words. One writer updates the payload; any number of readers, in this process or
-//! in others that map the same file, copy it out and retry if it changed under them. Readers never
-//! block the writer and never write, so a slow or dead reader cannot stall the engine.
+//! A slot is a sequence word followed by payload words. One writer changes the payload; any
+//! number of readers, in this process or in others that map the same file, copy it out and
+//! retry if it changed under them. Readers never block the writer and never write, so a slow
+//! or dead reader cannot stall the engine.
+//!
+//! The two sides have their own types. [`SeqLockWriter`] holds the slot's words as
+//! `&[AtomicU64]` and stores through them. [`SeqLockReader`] holds them as [`ReadOnlyWords`],
+//! a view that offers loads only: a reader's mapping of the file is read-only, and code that
+//! holds it has no store to call.
 //!
 //! # Protocol
 //!
 //! The sequence is even while the payload is stable and odd while a write is in progress.
 //!
-//! - Writer: make the sequence odd (Relaxed store), Release fence, Relaxed stores of the payload,
-//!   then make the sequence even again with a Release store.
-//! - Reader: load the sequence (Acquire); if odd, the read fails; Relaxed loads of the payload;
-//!   Acquire fence; load the sequence again. If it is unchanged, the copy is consistent.
+//! - Writer ([`SeqLockWriter::write`]): sequence to odd (Relaxed store), Release fence,
+//!   Relaxed stores of the payload words that change, sequence to the next even value
+//!   (Release store).
+//! - Reader ([`SeqLockReader::try_load`]): sequence (Relaxed load, then Acquire fence); odd
+//!   fails; Relaxed loads of the payload; Acquire fence; sequence again (Relaxed). Unchanged
+//!   means the copy is one write's payload.
 //!
-//! If a reader's payload loads saw any word of a newer write, the reader's Acquire fence
-//! synchronises with that write's Release fence, so the second sequence load sees the odd value
-//! (or later) and the read is rejected. Every access is atomic: there are no racy plain reads,
-//! which is what lets this be checked by loom and be sound in Rust's memory model.
+//! If a reader's payload loads saw any word of a newer write, its second Acquire fence
+//! synchronises with that write's Release fence, so the second sequence load sees the odd
+//! value (or later) and the copy is refused. Every access is atomic: there are no racy plain
+//! reads, which is what makes this sound in Rust's memory model and checkable by loom (the
+//! models at the bottom run this very code through the `sync` shim).
+//!
+//! A reader uses Relaxed loads and fences only, never an Acquire load: Rust guarantees that
+//! Relaxed loads of 8 bytes work on read-only memory on 64-bit targets, and documents a
+//! Relaxed load followed by an Acquire fence as the way to get an Acquire load there.
 //!
 //! # Concurrency contract
 //!
-//! At most one thread writes a given slot at a time (the engine's book thread owns each
-//! instrument's slot); writes from different threads must be ordered by some other
-//! synchronisation. Breaking this cannot cause undefined behaviour, since every access is atomic
-//! and every bit pattern is a valid payload, but readers may then see mixed payloads. Readers are
-//! unrestricted.
+//! At most one thread writes a slot at a time (the book thread owns every slot); writes from
+//! different threads must be ordered by something else. Breaking this cannot cause undefined
+//! behaviour (every access is atomic, every bit pattern is a valid payload), but readers may
+//! then see mixed payloads. Readers are unrestricted.
 //!
-//! If a writer dies mid-write (`kill -9`), the sequence stays odd: [`SeqLockSlot::try_read`]
-//! keeps failing and [`SeqLockSlot::read`] spins until a new writer finishes a write to the
-//! slot (its first write makes the sequence even again). Readers in other processes should use
-//! `try_read` with their own bound and report the slot as unavailable.
-//!
-//! # Layout
-//!
-//! `size_of::<SeqLockSlot<N>>() == 8 * (N + 1)`, alignment 8, the sequence at offset 0 and payload
-//! word `i` at offset `8 * (i + 1)`, each in native byte order. A payload written with
-//! [`SeqLockSlot::write_pod`] lies in memory exactly as the `Pod` value does, starting at offset 8.
+//! A writer that dies mid-write (`kill -9`, or a panic inside [`SeqLockWriter::write`]) leaves
+//! the sequence odd: readers keep failing with [`TryReadError::WriteInProgress`], bounded by
+//! their own retry count, until a new write to the slot ends on an even sequence.
 //!
 //! # Examples
 //!
 //! ```
-//! use ticklane_engine::seqlock::SeqLockSlot;
+//! use std::sync::atomic::AtomicU64;
+//! use ticklane_engine::seqlock::{ReadOnlyWords, SeqLockReader, SeqLockWriter};
 //!
-//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable, PartialEq, Debug)]
-//! #[repr(C)]
-//! struct Top {
-//!     bid_px: u32,
-//!     ask_px: u32,
-//!     bid_qty: u64,
-//!     ask_qty: u64,
-//! }
+//! // In the engine the words live in a memory-mapped file; here, in a vector.
+//! let slot: Vec<AtomicU64> = (0..4).map(|_| AtomicU64::new(0)).collect();
+//! let writer = SeqLockWriter::new(&slot).expect("a sequence word");
+//! writer.store(&[1, 2, 3]);
+//! writer.write(|w| w.store(1, 20)); // only what changed
 //!
-//! // In the engine the block lives in a memory-mapped snapshot file; here, in a buffer.
-//! let mut file = vec![0u64; 4];
-//! let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut file[..]);
-//! let slot = SeqLockSlot::<3>::from_bytes_mut(bytes).unwrap();
-//!
-//! let top = Top { bid_px: 1_000_000, ask_px: 1_000_100, bid_qty: 300, ask_qty: 500 };
-//! slot.write_pod(&top);
-//! assert_eq!(slot.read_pod::<Top>(), top);
-//! assert_eq!(slot.sequence(), 2);
+//! let reader = SeqLockReader::new(ReadOnlyWords::new(&slot)).expect("a sequence word");
+//! let mut copy = [0; 3];
+//! assert_eq!(reader.try_load(&mut copy), Ok(4));
+//! assert_eq!(copy, [1, 20, 3]);
 //! ```
-#![allow(unsafe_code)]
 
 use core::fmt;
-use core::mem::{align_of, size_of};
-
-use bytemuck::Pod;
 
 use crate::sync::atomic::{fence, AtomicU64, Ordering};
 use crate::sync::hint;
 
-/// A sequence word and `N` payload words, guarded by the seqlock protocol (see the
-/// [module docs](self)).
-#[repr(C)]
-pub struct SeqLockSlot<const N: usize> {
-    /// Even while the payload is stable, odd while a write is in progress. Written only by the
-    /// writer; it only grows, by 2 per completed write.
-    seq: AtomicU64,
-    /// The payload, in native byte order.
-    words: [AtomicU64; N],
+/// 64-bit words that can be loaded and never stored: how a reader holds a mapping it must not
+/// write (a read-only file mapping, where a store would fault).
+///
+/// Every load is Relaxed, the one kind of atomic access Rust guarantees on read-only memory;
+/// [`ReadOnlyWords::load_acquire`] adds an Acquire fence for the ordering of an Acquire load.
+/// Any `&[AtomicU64]` can be viewed this way (giving up the right to store is always safe);
+/// the snapshot reader builds its view from its mapping and hands out nothing else.
+#[derive(Clone, Copy)]
+pub struct ReadOnlyWords<'a> {
+    words: &'a [AtomicU64],
 }
 
-impl<const N: usize> SeqLockSlot<N> {
-    /// The size of a slot in bytes: `8 * (N + 1)`.
-    pub const SIZE: usize = size_of::<Self>();
+impl<'a> ReadOnlyWords<'a> {
+    /// A load-only view of `words`.
+    #[inline(always)]
+    pub fn new(words: &'a [AtomicU64]) -> Self {
+        ReadOnlyWords { words }
+    }
 
-    /// The alignment a slot needs: 8.
-    pub const ALIGN: usize = align_of::<Self>();
+    /// How many words.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
 
-    /// Returns a slot whose sequence and payload are all zero: what a freshly zeroed file holds.
+    /// Whether there are no words.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// Word `index`, loaded atomically on its own (Relaxed): consistent by itself, ordered
+    /// with nothing else.
     ///
-    /// # Examples
+    /// # Panics
     ///
-    /// ```
-    /// use ticklane_engine::seqlock::SeqLockSlot;
+    /// If `index` is out of range.
+    #[inline(always)]
+    pub fn load(&self, index: usize) -> u64 {
+        self.words[index].load(Ordering::Relaxed)
+    }
+
+    /// Word `index` with Acquire ordering: a Relaxed load, then an Acquire fence. If the word
+    /// was stored with Release, everything written before that store is visible after this.
     ///
-    /// let slot = SeqLockSlot::<2>::new();
-    /// assert_eq!(slot.read(), [0, 0]);
-    /// ```
-    pub fn new() -> Self {
-        Self {
-            seq: AtomicU64::new(0),
-            words: core::array::from_fn(|_| AtomicU64::new(0)),
+    /// # Panics
+    ///
+    /// If `index` is out of range.
+    #[inline(always)]
+    pub fn load_acquire(&self, index: usize) -> u64 {
+        let value = self.words[index].load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        value
+    }
+
+    /// The words in `range`, still load-only.
+    ///
+    /// # Panics
+    ///
+    /// If `range` is out of bounds.
+    #[inline(always)]
+    pub fn slice(&self, range: core::ops::Range<usize>) -> ReadOnlyWords<'a> {
+        ReadOnlyWords {
+            words: &self.words[range],
         }
     }
 
-    /// Views `bytes`, which must be exactly [`Self::SIZE`] long and 8-aligned, as a slot.
-    ///
-    /// This is how the writer lays a slot over its mutable mapping of the snapshot file.
-    ///
-    /// # Errors
-    ///
-    /// [`SlotViewError::BadLength`] or [`SlotViewError::Misaligned`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ticklane_engine::seqlock::SeqLockSlot;
-    ///
-    /// let mut buffer = [0u64; 3];
-    /// let slot = SeqLockSlot::<2>::from_bytes_mut(bytemuck::cast_slice_mut(&mut buffer[..]))?;
-    /// slot.store(&[7, 8]);
-    /// assert_eq!(slot.read(), [7, 8]);
-    /// # Ok::<(), ticklane_engine::seqlock::SlotViewError>(())
-    /// ```
-    #[cfg(not(loom))]
-    pub fn from_bytes_mut(bytes: &mut [u8]) -> Result<&Self, SlotViewError> {
-        Self::check_view(bytes, bytes.len() == Self::SIZE)?;
-        // SAFETY: the pointer is aligned for `Self` and points to `Self::SIZE` initialised bytes
-        // (both checked above). `Self` is `repr(C)` over `AtomicU64`s, which have the size, the
-        // alignment and the bit validity of `u64`, so any bytes are a valid `Self`. The exclusive
-        // borrow of `bytes` is held for the life of the returned reference, so nothing else in
-        // this process touches those bytes meanwhile, and through `&Self` every access is atomic.
-        Ok(unsafe { &*bytes.as_mut_ptr().cast::<Self>() })
+    /// The first word and the rest, or `None` if there are no words.
+    #[inline(always)]
+    fn split_first(&self) -> Option<(&'a AtomicU64, ReadOnlyWords<'a>)> {
+        let (first, rest) = self.words.split_first()?;
+        Some((first, ReadOnlyWords { words: rest }))
+    }
+}
+
+impl fmt::Debug for ReadOnlyWords<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadOnlyWords")
+            .field("len", &self.words.len())
+            .finish()
+    }
+}
+
+/// The writer's side of one slot: its sequence word and its payload words.
+///
+/// `Copy`, and `Send`/`Sync` as `&[AtomicU64]` is; the single-writer rule is the caller's
+/// (see the [module docs](self)).
+#[derive(Clone, Copy, Debug)]
+pub struct SeqLockWriter<'a> {
+    /// Even while the payload is stable, odd while a write is in progress. Only this side
+    /// stores it.
+    seq: &'a AtomicU64,
+    payload: &'a [AtomicU64],
+}
+
+impl<'a> SeqLockWriter<'a> {
+    /// Splits a slot's words into the sequence (the first) and the payload (the rest); `None`
+    /// if `slot` is empty.
+    #[inline(always)]
+    pub fn new(slot: &'a [AtomicU64]) -> Option<Self> {
+        let (seq, payload) = slot.split_first()?;
+        Some(SeqLockWriter { seq, payload })
     }
 
-    /// Views `bytes`, whose length must be a multiple of [`Self::SIZE`] and which must be
-    /// 8-aligned, as a table of slots (one per instrument, say).
-    ///
-    /// # Errors
-    ///
-    /// [`SlotViewError::BadLength`] or [`SlotViewError::Misaligned`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ticklane_engine::seqlock::SeqLockSlot;
-    ///
-    /// let mut buffer = [0u64; 6];
-    /// let slots = SeqLockSlot::<1>::slice_from_bytes_mut(bytemuck::cast_slice_mut(&mut buffer[..]))?;
-    /// assert_eq!(slots.len(), 3);
-    /// slots[2].store(&[42]);
-    /// assert_eq!(buffer[5], 42);
-    /// # Ok::<(), ticklane_engine::seqlock::SlotViewError>(())
-    /// ```
-    #[cfg(not(loom))]
-    pub fn slice_from_bytes_mut(bytes: &mut [u8]) -> Result<&[Self], SlotViewError> {
-        let count = bytes.len() / Self::SIZE;
-        Self::check_view(bytes, count * Self::SIZE == bytes.len())?;
-        // SAFETY: as in `from_bytes_mut`; in addition `Self::SIZE` is a multiple of the
-        // alignment, so `count` slots tile the `count * Self::SIZE` bytes exactly.
-        Ok(unsafe { core::slice::from_raw_parts(bytes.as_mut_ptr().cast::<Self>(), count) })
+    /// Payload words in the slot.
+    #[inline(always)]
+    pub fn payload_len(&self) -> usize {
+        self.payload.len()
     }
 
-    /// Views the [`Self::SIZE`] bytes at `ptr` as a slot, for readers of a shared mapping.
-    ///
-    /// Readers in another process typically map the snapshot file read-only, and must not hold
-    /// a `&[u8]` over bytes that the writer changes; this takes the mapping's raw pointer instead.
-    /// Atomic loads from read-only memory are allowed for `AtomicU64` on 64-bit targets, so a
-    /// read-only mapping is fine as long as only the read methods are called.
-    ///
-    /// # Safety
-    ///
-    /// For the whole lifetime `'a`:
-    /// - `ptr` is 8-aligned and valid for reads of `Self::SIZE` bytes (and for writes, if any
-    ///   write method is called), and the memory stays mapped;
-    /// - every access to those bytes, from this process or any other, is atomic: nothing reads or
-    ///   writes them through a plain `&[u8]`, `&mut [u8]` or non-atomic pointer.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ticklane_engine::seqlock::SeqLockSlot;
-    ///
-    /// let writer_side = SeqLockSlot::<2>::new();
-    /// writer_side.store(&[1, 2]);
-    /// let ptr = (&writer_side as *const SeqLockSlot<2>).cast::<u8>();
-    /// // SAFETY: `ptr` points to a live, aligned slot that is only accessed atomically.
-    /// let reader_side = unsafe { SeqLockSlot::<2>::from_ptr(ptr) };
-    /// assert_eq!(reader_side.read(), [1, 2]);
-    /// ```
-    #[cfg(not(loom))]
-    pub unsafe fn from_ptr<'a>(ptr: *const u8) -> &'a Self {
-        debug_assert!(
-            ptr.cast::<Self>().is_aligned(),
-            "SeqLockSlot::from_ptr: pointer not 8-aligned"
-        );
-        // SAFETY: the caller guarantees alignment, validity for `'a` and atomic-only access;
-        // any bytes are a valid `Self` (see `from_bytes_mut`).
-        unsafe { &*ptr.cast::<Self>() }
-    }
-
-    #[cfg(not(loom))]
-    fn check_view(bytes: &[u8], length_ok: bool) -> Result<(), SlotViewError> {
-        if !length_ok {
-            return Err(SlotViewError::BadLength {
-                slot_size: Self::SIZE,
-                actual: bytes.len(),
-            });
-        }
-        if !bytes.as_ptr().cast::<Self>().is_aligned() {
-            return Err(SlotViewError::Misaligned {
-                address: bytes.as_ptr() as usize,
-                align: Self::ALIGN,
-            });
-        }
-        Ok(())
-    }
-
-    /// Returns the current sequence: even when stable, odd during a write; `2 * writes` for a
-    /// slot that started at zero.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ticklane_engine::seqlock::SeqLockSlot;
-    ///
-    /// let slot = SeqLockSlot::<1>::new();
-    /// slot.store(&[5]);
-    /// assert_eq!(slot.sequence(), 2);
-    /// ```
+    /// The sequence as the writer last left it: even when stable, 2 more per write.
+    #[inline]
     pub fn sequence(&self) -> u64 {
-        self.seq.load(Ordering::Acquire)
+        // Only the writer stores the sequence, so Relaxed reads back its own last store.
+        self.seq.load(Ordering::Relaxed)
     }
 
-    /// Replaces the payload with `words`. Writer side: see the concurrency contract.
+    /// Makes one write: `change` stores the words that change through the [`SlotWrite`] it is
+    /// given, and readers see all of them or none. Words it does not store keep their values.
     ///
-    /// # Examples
+    /// Build the new values before calling: readers are held off for as long as `change`
+    /// runs. If `change` panics the sequence stays odd, and readers report the slot as being
+    /// written (as after a killed writer) instead of reading half a write.
     ///
-    /// ```
-    /// use ticklane_engine::seqlock::SeqLockSlot;
+    /// # Panics
     ///
-    /// let slot = SeqLockSlot::<2>::new();
-    /// slot.store(&[3, 4]);
-    /// assert_eq!(slot.read(), [3, 4]);
-    /// ```
-    pub fn store(&self, words: &[u64; N]) {
-        // Only the writer stores the sequence, so Relaxed reads back its own last store.
+    /// If `change` stores past the payload.
+    #[inline]
+    pub fn write<R>(&self, change: impl FnOnce(&SlotWrite<'a>) -> R) -> R {
         let before = self.seq.load(Ordering::Relaxed);
-        // Odd marks the write. A slot left odd by a writer that died mid-write moves on to the
-        // next odd value, so this write still ends on an even one.
+        // A slot left odd by a writer killed mid-write moves on to the next odd value, so this
+        // write still ends on an even one.
         let writing = if before & 1 == 0 {
             before.wrapping_add(1)
         } else {
             before.wrapping_add(2)
         };
         self.seq.store(writing, Ordering::Relaxed);
-        // Orders the odd sequence before every payload store below: a reader whose Acquire fence
-        // follows a load of any of them will see the odd sequence (or a later one).
+        // Orders the odd sequence before every payload store: a reader whose Acquire fence
+        // follows a load of any of them sees the odd sequence (or a later one).
         fence(Ordering::Release);
-        for (word, &value) in self.words.iter().zip(words) {
+        let result = change(&SlotWrite {
+            payload: self.payload,
+        });
+        // Release: a reader that sees the even value (Relaxed load + Acquire fence) sees every
+        // payload store above.
+        self.seq.store(writing.wrapping_add(1), Ordering::Release);
+        result
+    }
+
+    /// Replaces the whole payload with `src` in one write.
+    ///
+    /// # Panics
+    ///
+    /// If `src` is not exactly the payload's length.
+    #[inline]
+    pub fn store(&self, src: &[u64]) {
+        assert_eq!(src.len(), self.payload.len(), "a whole payload");
+        self.write(|w| w.store_from(0, src));
+    }
+
+    /// Makes the sequence odd and leaves it so: what a writer killed mid-write leaves behind.
+    /// For tests of readers only.
+    #[doc(hidden)]
+    pub fn abandon_write(&self) {
+        let before = self.seq.load(Ordering::Relaxed);
+        self.seq.store(before | 1, Ordering::Release);
+    }
+}
+
+/// The payload during one [`SeqLockWriter::write`]: stores only.
+#[derive(Debug)]
+pub struct SlotWrite<'a> {
+    payload: &'a [AtomicU64],
+}
+
+impl SlotWrite<'_> {
+    /// Stores `value` as payload word `index`.
+    ///
+    /// # Panics
+    ///
+    /// If `index` is past the payload.
+    #[inline(always)]
+    pub fn store(&self, index: usize, value: u64) {
+        self.payload[index].store(value, Ordering::Relaxed);
+    }
+
+    /// Stores `src` as payload words `start ..`.
+    ///
+    /// # Panics
+    ///
+    /// If `src` reaches past the payload.
+    #[inline(always)]
+    pub fn store_from(&self, start: usize, src: &[u64]) {
+        let words = &self.payload[start..start + src.len()];
+        for (word, &value) in words.iter().zip(src) {
             word.store(value, Ordering::Relaxed);
         }
-        // Release: a reader that loads the even value with Acquire sees the whole payload.
-        self.seq.store(writing.wrapping_add(1), Ordering::Release);
+    }
+}
+
+/// A reader's side of one slot: loads only.
+#[derive(Clone, Copy, Debug)]
+pub struct SeqLockReader<'a> {
+    seq: &'a AtomicU64,
+    payload: ReadOnlyWords<'a>,
+}
+
+impl<'a> SeqLockReader<'a> {
+    /// Splits a slot's words into the sequence (the first) and the payload (the rest); `None`
+    /// if `slot` is empty.
+    #[inline(always)]
+    pub fn new(slot: ReadOnlyWords<'a>) -> Option<Self> {
+        let (seq, payload) = slot.split_first()?;
+        Some(SeqLockReader { seq, payload })
     }
 
-    /// Updates the payload in place: `update` gets a copy of the current words to modify, and
-    /// the result is published as one write. Writer side: see the concurrency contract.
-    ///
-    /// The new payload is built before the write begins, so readers are held off only for the
-    /// stores, and a panic in `update` leaves the slot untouched.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ticklane_engine::seqlock::SeqLockSlot;
-    ///
-    /// let slot = SeqLockSlot::<2>::new();
-    /// slot.write(|words| words[1] = 9);
-    /// slot.write(|words| words[0] = words[1] + 1);
-    /// assert_eq!(slot.read(), [10, 9]);
-    /// ```
-    pub fn write(&self, update: impl FnOnce(&mut [u64; N])) {
-        // The writer is the only one storing the payload, so Relaxed loads read its own values.
-        let mut words: [u64; N] = core::array::from_fn(|i| self.words[i].load(Ordering::Relaxed));
-        update(&mut words);
-        self.store(&words);
+    /// Payload words in the slot.
+    #[inline(always)]
+    pub fn payload_len(&self) -> usize {
+        self.payload.len()
     }
 
-    /// Copies out the payload if no write overlapped the copy.
+    /// The sequence as it stands (odd while a write is in progress).
+    #[inline]
+    pub fn sequence(&self) -> u64 {
+        let sequence = self.seq.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        sequence
+    }
+
+    /// Payload word `index`, loaded on its own: consistent by itself (one atomic word), not
+    /// with the rest of the slot.
+    ///
+    /// # Panics
+    ///
+    /// If `index` is past the payload.
+    #[inline]
+    pub fn word(&self, index: usize) -> u64 {
+        self.payload.load(index)
+    }
+
+    /// Copies the payload into `dst` if no write overlapped the copy; returns the (even)
+    /// sequence the copy belongs to.
     ///
     /// # Errors
     ///
-    /// [`TryReadError::WriteInProgress`] if a write had begun and not ended;
-    /// [`TryReadError::Changed`] if a write happened during the copy. Either way, retry, or
-    /// after a bounded number of tries treat the slot as unavailable.
+    /// [`TryReadError::WriteInProgress`] if the sequence was odd, [`TryReadError::Changed`] if
+    /// a write overlapped the copy. Either way, retry, or after a bounded number of tries
+    /// report the slot as unavailable.
     ///
-    /// # Examples
+    /// # Panics
     ///
-    /// ```
-    /// use ticklane_engine::seqlock::SeqLockSlot;
-    ///
-    /// let slot = SeqLockSlot::<2>::new();
-    /// slot.store(&[1, 1]);
-    /// assert_eq!(slot.try_read(), Ok([1, 1]));
-    /// ```
+    /// If `dst` is not exactly the payload's length.
     #[inline]
-    pub fn try_read(&self) -> Result<[u64; N], TryReadError> {
-        let before = self.seq.load(Ordering::Acquire);
+    pub fn try_load(&self, dst: &mut [u64]) -> Result<u64, TryReadError> {
+        assert_eq!(dst.len(), self.payload.len(), "a whole payload");
+        // Relaxed load + Acquire fence: an Acquire load that read-only memory allows.
+        let before = self.seq.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
         if before & 1 == 1 {
             return Err(TryReadError::WriteInProgress);
         }
-        let words: [u64; N] = core::array::from_fn(|i| self.words[i].load(Ordering::Relaxed));
+        for (index, d) in dst.iter_mut().enumerate() {
+            *d = self.payload.load(index);
+        }
         // Keeps the payload loads before the second sequence load, and synchronises with the
         // Release fence of any write whose payload stores they saw.
         fence(Ordering::Acquire);
-        let after = self.seq.load(Ordering::Relaxed);
-        if after == before {
-            Ok(words)
+        if self.seq.load(Ordering::Relaxed) == before {
+            Ok(before)
         } else {
             Err(TryReadError::Changed)
         }
     }
 
-    /// Copies out the payload, retrying until no write overlaps the copy.
-    ///
-    /// Spins for as long as writes keep overlapping; spins forever if the writer died mid-write
-    /// and none replaces it. Use [`SeqLockSlot::try_read`] to bound the wait.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ticklane_engine::seqlock::SeqLockSlot;
-    ///
-    /// let slot = SeqLockSlot::<1>::new();
-    /// slot.store(&[u64::MAX]);
-    /// assert_eq!(slot.read(), [u64::MAX]);
-    /// ```
-    #[inline]
-    pub fn read(&self) -> [u64; N] {
-        loop {
-            match self.try_read() {
-                Ok(words) => return words,
-                Err(_) => hint::spin_loop(),
-            }
-        }
-    }
-
-    /// Publishes `value` as the payload; see [`pod_to_words`] for the layout. Writer side.
-    ///
-    /// `P` must be exactly `8 * N` bytes; any other size fails to compile.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ticklane_engine::seqlock::SeqLockSlot;
-    ///
-    /// let slot = SeqLockSlot::<2>::new();
-    /// slot.write_pod(&[1u32, 2, 3, 4]);
-    /// assert_eq!(slot.read_pod::<[u32; 4]>(), [1, 2, 3, 4]);
-    /// ```
-    pub fn write_pod<P: Pod>(&self, value: &P) {
-        self.store(&pod_to_words(value));
-    }
-
-    /// Reads the payload as a `P`, retrying as [`SeqLockSlot::read`] does.
-    ///
-    /// `P` must be exactly `8 * N` bytes; any other size fails to compile.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use ticklane_engine::seqlock::SeqLockSlot;
-    ///
-    /// let slot = SeqLockSlot::<1>::new();
-    /// slot.write_pod(&[-1i16, 2, -3, 4]);
-    /// assert_eq!(slot.read_pod::<[i16; 4]>(), [-1, 2, -3, 4]);
-    /// ```
-    pub fn read_pod<P: Pod>(&self) -> P {
-        pod_from_words(&self.read())
-    }
-
-    /// Reads the payload as a `P` if no write overlapped the copy.
-    ///
-    /// `P` must be exactly `8 * N` bytes; any other size fails to compile.
+    /// [`SeqLockReader::try_load`] up to `attempts` times (at least once), spinning between
+    /// tries and yielding the core now and then, since on a shared core the writer may need
+    /// it to finish.
     ///
     /// # Errors
     ///
-    /// As for [`SeqLockSlot::try_read`].
+    /// The last attempt's error.
     ///
-    /// # Examples
+    /// # Panics
     ///
-    /// ```
-    /// use ticklane_engine::seqlock::SeqLockSlot;
-    ///
-    /// let slot = SeqLockSlot::<1>::new();
-    /// slot.write_pod(&7.5f64.to_bits());
-    /// assert_eq!(slot.try_read_pod::<u64>().map(f64::from_bits), Ok(7.5));
-    /// ```
-    pub fn try_read_pod<P: Pod>(&self) -> Result<P, TryReadError> {
-        self.try_read().map(|words| pod_from_words(&words))
+    /// If `dst` is not exactly the payload's length.
+    pub fn load_bounded(&self, dst: &mut [u64], attempts: u32) -> Result<u64, TryReadError> {
+        let mut last = TryReadError::Changed;
+        for attempt in 0..attempts.max(1) {
+            match self.try_load(dst) {
+                Ok(sequence) => return Ok(sequence),
+                Err(e) => last = e,
+            }
+            if attempt % 64 == 63 {
+                yield_now();
+            } else {
+                hint::spin_loop();
+            }
+        }
+        Err(last)
     }
 }
 
-impl<const N: usize> Default for SeqLockSlot<N> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<const N: usize> fmt::Debug for SeqLockSlot<N> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SeqLockSlot")
-            .field("seq", &self.sequence())
-            .field("words", &self.try_read())
-            .finish()
-    }
-}
-
-/// Copies the bytes of `value` into `N` words, each word taking 8 bytes in native byte order, so
-/// the words lie in memory exactly as `value` does.
-///
-/// `P` must be exactly `8 * N` bytes; any other size fails to compile.
-///
-/// # Examples
-///
-/// ```
-/// use ticklane_engine::seqlock::{pod_from_words, pod_to_words};
-///
-/// let words: [u64; 1] = pod_to_words(&[1u8, 2, 3, 4, 5, 6, 7, 8]);
-/// assert_eq!(words[0].to_ne_bytes(), [1, 2, 3, 4, 5, 6, 7, 8]);
-/// assert_eq!(pod_from_words::<[u8; 8], 1>(&words), [1, 2, 3, 4, 5, 6, 7, 8]);
-/// ```
-pub fn pod_to_words<P: Pod, const N: usize>(value: &P) -> [u64; N] {
-    const {
-        assert!(
-            size_of::<P>() == 8 * N,
-            "payload type must be exactly 8 * N bytes"
-        )
-    };
-    let mut words = [0u64; N];
-    bytemuck::cast_slice_mut::<u64, u8>(&mut words[..]).copy_from_slice(bytemuck::bytes_of(value));
-    words
-}
-
-/// Rebuilds a `P` from words made by [`pod_to_words`] (or read from a slot).
-///
-/// `P` must be exactly `8 * N` bytes; any other size fails to compile.
-///
-/// # Examples
-///
-/// ```
-/// use ticklane_engine::seqlock::{pod_from_words, pod_to_words};
-///
-/// let words: [u64; 2] = pod_to_words(&[1u32, 2, 3, 4]);
-/// assert_eq!(pod_from_words::<[u32; 4], 2>(&words), [1, 2, 3, 4]);
-/// ```
-pub fn pod_from_words<P: Pod, const N: usize>(words: &[u64; N]) -> P {
-    const {
-        assert!(
-            size_of::<P>() == 8 * N,
-            "payload type must be exactly 8 * N bytes"
-        )
-    };
-    bytemuck::pod_read_unaligned(bytemuck::cast_slice::<u64, u8>(&words[..]))
-}
-
-/// Why a consistent copy could not be taken by [`SeqLockSlot::try_read`].
+/// Why a consistent copy could not be taken by [`SeqLockReader::try_load`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum TryReadError {
     /// The sequence was odd: a write was in progress (or its writer died mid-write). Retry.
@@ -489,43 +390,13 @@ impl fmt::Display for TryReadError {
 
 impl std::error::Error for TryReadError {}
 
-/// Why bytes could not be viewed as [`SeqLockSlot`]s.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum SlotViewError {
-    /// The byte length is not `slot_size` (for one slot) or a multiple of it (for a table):
-    /// check the file's layout version and instrument count.
-    BadLength {
-        /// `SeqLockSlot::<N>::SIZE`.
-        slot_size: usize,
-        /// The length given.
-        actual: usize,
-    },
-    /// The bytes do not start on an `align`-byte boundary. Mappings are page-aligned, so this
-    /// means a slot offset inside the file is not a multiple of `align`.
-    Misaligned {
-        /// The address of the first byte.
-        address: usize,
-        /// The alignment needed, 8.
-        align: usize,
-    },
+/// Gives the core away (under loom, lets the model schedule another thread).
+fn yield_now() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::thread::yield_now();
 }
-
-impl fmt::Display for SlotViewError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            SlotViewError::BadLength { slot_size, actual } => write!(
-                f,
-                "{actual} bytes cannot hold seqlock slots of {slot_size} bytes each"
-            ),
-            SlotViewError::Misaligned { address, align } => write!(
-                f,
-                "seqlock slot at {address:#x} is not {align}-byte aligned"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for SlotViewError {}
 
 #[cfg(all(test, not(loom)))]
 mod tests {
@@ -533,100 +404,91 @@ mod tests {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
-    #[derive(Clone, Copy, PartialEq, Debug, bytemuck::Pod, bytemuck::Zeroable)]
-    #[repr(C)]
-    struct Quote {
-        bid_px: u32,
-        ask_px: u32,
-        bid_qty: u64,
-        ask_qty: u64,
-        flags: u64,
+    fn slot(words: usize) -> Vec<AtomicU64> {
+        (0..words).map(|_| AtomicU64::new(0)).collect()
+    }
+
+    fn raw(words: &[AtomicU64]) -> Vec<u64> {
+        words.iter().map(|w| w.load(Ordering::Relaxed)).collect()
     }
 
     #[test]
-    fn layout_is_the_sequence_then_the_words() {
-        assert_eq!(size_of::<SeqLockSlot<0>>(), 8);
-        assert_eq!(size_of::<SeqLockSlot<4>>(), 40);
-        assert_eq!(SeqLockSlot::<4>::SIZE, 40);
-        assert_eq!(SeqLockSlot::<4>::ALIGN, 8);
-        let mut buffer = [0u64; 3];
-        let slot = SeqLockSlot::<2>::from_bytes_mut(bytemuck::cast_slice_mut(&mut buffer[..]))
-            .expect("aligned, exact length");
-        slot.store(&[0xAAAA, 0xBBBB]);
-        assert_eq!(buffer, [2, 0xAAAA, 0xBBBB]);
+    fn a_write_goes_between_an_odd_and_an_even_sequence_and_stores_only_what_it_is_given() {
+        let words = slot(4);
+        let writer = SeqLockWriter::new(&words).expect("a sequence word");
+        writer.store(&[1, 2, 3]);
+        assert_eq!(raw(&words), [2, 1, 2, 3], "sequence, then the payload");
+        let seen_odd = writer.write(|w| {
+            w.store(2, 30);
+            words[0].load(Ordering::Relaxed)
+        });
+        assert_eq!(seen_odd, 3);
+        assert_eq!(raw(&words), [4, 1, 2, 30]);
+        writer.write(|w| w.store_from(0, &[10, 20]));
+        assert_eq!(raw(&words), [6, 10, 20, 30]);
+        assert_eq!(writer.sequence(), 6);
+        let reader = SeqLockReader::new(ReadOnlyWords::new(&words)).expect("a sequence word");
+        let mut out = [0; 3];
+        assert_eq!(reader.try_load(&mut out), Ok(6));
+        assert_eq!(out, [10, 20, 30]);
+        assert_eq!((reader.word(1), reader.sequence()), (20, 6));
+        assert_eq!((reader.payload_len(), writer.payload_len()), (3, 3));
     }
 
     #[test]
-    fn views_check_length_and_alignment() {
-        let mut buffer = [0u64; 5];
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut buffer[..]);
+    fn an_empty_slot_has_no_lock() {
+        assert!(SeqLockWriter::new(&[]).is_none());
+        assert!(SeqLockReader::new(ReadOnlyWords::new(&[])).is_none());
+    }
+
+    #[test]
+    fn an_abandoned_write_is_reported_then_repaired_by_the_next_write() {
+        let words = slot(3);
+        let writer = SeqLockWriter::new(&words).expect("a sequence word");
+        let reader = SeqLockReader::new(ReadOnlyWords::new(&words)).expect("a sequence word");
+        writer.store(&[5, 5]);
+        writer.abandon_write();
+        let mut out = [0; 2];
         assert_eq!(
-            SeqLockSlot::<2>::from_bytes_mut(&mut bytes[..16]).err(),
-            Some(SlotViewError::BadLength {
-                slot_size: 24,
-                actual: 16
-            })
+            reader.load_bounded(&mut out, 100),
+            Err(TryReadError::WriteInProgress)
         );
-        assert!(matches!(
-            SeqLockSlot::<2>::from_bytes_mut(&mut bytes[1..25]),
-            Err(SlotViewError::Misaligned { align: 8, .. })
-        ));
+        writer.store(&[6, 6]);
+        assert_eq!(reader.sequence(), 6);
+        assert_eq!(reader.load_bounded(&mut out, 1), Ok(6));
+        assert_eq!(out, [6, 6]);
+    }
+
+    #[test]
+    fn a_panic_inside_a_write_leaves_the_slot_refused_not_half_written() {
+        let words = slot(3);
+        let writer = SeqLockWriter::new(&words).expect("a sequence word");
+        writer.store(&[1, 1]);
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            writer.write(|w| {
+                w.store(0, 2);
+                panic!("between two stores");
+            })
+        }));
+        assert!(panicked.is_err());
+        let reader = SeqLockReader::new(ReadOnlyWords::new(&words)).expect("a sequence word");
         assert_eq!(
-            SeqLockSlot::<1>::slice_from_bytes_mut(&mut bytes[..24]).err(),
-            Some(SlotViewError::BadLength {
-                slot_size: 16,
-                actual: 24
-            })
+            reader.try_load(&mut [0; 2]),
+            Err(TryReadError::WriteInProgress)
         );
-        let slots = SeqLockSlot::<1>::slice_from_bytes_mut(&mut bytes[8..40]).expect("2 slots");
-        assert_eq!(slots.len(), 2);
-        slots[0].store(&[5]);
-        slots[1].store(&[6]);
-        assert_eq!(buffer, [0, 2, 5, 2, 6]);
+        writer.store(&[3, 3]);
+        assert_eq!(reader.try_load(&mut [0; 2]), Ok(6));
     }
 
     #[test]
-    fn each_write_adds_two_to_the_sequence() {
-        let slot = SeqLockSlot::<2>::new();
-        for i in 1..=5u64 {
-            slot.write(|words| words[0] += 1);
-            assert_eq!(slot.sequence(), 2 * i);
-        }
-        assert_eq!(slot.try_read(), Ok([5, 0]));
-    }
-
-    #[test]
-    fn a_slot_left_odd_refuses_reads_until_rewritten() {
-        // What a writer killed mid-write leaves behind.
-        let mut buffer = [7u64, 1, 1];
-        let slot = SeqLockSlot::<2>::from_bytes_mut(bytemuck::cast_slice_mut(&mut buffer[..]))
-            .expect("aligned, exact length");
-        assert_eq!(slot.try_read(), Err(TryReadError::WriteInProgress));
-        slot.store(&[2, 2]);
-        assert_eq!(slot.sequence(), 10);
-        assert_eq!(slot.try_read(), Ok([2, 2]));
-    }
-
-    #[test]
-    fn pod_round_trip_keeps_the_struct_layout() {
-        let quote = Quote {
-            bid_px: 1_234_500,
-            ask_px: 1_234_600,
-            bid_qty: 300,
-            ask_qty: 1 << 40,
-            flags: 0b101,
-        };
-        let words: [u64; 4] = pod_to_words(&quote);
-        assert_eq!(pod_from_words::<Quote, 4>(&words), quote);
-        let mut buffer = [0u64; 5];
-        let slot = SeqLockSlot::<4>::from_bytes_mut(bytemuck::cast_slice_mut(&mut buffer[..]))
-            .expect("aligned, exact length");
-        slot.write_pod(&quote);
-        assert_eq!(slot.read_pod::<Quote>(), quote);
-        assert_eq!(slot.try_read_pod::<Quote>(), Ok(quote));
-        // The payload bytes in the "file" are the struct's bytes, after the sequence.
-        let bytes: &[u8] = bytemuck::cast_slice(&buffer[..]);
-        assert_eq!(&bytes[8..], bytemuck::bytes_of(&quote));
+    fn read_only_words_load_and_slice() {
+        let words = slot(4);
+        words[2].store(7, Ordering::Relaxed);
+        let view = ReadOnlyWords::new(&words);
+        assert_eq!((view.len(), view.is_empty()), (4, false));
+        assert_eq!((view.load(2), view.load_acquire(2)), (7, 7));
+        let tail = view.slice(2..4);
+        assert_eq!((tail.len(), tail.load(0)), (2, 7));
     }
 
     #[test]
@@ -637,52 +499,63 @@ mod tests {
             2_000_000
         };
         let payload = |i: u64| [i, !i, i.wrapping_mul(3), i ^ 0x5555];
-        let slot = Arc::new(SeqLockSlot::<4>::new());
-        slot.store(&payload(0));
+        let words = Arc::new(slot(5));
+        SeqLockWriter::new(&words)
+            .expect("a sequence word")
+            .store(&payload(0));
         let done = Arc::new(AtomicBool::new(false));
         let started = Arc::new(AtomicBool::new(false));
         let reader = {
-            let slot = Arc::clone(&slot);
+            let words = Arc::clone(&words);
             let done = Arc::clone(&done);
             let started = Arc::clone(&started);
             std::thread::spawn(move || {
-                let (mut consistent, mut refused, mut last) = (0u64, 0u64, 0u64);
+                let reader =
+                    SeqLockReader::new(ReadOnlyWords::new(&words)).expect("a sequence word");
+                let (mut consistent, mut last) = (0u64, 0u64);
+                let mut copy = [0u64; 4];
                 started.store(true, Ordering::Release);
                 loop {
                     // Read once more after the writer finished: that read must succeed.
                     let finished = done.load(Ordering::Acquire);
-                    match slot.try_read() {
-                        Ok(words) => {
-                            let i = words[0];
-                            assert_eq!(words, payload(i), "torn");
+                    match reader.try_load(&mut copy) {
+                        Ok(_) => {
+                            let i = copy[0];
+                            assert_eq!(copy, payload(i), "torn");
                             assert!(i >= last, "went back in time: {i} after {last}");
                             last = i;
                             consistent += 1;
                         }
-                        Err(_) => {
-                            refused += 1;
-                            std::thread::yield_now();
-                        }
+                        Err(_) => std::thread::yield_now(),
                     }
                     if finished {
                         break;
                     }
                 }
                 assert_eq!(last, WRITES);
-                (consistent, refused)
+                consistent
             })
         };
-        // Overlap the writes with the reads, as far as the scheduler lets us.
         while !started.load(Ordering::Acquire) {
             std::thread::yield_now();
         }
+        let writer = SeqLockWriter::new(&words).expect("a sequence word");
         for i in 1..=WRITES {
-            slot.store(&payload(i));
+            // Alternately the whole payload and only the words that change, as the snapshot
+            // writer does.
+            if i % 2 == 0 {
+                writer.store(&payload(i));
+            } else {
+                let p = payload(i);
+                writer.write(|w| {
+                    for (index, &value) in p.iter().enumerate() {
+                        w.store(index, value);
+                    }
+                });
+            }
         }
         done.store(true, Ordering::Release);
-        let (consistent, _refused) = reader.join().unwrap();
-        assert!(consistent > 0);
-        assert_eq!(slot.read()[0], WRITES);
+        assert!(reader.join().expect("reader thread") > 0);
     }
 }
 
@@ -691,42 +564,92 @@ mod loom_tests {
     use super::*;
     use crate::sync::{thread, Arc};
 
+    fn slot(words: usize) -> Arc<Vec<AtomicU64>> {
+        Arc::new((0..words).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    /// A 2-word payload written (1, 1) whole, then (2, 2) word by word through `write`: a
+    /// reader's successful copy is always one write, never (1, 2), (2, 1) or the zeros of the
+    /// unwritten slot mixed in, and its sequence says which write.
     #[test]
-    fn loom_try_read_never_torn() {
+    fn loom_try_load_never_torn() {
         loom::model(|| {
-            let slot = Arc::new(SeqLockSlot::<2>::new());
+            let words = slot(3);
             let writer = {
-                let slot = Arc::clone(&slot);
+                let words = Arc::clone(&words);
                 thread::spawn(move || {
-                    slot.store(&[1, 1]);
-                    slot.store(&[2, 2]);
+                    let lock = SeqLockWriter::new(&words).expect("a sequence word");
+                    lock.store(&[1, 1]);
+                    lock.write(|w| {
+                        w.store(0, 2);
+                        w.store(1, 2);
+                    });
                 })
             };
-            for _ in 0..2 {
-                if let Ok([a, b]) = slot.try_read() {
-                    assert_eq!(a, b, "torn read ({a}, {b})");
-                }
+            let reader = SeqLockReader::new(ReadOnlyWords::new(&words)).expect("a sequence word");
+            let mut out = [0u64; 2];
+            if let Ok(sequence) = reader.try_load(&mut out) {
+                assert_eq!(out[0], out[1], "torn read at sequence {sequence}");
+                assert_eq!(sequence / 2, out[0], "the copy belongs to its sequence");
             }
-            writer.join().unwrap();
-            assert_eq!(slot.try_read(), Ok([2, 2]));
+            writer.join().expect("writer");
         });
     }
 
+    /// A write of one word leaves the others as they were, and a reader sees it whole with
+    /// them: (1, 1) then word 1 alone to 2 reads as (1, 1) or (1, 2), never (0, 2).
     #[test]
-    fn loom_read_returns_a_whole_write() {
+    fn loom_partial_write_keeps_the_other_words() {
         loom::model(|| {
-            let slot = Arc::new(SeqLockSlot::<2>::new());
+            let words = slot(3);
             let writer = {
-                let slot = Arc::clone(&slot);
+                let words = Arc::clone(&words);
                 thread::spawn(move || {
-                    slot.write(|words| *words = [1, 1]);
-                    slot.write(|words| *words = [2, 2]);
+                    let lock = SeqLockWriter::new(&words).expect("a sequence word");
+                    lock.store(&[1, 1]);
+                    lock.write(|w| w.store(1, 2));
                 })
             };
-            let [a, b] = slot.read();
-            assert_eq!(a, b, "torn read ({a}, {b})");
-            assert!(a <= 2);
-            writer.join().unwrap();
+            let reader = SeqLockReader::new(ReadOnlyWords::new(&words)).expect("a sequence word");
+            let mut out = [0u64; 2];
+            if let Ok(sequence) = reader.try_load(&mut out) {
+                let expected = match sequence {
+                    0 => [0, 0],
+                    2 => [1, 1],
+                    _ => [1, 2],
+                };
+                assert_eq!(out, expected, "at sequence {sequence}");
+            }
+            writer.join().expect("writer");
+        });
+    }
+
+    /// A slot left odd by a killed writer is reported, not read, and the next write repairs it.
+    #[test]
+    fn loom_abandoned_write_is_refused_until_rewritten() {
+        loom::model(|| {
+            let words = slot(2);
+            let lock = SeqLockWriter::new(&words).expect("a sequence word");
+            lock.store(&[7]);
+            lock.abandon_write();
+            let reader = SeqLockReader::new(ReadOnlyWords::new(&words)).expect("a sequence word");
+            let mut out = [0u64; 1];
+            assert_eq!(
+                reader.try_load(&mut out),
+                Err(TryReadError::WriteInProgress)
+            );
+            let writer = {
+                let words = Arc::clone(&words);
+                thread::spawn(move || {
+                    SeqLockWriter::new(&words)
+                        .expect("a sequence word")
+                        .store(&[8])
+                })
+            };
+            if reader.try_load(&mut out).is_ok() {
+                assert_eq!(out, [8]);
+            }
+            writer.join().expect("writer");
         });
     }
 }

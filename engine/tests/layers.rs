@@ -13,7 +13,6 @@ const FLOORS: &[(&str, u8)] = &[
     ("clock", 0),
     ("ring", 1),
     ("seqlock", 1),
-    ("seqlock_words", 2), // built on `seqlock`; to be folded into it
     ("book", 2),
     ("csv", 3),
     ("snapshot", 4),

@@ -89,6 +89,9 @@ pub struct Change {
     pub last_ns: u64,
     /// Changes this one publication serves (more than 1 when conflated).
     pub changes: u32,
+    /// The book stage's latest clock reading when the publication is made (ns, pipeline
+    /// clock): a sink stamps the publication with it instead of reading a clock again.
+    pub now_ns: u64,
 }
 
 /// Where instrument state goes: the snapshot file, or a test's record.
@@ -96,7 +99,10 @@ pub trait StateSink {
     /// Publishes `change.locate`'s current state from `books`. Returns false if it could
     /// not (no room for the instrument).
     fn publish_state(&mut self, books: &Books, change: &Change) -> bool;
-    /// Records a trade. Called for every trade, at its message's turn, never deferred.
+    /// Records a trade. Called for every trade at its message's turn, just before that
+    /// message's publication of the trade's instrument is made or, while publication is shed,
+    /// deferred. A sink that shows state shows the trade with that publication, in the same
+    /// write, so that a reader never sees a trade before the book that reflects it.
     fn record_trade(&mut self, _books: &Books, _trade: Trade) {}
     /// Marks an instrument's publication behind by `age_ns` (its oldest unpublished change
     /// is that old), or caught up with `None`.
@@ -258,6 +264,7 @@ impl<S: StateSink> SheddingPublisher<S> {
                 first_ns: entry.first_ns,
                 last_ns: entry.last_ns,
                 changes: entry.changes,
+                now_ns,
             };
             if self.sink.publish_state(books, &change) {
                 self.counters.published += 1;
@@ -338,6 +345,8 @@ impl<S: StateSink> Publisher for SheddingPublisher<S> {
         let Some(message) = applied.message else {
             return false;
         };
+        // The trade goes to the sink first, and out with this message's publication below
+        // (or, shed, with the conflated one that serves it): one write, trade and book.
         let trade = self.pending_trade.take();
         if let Some(trade) = trade {
             self.sink.record_trade(books, trade);
@@ -367,6 +376,7 @@ impl<S: StateSink> Publisher for SheddingPublisher<S> {
                 first_ns: arrival.recv_ns,
                 last_ns: arrival.recv_ns,
                 changes: 1,
+                now_ns,
             },
         );
         true

@@ -1,4 +1,5 @@
-//! The snapshot file as a [`StateSink`]: publications, trades, and the behind marks.
+//! The snapshot file as a [`StateSink`]: publications (each with the trades of its message),
+//! and the behind marks.
 #![forbid(unsafe_code)]
 
 use ticklane_feed::itch::Locate;
@@ -13,10 +14,18 @@ const HEARTBEAT_NS: u64 = 250_000_000;
 
 /// Publishes instrument state into a [`SnapshotWriter`], keeps the heartbeat going, and
 /// turns "behind by" ages into the wall-clock "since" the snapshot layout stores.
+///
+/// A publication is stamped with the book stage's own clock reading ([`Change::now_ns`]),
+/// turned into wall-clock time by an offset measured at each heartbeat: the wall clock is
+/// read about every 250 ms, not once per publication.
 #[derive(Debug)]
 pub struct SnapshotSink {
     writer: SnapshotWriter,
+    /// Wall-clock ns of the latest heartbeat.
     last_heartbeat_ns: u64,
+    /// Wall-clock ns minus pipeline-clock ns (wrapping), and the wall-clock ns when it was
+    /// measured; `None` before the first publication.
+    wall_offset: Option<(u64, u64)>,
     /// Publications that failed because the snapshot was full (instrument capacity).
     pub full: u64,
 }
@@ -27,6 +36,7 @@ impl SnapshotSink {
         SnapshotSink {
             writer,
             last_heartbeat_ns: 0,
+            wall_offset: None,
             full: 0,
         }
     }
@@ -36,19 +46,34 @@ impl SnapshotSink {
         self.writer
     }
 
+    /// The wall-clock time of pipeline-clock time `pipeline_ns`. Once the offset is a
+    /// heartbeat period old, reads the wall clock instead, measures the offset again (the two
+    /// clocks drift apart, and the wall clock may be set) and stores a heartbeat.
     #[inline]
-    fn heartbeat_if_due(&mut self, stamp: u64) {
-        if stamp.saturating_sub(self.last_heartbeat_ns) > HEARTBEAT_NS {
-            self.writer.heartbeat(stamp);
-            self.last_heartbeat_ns = stamp;
+    fn wall_ns(&mut self, pipeline_ns: u64) -> u64 {
+        if let Some((offset, measured_ns)) = self.wall_offset {
+            let stamp = offset.wrapping_add(pipeline_ns);
+            if stamp.saturating_sub(measured_ns) <= HEARTBEAT_NS {
+                return stamp;
+            }
         }
+        self.measure_offset(pipeline_ns)
+    }
+
+    #[cold]
+    fn measure_offset(&mut self, pipeline_ns: u64) -> u64 {
+        let now = wall_clock_ns();
+        self.wall_offset = Some((now.wrapping_sub(pipeline_ns), now));
+        self.writer.heartbeat(now);
+        self.last_heartbeat_ns = now;
+        now
     }
 }
 
 impl StateSink for SnapshotSink {
     #[inline]
     fn publish_state(&mut self, books: &Books, change: &Change) -> bool {
-        let stamp = wall_clock_ns();
+        let stamp = self.wall_ns(change.now_ns);
         let ok = self
             .writer
             .publish_at(
@@ -62,10 +87,11 @@ impl StateSink for SnapshotSink {
         if !ok {
             self.full += 1;
         }
-        self.heartbeat_if_due(stamp);
         ok
     }
 
+    /// Holds the trade for the publication of its message's book, which follows (at once, or
+    /// conflated later while publication is shed): the two reach the slot in one write.
     #[inline]
     fn record_trade(&mut self, books: &Books, trade: Trade) {
         if self.writer.record_trade(books, trade).is_err() {
@@ -83,10 +109,68 @@ impl StateSink for SnapshotSink {
     }
 
     fn idle(&mut self) {
-        self.heartbeat_if_due(wall_clock_ns());
+        let now = wall_clock_ns();
+        if now.saturating_sub(self.last_heartbeat_ns) > HEARTBEAT_NS {
+            self.writer.heartbeat(now);
+            self.last_heartbeat_ns = now;
+        }
     }
 
     fn finish(&mut self, _books: &Books) {
         self.writer.heartbeat(wall_clock_ns());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::book::BookConfig;
+    use crate::snapshot::SnapshotReader;
+    use ticklane_feed::itch::Nanos;
+
+    fn change(now_ns: u64) -> Change {
+        Change {
+            locate: Locate(1),
+            feed_seq: now_ns,
+            exchange_ts: Nanos(now_ns),
+            first_ns: now_ns,
+            last_ns: now_ns,
+            changes: 1,
+            now_ns,
+        }
+    }
+
+    #[test]
+    fn publications_are_stamped_from_the_stage_clock_not_a_new_wall_clock_reading() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let books = Books::new(BookConfig {
+            max_orders: 4,
+            max_books: 2,
+            levels_per_side: 2,
+        })
+        .expect("books");
+        let mut sink = SnapshotSink::new(SnapshotWriter::create(&path, 2, 1).expect("create"));
+        let reader = SnapshotReader::open(&path).expect("open");
+        let before = wall_clock_ns();
+        assert!(sink.publish_state(&books, &change(1_000)));
+        let after = wall_clock_ns();
+        let first = reader.read(0).expect("consistent").updated_ns;
+        assert!(
+            (before..=after).contains(&first),
+            "the first one measures the offset"
+        );
+        // 1 µs later by the stage's clock: 1 µs later in the slot, exactly.
+        assert!(sink.publish_state(&books, &change(2_000)));
+        assert_eq!(
+            reader.read(0).expect("consistent").updated_ns,
+            first + 1_000
+        );
+        // A heartbeat period later by the stage's clock, the wall clock is read again (and a
+        // heartbeat stored): the stamp is no longer derived.
+        assert!(sink.publish_state(&books, &change(2_000 + HEARTBEAT_NS + 1)));
+        let third = reader.read(0).expect("consistent").updated_ns;
+        assert_eq!(reader.header().heartbeat_ns, third);
+        assert!(third >= after);
     }
 }

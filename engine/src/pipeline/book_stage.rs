@@ -70,11 +70,17 @@ impl<P: Publisher> BookStage<P> {
         let mut ended = false;
         loop {
             let gone = frames.is_abandoned();
+            // The clock is read once when a batch's first frame is taken, then once after each
+            // frame: that reading is the frame's latency stamp (applied and, if it changed a
+            // book, published), the next frame's sojourn and publication stamp, and the batch
+            // end's time.
+            let mut now_ns = None;
             let taken = frames.read_with(BATCH, |frame| {
                 if frame.kind() != Some(FrameKind::Message) {
                     ended = true;
                     return true;
                 }
+                let taken_ns = *now_ns.get_or_insert_with(|| self.clock.now_ns());
                 let publisher = &mut self.publisher;
                 let step = self
                     .applier
@@ -83,15 +89,20 @@ impl<P: Publisher> BookStage<P> {
                     });
                 match step {
                     Ok(applied) => {
-                        let applied_ns = self.clock.now_ns();
                         let published = self.publisher.publish(
                             self.applier.books(),
                             &applied,
                             frame.arrival(),
-                            applied_ns,
+                            taken_ns,
                         );
-                        let published_ns = published.then(|| self.clock.now_ns());
-                        latency.record(frame.recv_ns, frame.intended_ns, applied_ns, published_ns);
+                        let done_ns = self.clock.now_ns();
+                        now_ns = Some(done_ns);
+                        latency.record(
+                            frame.recv_ns,
+                            frame.intended_ns,
+                            done_ns,
+                            published.then_some(done_ns),
+                        );
                     }
                     Err(ApplyError::Decode(e)) => {
                         decode_errors += 1;
@@ -117,8 +128,8 @@ impl<P: Publisher> BookStage<P> {
                 continue;
             }
             waiter.reset();
-            self.publisher
-                .batch_end(self.applier.books(), self.clock.now_ns());
+            let batch_ns = now_ns.unwrap_or_else(|| self.clock.now_ns());
+            self.publisher.batch_end(self.applier.books(), batch_ns);
         }
         self.publisher.finish(self.applier.books());
         let messages = self.applier.messages();

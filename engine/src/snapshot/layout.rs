@@ -34,7 +34,9 @@
 //! # Slot (`136 + 32 * depth` bytes, slot `i` at offset `header_size + i * slot_size`)
 //!
 //! Each slot is a seqlock: a sequence word, then the payload. The writer makes the sequence odd,
-//! writes the payload, then makes it even (2 more than before). A reader loads the sequence; if
+//! writes the payload words that change, then makes it even (2 more than before). A message
+//! that changes a book is one write: an execution's trade fields and the book it changed go
+//! out together. A reader loads the sequence; if
 //! it is odd it retries; it copies the payload, then loads the sequence again: if unchanged,
 //! the copy is consistent; otherwise it retries. A slot whose writer was killed mid-write keeps
 //! an odd sequence until a new writer rewrites it: readers bound their retries and report it.
@@ -49,7 +51,7 @@
 //! | 20 | 12 | 4 | `flags` | bit 0 `STALE`: this instrument's feed is down; bit 1 `CROSSED`: bid at or above ask; bit 2 `BEHIND`: publication is behind for this instrument |
 //! | 24 | 16 | 8 | `feed_seq` | feed sequence number of the last message applied to this book |
 //! | 32 | 24 | 8 | `exchange_ts_ns` | ITCH timestamp of that message, ns since midnight |
-//! | 40 | 32 | 8 | `updated_ns` | local wall-clock time of the last publication, ns since the Unix epoch |
+//! | 40 | 32 | 8 | `updated_ns` | local wall-clock time stamped on the last publication, ns since the Unix epoch (the engine stamps when its book thread took the message published) |
 //! | 48 | 40 | 8 | `behind_since_ns` | wall-clock time publication fell behind (ns since the Unix epoch), 0 when `BEHIND` is clear |
 //! | 56 | 48 | 8 | `publishes` | publications of this slot so far (an activity count) |
 //! | 64 | 56 | 4 | `bid_levels` | bid levels present in the ladder below (at most `depth`) |
@@ -268,6 +270,13 @@ impl Geometry {
         HEADER_SIZE + index * self.slot_size()
     }
 
+    /// Word range (byte offset / 8) of slot `index` in the file: its sequence word, then its
+    /// payload.
+    pub const fn slot_words(&self, index: usize) -> core::ops::Range<usize> {
+        let start = self.slot_offset(index) / 8;
+        start..start + self.slot_size() / 8
+    }
+
     /// Byte offset of the first bid record inside a slot.
     pub const fn bids_offset(&self) -> usize {
         SLOT_FIXED_SIZE
@@ -346,6 +355,8 @@ mod tests {
         assert_eq!(g.file_size(), 128 + 3 * 456);
         assert_eq!(g.slot_offset(2), 128 + 2 * 456);
         assert_eq!((g.bids_offset(), g.asks_offset()), (136, 296));
+        assert_eq!(g.slot_words(0), 16..73);
+        assert_eq!(g.slot_words(2), (128 + 2 * 456) / 8..(128 + 3 * 456) / 8);
         let one = Geometry {
             capacity: 1,
             depth: 1,

@@ -1,7 +1,6 @@
 //! Another process's side of the snapshot: maps the file read-only, validates it, and copies
 //! slots out under their seqlocks.
 
-use core::sync::atomic::Ordering;
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -14,10 +13,9 @@ use super::layout::{
     HEADER_SIZE, INSTRUMENTS_WORD, LAYOUT_VERSION, MAGIC, MAX_CAPACITY, MAX_DEPTH,
     STATIC_HEADER_WORDS,
 };
-use super::mapping::SharedWords;
+use super::mapping::ReadOnlyMapping;
 use super::state::InstrumentState;
-use super::writer::slot_lock;
-use crate::seqlock::TryReadError;
+use crate::seqlock::{SeqLockReader, TryReadError};
 
 /// Tries per read before a slot is reported unreadable. A write takes well under a
 /// microsecond, so this bound is met only by a writer that died mid-write (or one stopped by
@@ -26,12 +24,14 @@ pub const DEFAULT_READ_ATTEMPTS: u32 = 10_000;
 
 /// A read-only view of a snapshot file, from any process.
 ///
-/// Reading never blocks the writer and never writes to the file. Every read is bounded: a slot
+/// Reading never blocks the writer and never writes to the file: the file is mapped read-only,
+/// and the mapping is reachable only as [`ReadOnlyWords`](crate::seqlock::ReadOnlyWords),
+/// which has no store. Every read is bounded: a slot
 /// that cannot be copied consistently within the retry bound is reported, never returned torn
 /// and never waited on forever. `SnapshotReader` is `Send` and `Sync`.
 #[derive(Debug)]
 pub struct SnapshotReader {
-    map: SharedWords,
+    map: ReadOnlyMapping,
     /// The header as validated at open; its first `STATIC_HEADER_WORDS` words never change.
     header: SnapshotHeader,
     geometry: Geometry,
@@ -66,7 +66,7 @@ impl SnapshotReader {
             return Err(bad("file length", len, HEADER_SIZE as u64));
         }
         // Map only what the header covers now; the rest once its size is known and checked.
-        let map = SharedWords::new(
+        let map = ReadOnlyMapping::new(
             MmapOptions::new()
                 .len(HEADER_SIZE)
                 .map_raw_read_only(&file)
@@ -132,7 +132,7 @@ impl SnapshotReader {
         if let Some(&(field, found, expected)) = checks.iter().find(|(_, f, e)| f != e) {
             return Err(bad(field, found, expected));
         }
-        let map = SharedWords::new(
+        let map = ReadOnlyMapping::new(
             MmapOptions::new()
                 .len(geometry.file_size())
                 .map_raw_read_only(&file)
@@ -176,9 +176,8 @@ impl SnapshotReader {
     }
 
     fn in_use(&self) -> usize {
-        let words = self.map.words();
         // Acquire: pairs with the writer's Release after it wrote the new slot.
-        let count = words[INSTRUMENTS_WORD].load(Ordering::Acquire);
+        let count = self.map.words().load_acquire(INSTRUMENTS_WORD);
         usize::try_from(count).map_or(self.geometry.capacity, |n| n.min(self.geometry.capacity))
     }
 
@@ -188,8 +187,7 @@ impl SnapshotReader {
     /// never waits on a slot being written.
     pub fn find(&self, symbol: &[u8]) -> Option<usize> {
         self.slots().find(|&slot| {
-            let lock = slot_lock(&self.map, self.geometry, slot);
-            let word = lock.word(0).to_ne_bytes();
+            let word = self.slot_reader(slot).word(0).to_ne_bytes();
             ticklane_feed::itch::Alpha(word).trimmed() == symbol
         })
     }
@@ -206,7 +204,7 @@ impl SnapshotReader {
         if slot >= in_use {
             return Err(ReadError::NoSuchSlot { slot, in_use });
         }
-        let lock = slot_lock(&self.map, self.geometry, slot);
+        let lock = self.slot_reader(slot);
         let mut words = vec![0u64; self.geometry.payload_words()];
         let sequence = lock
             .load_bounded(&mut words, self.attempts)
@@ -229,16 +227,24 @@ impl SnapshotReader {
     /// The raw sequence word of slot `slot` (odd while a write is in progress), for
     /// diagnostics.
     pub fn sequence(&self, slot: usize) -> Option<u64> {
-        (slot < self.geometry.capacity)
-            .then(|| slot_lock(&self.map, self.geometry, slot).sequence())
+        (slot < self.geometry.capacity).then(|| self.slot_reader(slot).sequence())
+    }
+
+    /// The reader's side of slot `slot`'s seqlock.
+    #[inline]
+    fn slot_reader(&self, slot: usize) -> SeqLockReader<'_> {
+        debug_assert!(slot < self.geometry.capacity);
+        SeqLockReader::new(self.map.words().slice(self.geometry.slot_words(slot)))
+            .expect("invariant: a slot has a sequence word")
     }
 }
 
-/// Loads every header word atomically, one by one.
-fn read_header(map: &SharedWords) -> SnapshotHeader {
+/// Loads every header word atomically, one by one, each with Acquire ordering.
+fn read_header(map: &ReadOnlyMapping) -> SnapshotHeader {
+    let view = map.words();
     let mut words = [0u64; HEADER_SIZE / 8];
-    for (w, word) in words.iter_mut().zip(map.words()) {
-        *w = word.load(Ordering::Acquire);
+    for (index, w) in words.iter_mut().enumerate() {
+        *w = view.load_acquire(index);
     }
     bytemuck::cast(words)
 }

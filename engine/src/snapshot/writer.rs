@@ -1,5 +1,11 @@
 //! The book thread's side of the snapshot: creates the file and publishes each instrument's
 //! state into its slot under the slot's seqlock.
+//!
+//! The writer keeps its own copy of every slot's fixed payload, so that a write never reads
+//! the file back: it builds the new payload, then stores only the words that differ from what
+//! the slot holds, and of the ladders only the levels in use now or before. A trade is held
+//! until the publication of the book it changed and goes out in the same write: one write
+//! per book change, and a reader never sees a trade before the book that reflects it.
 
 use core::sync::atomic::{AtomicU64, Ordering};
 use std::fs::{self, OpenOptions};
@@ -17,21 +23,32 @@ use super::layout::{
     INSTRUMENTS_WORD, LAYOUT_VERSION, MAGIC, MAX_CAPACITY, MAX_DEPTH, SLOT_BEHIND, SLOT_CROSSED,
     SLOT_STALE,
 };
-use super::mapping::SharedWords;
+use super::mapping::WritableWords;
 use crate::book::Trade;
 use crate::book::{Books, LadderView, Side};
-use crate::seqlock_words::SlotLock;
+use crate::seqlock::{SeqLockWriter, SlotWrite};
 
 /// Every locate a 16-bit field can name.
 const LOCATES: usize = 1 << 16;
 /// `slot_of` entry of a locate that has no slot yet.
 const NO_SLOT: u32 = u32::MAX;
 
+/// Trades recorded for a slot since its last publication: they go out with the next one.
+#[derive(Clone, Copy, Debug, Default)]
+struct PendingTrades {
+    /// Trades recorded (0: none pending).
+    trades: u64,
+    /// Their shares, summed.
+    shares: u64,
+    /// The latest of them.
+    last: Option<Trade>,
+}
+
 /// Writes the snapshot file: one slot per instrument, each under its own seqlock.
 ///
 /// Everything is allocated and mapped in [`SnapshotWriter::create`]; publishing allocates
-/// nothing and makes no system call. Slots are handed out in order of first sight, so the
-/// file's used slots are always `0 .. instruments`.
+/// nothing, makes no system call and never reads the file back. Slots are handed out in order
+/// of first sight, so the file's used slots are always `0 .. instruments`.
 ///
 /// There is one writer per file: `SnapshotWriter` is `Send` (it may move to the book thread)
 /// and its per-instrument methods take `&mut self`. Readers in any process see each slot
@@ -42,15 +59,21 @@ const NO_SLOT: u32 = u32::MAX;
 /// by the heartbeat that stopped.
 #[derive(Debug)]
 pub struct SnapshotWriter {
-    map: SharedWords,
+    map: WritableWords,
     geometry: Geometry,
     path: PathBuf,
     /// Slot index of each locate, or `NO_SLOT`.
     slot_of: Vec<u32>,
     /// Slots handed out: `0 .. in_use`, at most `geometry.capacity`.
     in_use: usize,
-    /// One slot's payload words: where the next write is built before it is stored.
-    scratch: Vec<u64>,
+    /// Each slot's fixed payload exactly as the file holds it (this is the only writer, and
+    /// the file starts zeroed), one per slot of the file.
+    written: Vec<SlotPayload>,
+    /// Trades recorded since each slot's last publication, one per slot of the file.
+    pending: Vec<PendingTrades>,
+    /// The next publication's level records, `depth` bids then `depth` asks: built before its
+    /// write begins, so readers are held off only for the stores.
+    levels: Vec<LevelRecord>,
     closed: bool,
 }
 
@@ -122,7 +145,9 @@ impl SnapshotWriter {
             path,
             slot_of: vec![NO_SLOT; LOCATES],
             in_use: 0,
-            scratch: vec![0; geometry.payload_words()],
+            written: vec![bytemuck::Zeroable::zeroed(); capacity],
+            pending: vec![PendingTrades::default(); capacity],
+            levels: vec![LevelRecord::default(); 2 * depth],
             closed: false,
         })
     }
@@ -158,6 +183,9 @@ impl SnapshotWriter {
     /// Publishes `locate`'s state from `books`: symbol, trading state, top of book and the top
     /// `depth` levels per side, with the feed sequence and ITCH timestamp of the message that
     /// changed it. The local update time is the wall clock now (see [`wall_clock_ns`]).
+    ///
+    /// Trades recorded for the instrument since its last publication (see
+    /// [`SnapshotWriter::record_trade`]) go out in this same write.
     ///
     /// The locate gets a slot on first sight. Call it after every message that changed a book
     /// and after `R` and `H` messages (which change a slot's symbol or trading state, not the
@@ -212,54 +240,92 @@ impl SnapshotWriter {
     ) -> Result<(), PublishError> {
         let slot = self.slot_for(books, locate)?;
         let depth = self.geometry.depth;
-        let lock = slot_lock(&self.map, self.geometry, slot);
-        // Start from the slot's own words: the trade fields and the stale and behind flags are
-        // kept by other methods and must survive a publication.
-        lock.load_own(&mut self.scratch);
-        let (fixed, ladders) = self.scratch.split_at_mut(FIXED_PAYLOAD_WORDS);
-        let levels: &mut [LevelRecord] = bytemuck::cast_slice_mut(ladders);
-        let (bids, asks) = levels.split_at_mut(depth);
+        let (bids, asks) = self.levels.split_at_mut(depth);
         let bid_levels = fill_side(books.side(locate, Side::Bid), bids);
         let ask_levels = fill_side(books.side(locate, Side::Ask), asks);
-        let (best_bid, best_ask) = (bids[0], asks[0]);
-        let payload = payload_mut(fixed);
-        payload.symbol = books.symbol_raw(locate).0;
-        payload.locate = locate.0;
-        payload.trading_state = books.trading_state(locate).unwrap_or(0);
-        let crossed = bid_levels > 0 && ask_levels > 0 && best_bid.price >= best_ask.price;
-        payload.flags = if crossed {
-            payload.flags | SLOT_CROSSED
+        let old = self.written[slot];
+        let mut new = old;
+        new.symbol = books.symbol_raw(locate).0;
+        new.locate = locate.0;
+        new.trading_state = books.trading_state(locate).unwrap_or(0);
+        let crossed = bid_levels > 0 && ask_levels > 0 && bids[0].price >= asks[0].price;
+        new.flags = if crossed {
+            old.flags | SLOT_CROSSED
         } else {
-            payload.flags & !SLOT_CROSSED
+            old.flags & !SLOT_CROSSED
         };
-        payload.feed_seq = feed_seq;
-        payload.exchange_ts_ns = exchange_ts.0;
-        payload.updated_ns = local_ns;
-        payload.publishes = payload.publishes.wrapping_add(1);
-        payload.bid_levels = bid_levels;
-        payload.ask_levels = ask_levels;
-        payload.best_bid = best_bid;
-        payload.best_ask = best_ask;
-        lock.store(&self.scratch);
+        new.feed_seq = feed_seq;
+        new.exchange_ts_ns = exchange_ts.0;
+        new.updated_ns = local_ns;
+        new.publishes = old.publishes.wrapping_add(1);
+        new.bid_levels = bid_levels;
+        new.ask_levels = ask_levels;
+        // `fill_side` zeroes the records past the ladder, so an empty side is all zero.
+        new.best_bid = bids[0];
+        new.best_ask = asks[0];
+        let pending = core::mem::take(&mut self.pending[slot]);
+        if let Some(trade) = pending.last {
+            new.last_trade_px = trade.price.0;
+            new.last_trade_shares = trade.shares;
+            new.last_trade_ts_ns = trade.timestamp.0;
+            new.trades = old.trades.wrapping_add(pending.trades);
+            new.traded_shares = old.traded_shares.wrapping_add(pending.shares);
+        }
+        // The levels in use now, and those in use before that must become zero; the records
+        // past both are zero already.
+        let bid_records = bid_levels.max(old.bid_levels) as usize;
+        let ask_records = ask_levels.max(old.ask_levels) as usize;
+        let lock = slot_writer(&self.map, self.geometry, slot);
+        lock.write(|w| {
+            store_changed(w, &old, &new);
+            w.store_from(
+                FIXED_PAYLOAD_WORDS,
+                bytemuck::cast_slice(&bids[..bid_records]),
+            );
+            w.store_from(
+                FIXED_PAYLOAD_WORDS + 2 * depth,
+                bytemuck::cast_slice(&asks[..ask_records]),
+            );
+        });
+        self.written[slot] = new;
         Ok(())
     }
 
-    /// Records `trade` as its instrument's last trade and adds it to the trade and share
-    /// counts. `books` supplies the symbol if the instrument gets its slot here. Allocates
-    /// nothing.
+    /// Records `trade` to go out with the next publication of its instrument, which is the
+    /// publication of the book the trade changed: as the last trade, and added to the trade
+    /// and share counts. Nothing is written until then, so a reader never sees a trade before
+    /// the book that reflects it. `books` supplies the symbol if the instrument gets its slot
+    /// here. Allocates nothing.
     ///
     /// # Errors
     ///
     /// [`PublishError::Full`] if the locate has no slot and none is free.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ticklane_engine::book::{BookConfig, Books};
+    /// use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter, Trade};
+    /// use ticklane_feed::itch::{Locate, Nanos, Price};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("book.snap");
+    /// let books = Books::new(BookConfig { max_orders: 16, max_books: 4, levels_per_side: 8 })?;
+    /// let mut writer = SnapshotWriter::create(&path, 4, 3)?;
+    /// let reader = SnapshotReader::open(&path)?;
+    /// let trade = Trade { locate: Locate(2), price: Price(1_000), shares: 5, timestamp: Nanos(9) };
+    /// writer.record_trade(&books, trade)?;
+    /// assert_eq!(reader.read(0)?.trades, 0, "not before its book");
+    /// writer.publish_at(&books, Locate(2), 1, Nanos(9), 1_700_000_000)?;
+    /// assert_eq!(reader.read(0)?.trades, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn record_trade(&mut self, books: &Books, trade: Trade) -> Result<(), PublishError> {
         let slot = self.slot_for(books, trade.locate)?;
-        self.update(slot, |payload| {
-            payload.last_trade_px = trade.price.0;
-            payload.last_trade_shares = trade.shares;
-            payload.last_trade_ts_ns = trade.timestamp.0;
-            payload.trades = payload.trades.wrapping_add(1);
-            payload.traded_shares = payload.traded_shares.wrapping_add(u64::from(trade.shares));
-        });
+        let pending = &mut self.pending[slot];
+        pending.trades = pending.trades.wrapping_add(1);
+        pending.shares = pending.shares.wrapping_add(u64::from(trade.shares));
+        pending.last = Some(trade);
         Ok(())
     }
 
@@ -269,7 +335,7 @@ impl SnapshotWriter {
         let Some(slot) = self.slot_of(locate) else {
             return false;
         };
-        self.update(slot, |payload| {
+        self.write_fixed(slot, |payload| {
             payload.flags = if stale {
                 payload.flags | SLOT_STALE
             } else {
@@ -286,7 +352,7 @@ impl SnapshotWriter {
         let Some(slot) = self.slot_of(locate) else {
             return false;
         };
-        self.update(slot, |payload| match since_ns {
+        self.write_fixed(slot, |payload| match since_ns {
             Some(since) => {
                 payload.flags |= SLOT_BEHIND;
                 payload.behind_since_ns = since;
@@ -329,7 +395,7 @@ impl SnapshotWriter {
     #[doc(hidden)]
     pub fn abandon_write_for_tests(&self, locate: Locate) {
         if let Some(slot) = self.slot_of(locate) {
-            slot_lock(&self.map, self.geometry, slot).abandon_write();
+            slot_writer(&self.map, self.geometry, slot).abandon_write();
         }
     }
 
@@ -373,11 +439,10 @@ impl SnapshotWriter {
         }
         // Written before it is counted in, so a reader scanning `0 .. instruments` never
         // meets a slot without its locate and symbol.
-        self.scratch.fill(0);
-        let payload = payload_mut(&mut self.scratch[..FIXED_PAYLOAD_WORDS]);
-        payload.symbol = books.symbol_raw(locate).0;
-        payload.locate = locate.0;
-        slot_lock(&self.map, self.geometry, slot).store(&self.scratch);
+        self.write_fixed(slot, |payload| {
+            payload.symbol = books.symbol_raw(locate).0;
+            payload.locate = locate.0;
+        });
         self.in_use = slot + 1;
         self.slot_of[usize::from(locate.0)] =
             u32::try_from(slot).expect("invariant: capacity is at most 65536");
@@ -387,12 +452,14 @@ impl SnapshotWriter {
         Ok(slot)
     }
 
-    /// Rewrites the fixed part of a slot through `change`, keeping everything else.
-    fn update(&mut self, slot: usize, change: impl FnOnce(&mut SlotPayload)) {
-        let lock = slot_lock(&self.map, self.geometry, slot);
-        lock.load_own(&mut self.scratch);
-        change(payload_mut(&mut self.scratch[..FIXED_PAYLOAD_WORDS]));
-        lock.store(&self.scratch);
+    /// One write of the fixed part of a slot: `change` edits the writer's copy, and only the
+    /// words it changed are stored.
+    fn write_fixed(&mut self, slot: usize, change: impl FnOnce(&mut SlotPayload)) {
+        let old = self.written[slot];
+        let mut new = old;
+        change(&mut new);
+        slot_writer(&self.map, self.geometry, slot).write(|w| store_changed(w, &old, &new));
+        self.written[slot] = new;
     }
 
     #[inline(always)]
@@ -410,14 +477,25 @@ impl Drop for SnapshotWriter {
     }
 }
 
-/// Slot `slot`'s seqlock in the mapping. A free function, so that the writer can hold it while
-/// it builds the next payload in its own scratch buffer.
+/// The writer's side of slot `slot`'s seqlock in the mapping. A free function, so that the
+/// writer can hold it while it reads its own buffers.
 #[inline(always)]
-pub(crate) fn slot_lock(map: &SharedWords, geometry: Geometry, slot: usize) -> SlotLock<'_> {
+fn slot_writer(map: &WritableWords, geometry: Geometry, slot: usize) -> SeqLockWriter<'_> {
     debug_assert!(slot < geometry.capacity);
-    let words_per_slot = geometry.slot_size() / 8;
-    let start = geometry.slot_offset(slot) / 8;
-    SlotLock::new(&map.words()[start..start + words_per_slot])
+    SeqLockWriter::new(&map.words()[geometry.slot_words(slot)])
+        .expect("invariant: a slot has a sequence word")
+}
+
+/// Stores the fixed payload words in which `new` differs from `old`, what the slot holds.
+#[inline(always)]
+fn store_changed(w: &SlotWrite<'_>, old: &SlotPayload, new: &SlotPayload) {
+    let old: &[u64; FIXED_PAYLOAD_WORDS] = bytemuck::cast_ref(old);
+    let new: &[u64; FIXED_PAYLOAD_WORDS] = bytemuck::cast_ref(new);
+    for (index, (&was, &now)) in old.iter().zip(new).enumerate() {
+        if was != now {
+            w.store(index, now);
+        }
+    }
 }
 
 /// Copies a side's best `records.len()` levels into `records`, zeroing the rest; returns how
@@ -440,12 +518,6 @@ fn fill_side(ladder: Option<LadderView<'_>>, records: &mut [LevelRecord]) -> u32
     filled as u32
 }
 
-/// The fixed payload inside a slot's words.
-#[inline(always)]
-fn payload_mut(fixed: &mut [u64]) -> &mut SlotPayload {
-    &mut bytemuck::cast_slice_mut::<u64, SlotPayload>(fixed)[0]
-}
-
 /// `.NAME.tmp.PID` next to `path`: same directory, so the rename is atomic.
 fn temp_path(path: &Path) -> PathBuf {
     let name = path
@@ -456,7 +528,7 @@ fn temp_path(path: &Path) -> PathBuf {
 }
 
 /// Creates, sizes and maps the file at `path` and writes its header.
-fn build_file(path: &Path, geometry: Geometry) -> io::Result<SharedWords> {
+fn build_file(path: &Path, geometry: Geometry) -> io::Result<WritableWords> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -466,7 +538,7 @@ fn build_file(path: &Path, geometry: Geometry) -> io::Result<SharedWords> {
     let file_size = geometry.file_size();
     // A fresh file of zeros: every slot starts with sequence 0 and an empty payload.
     file.set_len(file_size as u64)?;
-    let map = SharedWords::new(MmapOptions::new().len(file_size).map_raw(&file)?)?;
+    let map = WritableWords::new(MmapOptions::new().len(file_size).map_raw(&file)?)?;
     let now = wall_clock_ns();
     let header = SnapshotHeader {
         magic: MAGIC,
@@ -648,6 +720,118 @@ mod tests {
         let state = reader.read(0).expect("consistent");
         assert!(!state.flags.is_stale() && !state.flags.is_behind());
         assert_eq!(state.behind_since_ns, None);
+    }
+
+    #[test]
+    fn a_trade_goes_out_in_the_one_write_of_its_book() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let mut books = books();
+        add(&mut books, 1, 1, b'B', 10, 200);
+        let mut writer = SnapshotWriter::create(&path, 2, 3).expect("create");
+        writer
+            .publish_at(&books, Locate(1), 1, Nanos(1), 1)
+            .expect("room");
+        let reader = SnapshotReader::open(&path).expect("open");
+        let before = reader.sequence(0).expect("slot 0");
+        // The execution of 4 of the 10 shares: its trade, then its book.
+        writer
+            .record_trade(
+                &books,
+                Trade {
+                    locate: Locate(1),
+                    price: Price(200),
+                    shares: 4,
+                    timestamp: Nanos(2),
+                },
+            )
+            .expect("room");
+        assert_eq!(reader.sequence(0), Some(before), "nothing written yet");
+        assert_eq!(reader.read(0).expect("consistent").last_trade, None);
+        let mut executed = Books::new(BookConfig {
+            max_orders: 64,
+            max_books: 8,
+            levels_per_side: 16,
+        })
+        .expect("small books");
+        add(&mut executed, 1, 1, b'B', 6, 200);
+        writer
+            .publish_at(&executed, Locate(1), 2, Nanos(2), 2)
+            .expect("room");
+        let state = reader.read(0).expect("consistent");
+        assert_eq!(state.sequence, before + 2, "one write");
+        assert_eq!(
+            (state.feed_seq, state.trades, state.traded_shares),
+            (2, 1, 4)
+        );
+        assert_eq!(state.bids, [level(200, 6, 1)]);
+    }
+
+    #[test]
+    fn a_publication_stores_only_what_changed() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let mut books = books();
+        for (i, price) in [100, 101, 102].into_iter().enumerate() {
+            add(&mut books, 1, i as u64, b'B', 10, price);
+        }
+        let geometry = Geometry {
+            capacity: 2,
+            depth: 4,
+        };
+        let mut writer = SnapshotWriter::create(&path, 2, 4).expect("create");
+        writer
+            .publish_at(&books, Locate(1), 1, Nanos(1), 1)
+            .expect("room");
+        // Marks the writer never wrote, where the slot holds zeros it has no reason to store
+        // again: the fourth bid record (three levels in use) and `behind_since_ns`.
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open for writing");
+        let slot_at = geometry.slot_offset(0) as u64;
+        let fourth_bid = slot_at + geometry.bids_offset() as u64 + 3 * 16;
+        let behind_since = slot_at + 8 + 40;
+        file.write_at(&u64::MAX.to_ne_bytes(), fourth_bid + 8)
+            .expect("poke");
+        file.write_at(&7u64.to_ne_bytes(), behind_since)
+            .expect("poke");
+        // The best bid leaves: two levels in use, the third goes back to zero.
+        apply(
+            &mut books,
+            owned::Message::OrderDelete(owned::OrderDelete {
+                locate: Locate(1),
+                order_ref: OrderRef(2),
+                ..Default::default()
+            }),
+        );
+        writer
+            .publish_at(&books, Locate(1), 2, Nanos(2), 2)
+            .expect("room");
+        let bytes = std::fs::read(&path).expect("read file");
+        let word = |at: u64| {
+            let at = at as usize;
+            u64::from_ne_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+        };
+        assert_eq!(
+            word(fourth_bid + 8),
+            u64::MAX,
+            "past every ladder in use: untouched"
+        );
+        assert_eq!(word(behind_since), 7, "unchanged field: not stored again");
+        let third_bid = fourth_bid - 16;
+        assert_eq!(
+            (word(third_bid), word(third_bid + 8)),
+            (0, 0),
+            "left the ladder: zeroed"
+        );
+        let state = SnapshotReader::open(&path)
+            .expect("open")
+            .read(0)
+            .expect("consistent");
+        assert_eq!(state.bids, [level(101, 10, 1), level(100, 10, 1)]);
+        assert_eq!(state.feed_seq, 2);
     }
 
     #[test]
