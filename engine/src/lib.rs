@@ -62,3 +62,5 @@ pub mod live;
 pub mod replay;
 #[cfg(not(loom))]
 pub mod tail;
+#[cfg(not(loom))]
+pub mod views;

@@ -1,12 +1,23 @@
 //! The `ticklane` processes end to end over loopback: `ticklane sim` feeds
 //! `ticklane run --config`, which stops by itself at end of session and exits 0, and whose
 //! snapshot (`ticklane book --csv`) equals `ticklane replay --book-out` of the same file;
-//! the live demo (the README's main command); and a graceful stop on SIGTERM.
+//! the live demo (the README's main command); and a graceful stop on SIGTERM. These prove
+//! the transport (both sides run the same book code), not the books.
+//!
+//! No test sleeps hoping a child is ready: `ticklane run --config` prints
+//! `ticklane run: ready (...)` once its sockets are bound and its signal handlers installed,
+//! and the tests wait for that line, bounded.
 
+use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// How long a child may take to say it is ready.
+const READY_WITHIN: Duration = Duration::from_secs(10);
 
 fn ticklane() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ticklane"))
@@ -32,7 +43,8 @@ fn free_port() -> u16 {
         .expect("probe port")
 }
 
-/// Waits for `child` at most `limit`; kills it and fails if it runs longer.
+/// Waits for `child` at most `limit`, polling its status; kills it and fails if it runs
+/// longer.
 fn wait_bounded(mut child: Child, limit: Duration) -> Output {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
@@ -49,6 +61,92 @@ fn wait_bounded(mut child: Child, limit: Duration) -> Output {
     );
 }
 
+/// A child whose stdout is read line by line as it comes, so a test can wait for one line
+/// and still see everything it printed at the end.
+struct Watched {
+    child: Child,
+    lines: Receiver<String>,
+    reader: JoinHandle<()>,
+    seen: Vec<String>,
+}
+
+impl Watched {
+    fn spawn(command: &mut Command) -> Watched {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start ticklane");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (send, lines) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Watched {
+            child,
+            lines,
+            reader,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits, at most `limit`, for a line that starts with `prefix`; returns it.
+    fn wait_for_line(&mut self, prefix: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.starts_with(prefix) {
+                        return line;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let _ = self.child.kill();
+                    panic!(
+                        "no `{prefix}` line within {limit:?}; saw:\n{}",
+                        self.seen.join("\n")
+                    );
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait().expect("child status");
+                    panic!(
+                        "exited ({status}) before printing `{prefix}`; saw:\n{}",
+                        self.seen.join("\n")
+                    );
+                }
+            }
+        }
+    }
+
+    /// Waits for the child to end (at most `limit`): its status, every stdout line as
+    /// text, and its stderr.
+    fn finish(mut self, limit: Duration) -> Output {
+        let mut output = wait_bounded(self.child, limit);
+        self.reader.join().expect("stdout reader");
+        self.seen.extend(self.lines.try_iter());
+        let mut text = self.seen.join("\n");
+        text.push('\n');
+        output.stdout = text.into_bytes();
+        output
+    }
+}
+
+/// `ticklane run --config CONFIG`, once it has said it is ready.
+fn run_ready(config: &Path) -> Watched {
+    let mut run =
+        Watched::spawn(ticklane().args(["run", "--config", config.to_str().expect("utf-8")]));
+    let ready = run.wait_for_line("ticklane run: ready (", READY_WITHIN);
+    assert!(ready.contains("MoldUDP64 bound on 127.0.0.1:"), "{ready}");
+    run
+}
+
 fn write_config(path: &Path, data: u16, request: u16, snapshot: &Path) {
     let toml = format!(
         "[snapshot]\npath = {snapshot:?}\ndepth = 10\ncapacity = 256\n\n\
@@ -60,7 +158,7 @@ fn write_config(path: &Path, data: u16, request: u16, snapshot: &Path) {
 }
 
 #[test]
-fn sim_to_run_ends_by_itself_with_the_replayed_book() {
+fn sim_to_run_transports_the_replayed_book() {
     let dir = tempfile::tempdir().expect("tempdir");
     let day = dir.path().join("day.itch50");
     ok(ticklane()
@@ -81,14 +179,8 @@ fn sim_to_run_ends_by_itself_with_the_replayed_book() {
     let config = dir.path().join("line.toml");
     write_config(&config, data, request, &snapshot);
 
-    let run = ticklane()
-        .args(["run", "--config", config.to_str().expect("utf-8")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start run");
-    // The line binds at start; give it a moment before the first packet.
-    std::thread::sleep(Duration::from_millis(300));
+    // The line's socket is bound once it says it is ready: no packet can miss it.
+    let run = run_ready(&config);
     let sim = ticklane()
         .args(["sim", day.to_str().expect("utf-8")])
         .args([
@@ -102,7 +194,7 @@ fn sim_to_run_ends_by_itself_with_the_replayed_book() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start sim");
-    let run_out = ok(wait_bounded(run, Duration::from_secs(60)));
+    let run_out = ok(run.finish(Duration::from_secs(60)));
     assert!(run_out.contains("end of session"), "{run_out}");
     assert!(run_out.contains("lost 0"), "every gap filled:\n{run_out}");
     let sim_out = ok(wait_bounded(sim, Duration::from_secs(60)));
@@ -137,7 +229,7 @@ fn sim_to_run_ends_by_itself_with_the_replayed_book() {
 }
 
 #[test]
-fn the_live_demo_runs_and_agrees_with_replay() {
+fn the_live_demo_transports_the_replayed_book() {
     let out = ok(wait_bounded(
         ticklane()
             .args(["run", "--messages", "200000", "--rate", "500000"])
@@ -147,7 +239,11 @@ fn the_live_demo_runs_and_agrees_with_replay() {
             .expect("start demo"),
         Duration::from_secs(60),
     ));
-    assert!(out.contains("books equal a replay"), "{out}");
+    assert!(
+        out.contains("books equal a replay of the 200,000 messages received"),
+        "{out}"
+    );
+    assert!(!out.contains("interrupted"), "{out}");
     assert!(out.contains("receive -> published"), "{out}");
 }
 
@@ -157,21 +253,16 @@ fn sigterm_stops_the_line_gracefully() {
     let snapshot = dir.path().join("quiet.snap");
     let config = dir.path().join("line.toml");
     write_config(&config, free_port(), free_port(), &snapshot);
-    let run = ticklane()
-        .args(["run", "--config", config.to_str().expect("utf-8")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start run");
-    std::thread::sleep(Duration::from_millis(300));
-    let pid = run.id().to_string();
+    // Ready means the SIGTERM handler is installed: the signal cannot kill it outright.
+    let run = run_ready(&config);
+    let pid = run.child.id().to_string();
     assert!(Command::new("kill")
         .args(["-TERM", &pid])
         .status()
         .expect("kill")
         .success());
     let started = Instant::now();
-    let out = ok(wait_bounded(run, Duration::from_secs(5)));
+    let out = ok(run.finish(Duration::from_secs(5)));
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "stopped within the bound"
@@ -190,4 +281,27 @@ fn sigterm_stops_the_line_gracefully() {
         book, "locate,stock,side,level,price,qty,orders\n",
         "a readable, empty snapshot"
     );
+}
+
+#[test]
+fn a_demo_stopped_by_a_signal_says_so_and_checks_what_it_received() {
+    // A day that takes about 20 s at this rate: the signal comes long before its end.
+    let mut demo =
+        Watched::spawn(ticklane().args(["run", "--messages", "1000000", "--rate", "50000"]));
+    // The first line is printed after the signal handlers are installed.
+    demo.wait_for_line("ticklane live demo:", READY_WITHIN);
+    assert!(Command::new("kill")
+        .args(["-INT", &demo.child.id().to_string()])
+        .status()
+        .expect("kill")
+        .success());
+    let output = demo.finish(Duration::from_secs(30));
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(130), "{out}");
+    assert!(out.contains("  interrupted  by a signal"), "{out}");
+    assert!(
+        out.contains("books equal a replay of the ") && out.contains(" messages received"),
+        "compared with what arrived, not the whole day:\n{out}"
+    );
+    assert!(!out.contains("1,000,000 messages received"), "{out}");
 }

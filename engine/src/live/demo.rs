@@ -2,7 +2,10 @@
 //! the exchange simulator serves a generated day as MoldUDP64 over loopback UDP, dropping a
 //! few packets on purpose; the real pipeline receives it through real sockets, recovers the
 //! gaps from the simulator's retransmission server, and publishes into a snapshot file.
-//! At the end the snapshot's books are compared with a replay of the same messages.
+//! At the end the snapshot's books are compared with a plain replay of the messages the line
+//! delivered: a check of the transport (sockets, recovery, ring, publication), not of the
+//! books, since both sides run the same book code. A demo stopped early is compared with a
+//! replay of what it received up to then.
 
 use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -11,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ticklane_feed::moldudp64::{RecoveryConfig, Session};
+use ticklane_feed::moldudp64::{GapRange, RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::sim::{
     Faults, GenConfig, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimError, SimStats,
@@ -21,7 +24,7 @@ use crate::book::{Applier, NoBbo};
 use crate::book::{BookConfig, Books};
 use crate::csv::write_book_csv;
 use crate::overload::{OverloadConfig, OverloadCounters};
-use crate::pipeline::{MoldFeedConfig, MoldSource, Percentiles, PipelineConfig};
+use crate::pipeline::{MoldFeedConfig, MoldSource, Percentiles, PipelineConfig, SourceEnd};
 use crate::snapshot::{write_snapshot_book_csv, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use super::line::{run_line, LineSource, LineSourceReport};
@@ -72,12 +75,59 @@ pub struct DemoReport {
     pub receive_to_applied: Percentiles,
     /// What overload control did.
     pub overload: Option<OverloadCounters>,
-    /// Whether the snapshot's books equal a replay of the same messages.
-    pub books_match_replay: bool,
+    /// The snapshot's books against a plain replay of the messages the line delivered.
+    pub transport: TransportCheck,
+    /// Whether a stop request (a signal) ended the line before the end of session.
+    pub interrupted: bool,
     /// The snapshot file (removed at the end unless asked to keep it).
     pub snapshot: PathBuf,
     /// Final books.
     pub books: Books,
+}
+
+/// The transport check: a plain replay (the same book code, no sockets, no ring) of the
+/// messages the line delivered, against the books in the snapshot. Equal books say the
+/// transport lost, duplicated and reordered nothing that recovery did not put right; they
+/// say nothing about whether the books themselves are right.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransportCheck {
+    /// Same messages, same books: the snapshot equals the replay of `messages` messages.
+    Same {
+        /// Messages replayed.
+        messages: u64,
+    },
+    /// The snapshot differs from the replay of the same `messages` messages.
+    Differs {
+        /// Messages replayed.
+        messages: u64,
+    },
+    /// More ranges were declared lost than the reader lists, so which messages the line
+    /// delivered is not known exactly and nothing was compared.
+    Unknown,
+}
+
+impl TransportCheck {
+    /// True only for [`TransportCheck::Same`].
+    pub fn is_same(self) -> bool {
+        matches!(self, TransportCheck::Same { .. })
+    }
+}
+
+/// The sequence numbers a MoldUDP64 line starting at 1 delivered, in order, when it
+/// delivered `count` messages and declared `lost` lost: recovery never delivers out of
+/// order, so they are 1, 2, … skipping each lost range. `None` when `lost` does not account
+/// for all `messages_lost` (the reader keeps only the first ranges).
+fn delivered_sequences(
+    count: u64,
+    lost: &[GapRange],
+    messages_lost: u64,
+) -> Option<impl Iterator<Item = u64> + '_> {
+    let listed: u64 = lost.iter().map(|g| g.last - g.first + 1).sum();
+    (listed == messages_lost).then(|| {
+        (1..)
+            .filter(move |seq| !lost.iter().any(|g| (g.first..=g.last).contains(seq)))
+            .take(count as usize)
+    })
 }
 
 /// Why the demo could not run.
@@ -174,16 +224,38 @@ pub fn run_demo(config: DemoConfig, stop: &AtomicBool) -> Result<DemoReport, Dem
     let report = report.report;
     let sim_stats = sim.stop()?;
 
-    // The same messages through a plain replay: the books must be equal.
-    let mut applier: Applier<NoBbo> = Applier::new(pipeline.books, None)?;
-    for seq in 1..=log.len() as u64 {
-        if let Some(message) = log.get(seq) {
-            let _ = applier.step(seq, message);
+    // The messages the line delivered, through a plain replay: the books must be equal.
+    // Interrupted or not, that is a prefix of the day with the declared-lost ranges left out.
+    let delivered = match &report.source {
+        LineSourceReport::Mold(r) => {
+            delivered_sequences(report.book.messages, &r.lost, r.recovery.messages_lost)
+                .map(Iterator::collect::<Vec<u64>>)
         }
-    }
-    let expected = write_book_csv(applier.books(), 10, Vec::new())?;
-    let published = write_snapshot_book_csv(&SnapshotReader::open(&snapshot)?, 10, Vec::new())?;
+        LineSourceReport::Soup(_) => None,
+    };
+    let transport = match delivered {
+        Some(sequences) => {
+            let mut applier: Applier<NoBbo> = Applier::new(pipeline.books, None)?;
+            for &seq in &sequences {
+                if let Some(message) = log.get(seq) {
+                    // Errors are counted by the books on both sides alike.
+                    let _ = applier.step(seq, message);
+                }
+            }
+            let expected = write_book_csv(applier.books(), 10, Vec::new())?;
+            let published =
+                write_snapshot_book_csv(&SnapshotReader::open(&snapshot)?, 10, Vec::new())?;
+            let messages = sequences.len() as u64;
+            if expected == published {
+                TransportCheck::Same { messages }
+            } else {
+                TransportCheck::Differs { messages }
+            }
+        }
+        None => TransportCheck::Unknown,
+    };
     let _ = std::fs::remove_file(&snapshot);
+    let interrupted = matches!(report.source.end(), SourceEnd::Stopped);
     let latency = &report.book.latency;
     Ok(DemoReport {
         sim: sim_stats,
@@ -192,9 +264,44 @@ pub fn run_demo(config: DemoConfig, stop: &AtomicBool) -> Result<DemoReport, Dem
         elapsed: report.elapsed,
         receive_to_published: Percentiles::of(&latency.receive_to_published),
         receive_to_applied: Percentiles::of(&latency.receive_to_applied),
-        books_match_replay: expected == published,
+        transport,
+        interrupted,
         overload,
         snapshot,
         books: report.book.books,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delivered(count: u64, lost: &[GapRange], messages_lost: u64) -> Option<Vec<u64>> {
+        delivered_sequences(count, lost, messages_lost).map(Iterator::collect)
+    }
+
+    #[test]
+    fn a_clean_prefix_is_one_to_count() {
+        assert_eq!(delivered(4, &[], 0), Some(vec![1, 2, 3, 4]));
+        assert_eq!(
+            delivered(0, &[], 0),
+            Some(vec![]),
+            "stopped before the first"
+        );
+    }
+
+    #[test]
+    fn declared_lost_ranges_are_skipped() {
+        let lost = [
+            GapRange { first: 2, last: 3 },
+            GapRange { first: 6, last: 6 },
+        ];
+        assert_eq!(delivered(5, &lost, 3), Some(vec![1, 4, 5, 7, 8]));
+    }
+
+    #[test]
+    fn unlisted_losses_leave_the_prefix_unknown() {
+        let lost = [GapRange { first: 2, last: 3 }];
+        assert_eq!(delivered(5, &lost, 9), None);
+    }
 }

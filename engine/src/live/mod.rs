@@ -1,13 +1,15 @@
 //! `ticklane run`: one feed line through the live pipeline into the snapshot, until the end
-//! of session, a signal, or a time limit; and `ticklane record`, which writes a line's
-//! packets to pcap.
+//! of session, a signal, or a time limit; the live demo; `ticklane record`, which writes a
+//! line's packets to pcap; and `ticklane sim`, the exchange simulator that serves a day.
 
 mod demo;
+mod exchange_sim;
 mod line;
 mod record;
 mod shutdown;
 
-pub use demo::{run_demo, DemoConfig, DemoError, DemoReport};
+pub use demo::{run_demo, DemoConfig, DemoError, DemoReport, TransportCheck};
+pub use exchange_sim::{ExchangeSim, ExchangeSimConfig, ExchangeSimReport};
 pub use line::{run_line, LineReport, LineRun, LineSource, LineSourceReport};
 pub use record::{record_udp, RecordReport};
 pub use shutdown::install_shutdown;

@@ -5,6 +5,7 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use crate::capture::CaptureError;
 
@@ -76,6 +77,17 @@ pub enum SimError {
         addr: SocketAddr,
         /// The operating system's answer.
         source: io::Error,
+    },
+    /// A generated day could not be written to its file.
+    ///
+    /// The OS error is part of the message and deliberately not the `source()`, so an error
+    /// chain printed at the edge shows it once.
+    #[error("cannot write the generated day to {}: {error}", path.display())]
+    DayFile {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's answer.
+        error: io::Error,
     },
     /// A simulator thread could not be started.
     #[error("simulator: cannot start the {thread} thread: {source}")]

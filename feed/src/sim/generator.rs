@@ -14,8 +14,14 @@
 //! implementations disagree on them.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
 
+use flate2::write::GzEncoder;
+use flate2::Compression;
+
+use super::error::SimError;
 use super::rng::SplitMix64;
 use crate::itch::owned::{self, Message};
 use crate::itch::{Alpha, Locate, MatchNumber, Nanos, OrderRef, Price, Price8, Stock};
@@ -774,6 +780,33 @@ pub fn write_itch50<W: Write>(config: GenConfig, out: &mut W) -> io::Result<GenS
     Ok(summary)
 }
 
+/// Writes the generated messages as an ITCH50 file at `path`, gzipped when its name ends in
+/// `.gz` (fast compression: the generator, not the encoder, should set the pace).
+///
+/// # Errors
+///
+/// [`SimError::DayFile`] naming the file, if it cannot be created or written.
+pub fn write_itch50_file(path: &Path, config: GenConfig) -> Result<GenSummary, SimError> {
+    let failed = |error| SimError::DayFile {
+        path: path.to_path_buf(),
+        error,
+    };
+    let file = BufWriter::new(File::create(path).map_err(failed)?);
+    if path.extension().is_some_and(|e| e == "gz") {
+        let mut out = GzEncoder::new(file, Compression::fast());
+        let summary = write_itch50(config, &mut out).map_err(failed)?;
+        out.finish()
+            .and_then(|mut file| file.flush())
+            .map_err(failed)?;
+        Ok(summary)
+    } else {
+        let mut out = file;
+        let summary = write_itch50(config, &mut out).map_err(failed)?;
+        out.flush().map_err(failed)?;
+        Ok(summary)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -783,6 +816,37 @@ mod tests {
         let mut out = Vec::new();
         write_itch50(config, &mut out).expect("writing to a Vec");
         out
+    }
+
+    #[test]
+    fn a_day_file_holds_the_same_bytes_plain_or_gzipped() {
+        use std::io::Read;
+        let config = GenConfig {
+            messages: 3_000,
+            seed: 7,
+            ..Default::default()
+        };
+        let expected = generate(config);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let plain = dir.path().join("day.itch50");
+        let summary = write_itch50_file(&plain, config).expect("write plain");
+        assert_eq!(summary.messages, 3_000);
+        assert_eq!(summary.bytes, expected.len() as u64);
+        assert_eq!(std::fs::read(&plain).expect("read plain"), expected);
+
+        let gzipped = dir.path().join("day.itch50.gz");
+        write_itch50_file(&gzipped, config).expect("write gz");
+        let raw = std::fs::read(&gzipped).expect("read gz");
+        assert_eq!(raw[..2], [0x1f, 0x8b], "a gzip member");
+        let mut unzipped = Vec::new();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_end(&mut unzipped)
+            .expect("gunzip");
+        assert_eq!(unzipped, expected);
+
+        let nowhere = dir.path().join("no-such-dir").join("day.itch50");
+        let err = write_itch50_file(&nowhere, config).expect_err("no directory");
+        assert!(err.to_string().contains("no-such-dir"), "{err}");
     }
 
     #[test]

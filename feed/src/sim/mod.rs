@@ -16,7 +16,7 @@ mod soup_server;
 pub use error::SimError;
 pub use exchange::{MoldSimConfig, MoldSimulator, SimStats};
 pub use faults::{BurstLoss, FaultInjector, Faults, Interruption, PacketFate};
-pub use generator::{write_itch50, GenConfig, GenSummary, Generator};
+pub use generator::{write_itch50, write_itch50_file, GenConfig, GenSummary, Generator};
 pub use message_log::MessageLog;
 pub use pacing::{Rate, WaitStrategy};
 pub use rng::SplitMix64;

@@ -1,0 +1,259 @@
+//! `ticklane replay`, `gen`, `demo` and `tail`: files and captures through the books.
+
+use std::io::{self, Write};
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use ticklane_engine::book::BookConfig;
+use ticklane_engine::config::RunConfig;
+use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
+use ticklane_engine::replay::{replay_file, replay_paced, ReplayOptions, SnapshotTarget};
+use ticklane_engine::tail::{tail_capture, tail_config, SymbolFilter};
+use ticklane_engine::views::{group, write_tops, ExitStatus};
+use ticklane_feed::sim::{write_itch50_file, GenConfig};
+
+#[derive(Args, Debug)]
+pub struct TailArgs {
+    /// The run configuration (feed line, engine, snapshot), as for `run`.
+    #[arg(long, required_unless_present = "capture", conflicts_with = "capture")]
+    config: Option<PathBuf>,
+    /// Play a captured file instead of a live feed.
+    #[arg(long)]
+    capture: Option<PathBuf>,
+    /// With --capture: `max`, `recorded`, or `<N>x`.
+    #[arg(long, default_value = "max", requires = "capture")]
+    pace: Pace,
+    /// Print only these symbols (comma separated).
+    #[arg(long, default_value = "")]
+    symbols: String,
+}
+
+#[derive(Args, Debug, Clone, Copy)]
+pub struct CapacityArgs {
+    /// Most orders live at once.
+    #[arg(long, default_value_t = NonZeroUsize::new(BookConfig::default().max_orders).expect("invariant: default > 0"))]
+    max_orders: NonZeroUsize,
+    /// Most stocks with a book.
+    #[arg(long, default_value_t = NonZeroUsize::new(BookConfig::default().max_books).expect("invariant: default > 0"))]
+    max_books: NonZeroUsize,
+    /// Most price levels on one side of one book.
+    #[arg(long, default_value_t = NonZeroUsize::new(BookConfig::default().levels_per_side).expect("invariant: default > 0"))]
+    levels_per_side: NonZeroUsize,
+}
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// The input file; its format is detected from its first bytes.
+    file: PathBuf,
+    /// Write the top-of-book stream (one CSV row per change) here (not with --pace).
+    #[arg(long, conflicts_with = "pace")]
+    bbo_out: Option<PathBuf>,
+    /// Write the final L2 book as CSV here.
+    #[arg(long)]
+    book_out: Option<PathBuf>,
+    /// Levels per side in --book-out.
+    #[arg(long, default_value_t = 10)]
+    depth: usize,
+    /// Write the summary as one JSON object here.
+    #[arg(long)]
+    summary_json: Option<PathBuf>,
+    /// Take each ITCH50 message's length from its type byte (for files whose 2-byte
+    /// length prefixes are zero, as RITCH writes them).
+    #[arg(long)]
+    recover_lengths: bool,
+    /// No progress line and no summary on the terminal.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Play the capture through the live pipeline (reader thread, ring, book thread) at
+    /// this pace: `max`, `recorded`, or `<N>x` (N times the recorded pace).
+    #[arg(long)]
+    pace: Option<Pace>,
+    /// With --pace: publish the books into this memory-mapped snapshot file.
+    #[arg(long, requires = "pace")]
+    snapshot: Option<PathBuf>,
+    /// How the pipeline's threads wait: busy-spin, spin-yield or park.
+    #[arg(long, default_value = "spin-yield")]
+    wait: WaitStrategy,
+    /// Pin the reader thread to this core.
+    #[arg(long)]
+    reader_core: Option<usize>,
+    /// Pin the book thread to this core.
+    #[arg(long)]
+    book_core: Option<usize>,
+    #[command(flatten)]
+    capacity: CapacityArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// The file to write.
+    out: PathBuf,
+    /// Messages in total.
+    #[arg(long, default_value_t = 1_000_000)]
+    messages: u64,
+    /// Seed: the same seed and options give the same bytes.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Number of stocks.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    stocks: u16,
+    /// Leave out the hard cases (extreme prices and sizes, reused refs, a mid-day start).
+    #[arg(long)]
+    no_hard_cases: bool,
+    /// Add flow with no matching engine behind it, so books cross.
+    #[arg(long)]
+    crossing: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// Messages in the sample day.
+    #[arg(long, default_value_t = 2_000_000)]
+    messages: u64,
+    /// Stocks in the sample day.
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u16).range(1..))]
+    stocks: u16,
+}
+
+pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
+    let c = args.capacity;
+    let opts = ReplayOptions {
+        input: args.file.clone(),
+        bbo_out: args.bbo_out.clone(),
+        book_out: args.book_out.clone(),
+        depth: args.depth,
+        summary_json: args.summary_json.clone(),
+        recover_lengths: args.recover_lengths,
+        books: BookConfig {
+            max_orders: c.max_orders.get(),
+            max_books: c.max_books.get(),
+            levels_per_side: c.levels_per_side.get(),
+        },
+        progress: !args.quiet,
+    };
+    let summary = match args.pace {
+        None => replay_file(&opts)?.summary,
+        Some(pace) => {
+            let target = args.snapshot.as_ref().map(|path| SnapshotTarget {
+                path: path.clone(),
+                capacity: 16_384,
+                depth: args.depth.clamp(1, 64),
+            });
+            let pipeline = PipelineConfig {
+                wait: args.wait,
+                reader_core: args.reader_core,
+                book_core: args.book_core,
+                books: opts.books,
+                ..PipelineConfig::default()
+            };
+            let outcome = replay_paced(&opts, pace, pipeline, target.as_ref())?;
+            if !args.quiet {
+                for (name, p) in &outcome.latency {
+                    println!("  {name:<22} {}", p.to_line());
+                }
+                if let Some(c) = &outcome.overload {
+                    println!("  overload               {}", c.to_text());
+                }
+            }
+            outcome.summary
+        }
+    };
+    if !args.quiet {
+        print!("{}", summary.to_text());
+    }
+    if let Some(e) = &summary.error {
+        eprintln!("ticklane: {e}");
+        return Ok(ExitStatus::Failure);
+    }
+    Ok(ExitStatus::Success)
+}
+
+pub fn tail(args: &TailArgs) -> Result<ExitStatus> {
+    let filter = SymbolFilter::parse(&args.symbols);
+    let out = io::LineWriter::new(io::stdout());
+    let report = if let Some(path) = &args.config {
+        let config = RunConfig::load(path)?;
+        // Converted here first, so a bad value reaches the edge as a ConfigError (exit 2)
+        // rather than inside the io::Error that tail_config returns.
+        config.pipeline()?;
+        config.feed_config()?;
+        tail_config(&config, &filter, out)?
+    } else {
+        // clap requires one of the two.
+        let path = args
+            .capture
+            .as_ref()
+            .context("give --config FILE or --capture FILE")?;
+        tail_capture(path, args.pace, PipelineConfig::default(), &filter, out)
+            .with_context(|| format!("{}", path.display()))?
+    };
+    eprintln!(
+        "ticklane tail: {} messages, {} lines, resubscribed {}; overload: {}",
+        group(report.messages),
+        group(report.printed),
+        report.resubscribed,
+        report.counters.to_text()
+    );
+    Ok(ExitStatus::Success)
+}
+
+pub fn generate(args: &GenArgs) -> Result<ExitStatus> {
+    let config = GenConfig {
+        messages: args.messages,
+        seed: args.seed,
+        stocks: args.stocks,
+        hard_cases: !args.no_hard_cases,
+        crossing: args.crossing,
+    };
+    let summary = write_itch50_file(&args.out, config)?;
+    eprintln!(
+        "wrote {}: {} messages, {} bytes",
+        args.out.display(),
+        group(summary.messages),
+        group(summary.bytes)
+    );
+    Ok(ExitStatus::Success)
+}
+
+pub fn demo(args: &DemoArgs) -> Result<ExitStatus> {
+    let path = std::env::temp_dir().join(format!("ticklane-demo-{}.itch50", std::process::id()));
+    println!(
+        "ticklane demo: generating a synthetic ITCH 5.0 day ({} messages, {} stocks, seed 1)",
+        group(args.messages),
+        args.stocks
+    );
+    let day = GenConfig {
+        messages: args.messages,
+        seed: 1,
+        stocks: args.stocks,
+        hard_cases: true,
+        crossing: false,
+    };
+    write_itch50_file(&path, day)?;
+    let opts = ReplayOptions {
+        input: path.clone(),
+        depth: 5,
+        books: BookConfig {
+            max_orders: 1 << 20,
+            ..BookConfig::default()
+        },
+        progress: true,
+        ..ReplayOptions::default()
+    };
+    let outcome = replay_file(&opts);
+    let _ = std::fs::remove_file(&path);
+    let outcome = outcome?;
+    let mut out = io::stdout().lock();
+    write!(out, "{}", outcome.summary.to_text())?;
+    write_tops(&mut out, &outcome.books, 4, 3)?;
+    writeln!(
+        out,
+        "\nNext: `ticklane replay FILE --bbo-out bbo.csv --book-out book.csv` on your own capture."
+    )?;
+    Ok(match outcome.summary.error {
+        Some(_) => ExitStatus::Failure,
+        None => ExitStatus::Success,
+    })
+}

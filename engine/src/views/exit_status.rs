@@ -1,0 +1,96 @@
+//! The exit statuses of `ticklane`, one meaning each, so scripts can tell a mistake in the
+//! command or the configuration from a failure while running.
+
+use std::process::ExitCode;
+
+use crate::config::ConfigError;
+
+/// How a `ticklane` command ended.
+///
+/// A status of its own for "messages were declared lost" belongs here too; it will be added
+/// with the loss accounting that decides it, and will not reuse any value below.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// 0: a clean end.
+    Success,
+    /// 1: a runtime failure: an input that cannot be read or is corrupt, a feed that went
+    /// silent, a socket, a thread, a result that is not what it should be.
+    Failure,
+    /// 2: a usage or configuration error: a bad argument (clap's own errors exit 2 too), or
+    /// any [`ConfigError`]. Nothing ran.
+    Usage,
+    /// 130: stopped by SIGINT or SIGTERM before the end (128 + SIGINT), as shells report it.
+    Interrupted,
+    /// 141: stdout was closed under us (`ticklane … | head`), as a SIGPIPE death reports it
+    /// (128 + 13).
+    ClosedStdout,
+}
+
+impl ExitStatus {
+    /// The number the process exits with.
+    pub fn code(self) -> u8 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::Failure => 1,
+            ExitStatus::Usage => 2,
+            ExitStatus::Interrupted => 130,
+            ExitStatus::ClosedStdout => 141,
+        }
+    }
+
+    /// The status for an error that ended a command: [`ExitStatus::Usage`] when any error
+    /// in its chain is a [`ConfigError`], [`ExitStatus::Failure`] otherwise.
+    pub fn of_error(error: &(dyn std::error::Error + 'static)) -> ExitStatus {
+        let mut next = Some(error);
+        while let Some(e) = next {
+            if e.is::<ConfigError>() {
+                return ExitStatus::Usage;
+            }
+            next = e.source();
+        }
+        ExitStatus::Failure
+    }
+}
+
+impl From<ExitStatus> for ExitCode {
+    fn from(status: ExitStatus) -> ExitCode {
+        ExitCode::from(status.code())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    use crate::config::RunConfig;
+
+    /// An error that wraps another, as a caller adding context would.
+    #[derive(Debug, thiserror::Error)]
+    #[error("starting the line")]
+    struct Context(#[source] ConfigError);
+
+    #[test]
+    fn codes_are_the_documented_numbers() {
+        let codes = [
+            ExitStatus::Success,
+            ExitStatus::Failure,
+            ExitStatus::Usage,
+            ExitStatus::Interrupted,
+            ExitStatus::ClosedStdout,
+        ]
+        .map(ExitStatus::code);
+        assert_eq!(codes, [0, 1, 2, 130, 141]);
+    }
+
+    #[test]
+    fn a_config_error_anywhere_in_the_chain_is_usage() {
+        let bad = RunConfig::parse("[engine]\nring_slots = 3\n", Path::new("x.toml"))
+            .expect_err("3 slots is refused");
+        assert_eq!(ExitStatus::of_error(&bad), ExitStatus::Usage);
+        let wrapped = Context(bad);
+        assert_eq!(ExitStatus::of_error(&wrapped), ExitStatus::Usage);
+        let io = std::io::Error::other("socket");
+        assert_eq!(ExitStatus::of_error(&io), ExitStatus::Failure);
+    }
+}

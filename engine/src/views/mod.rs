@@ -1,0 +1,29 @@
+//! What the `ticklane` binary prints, as functions that write to any `io::Write`: the book
+//! ladders of the replay demo, `ticklane book`'s view of one snapshot slot, `ticklane top`'s
+//! frames, the status lines of a snapshot, the summary of a live line and of the exchange
+//! simulator, and the process exit statuses. The binary parses arguments, calls an
+//! application and hands its report to one of these; tests read the same text.
+//!
+//! Views see reports and books from the floors below (books, snapshot, overload, pipeline,
+//! the feed's simulator); they never run anything. Times that age against the wall clock
+//! take the current time as an argument, so a test can pin it.
+
+mod book_ladder;
+mod book_view;
+mod digit_groups;
+mod exit_status;
+mod line_summary;
+mod sim_summary;
+mod snapshot_status;
+mod time_of_day;
+mod top_frame;
+
+pub use book_ladder::{write_book_ladder, write_tops};
+pub use book_view::write_book_view;
+pub use digit_groups::group;
+pub use exit_status::ExitStatus;
+pub use line_summary::{write_latency, write_mold_source, write_overload, write_soup_source};
+pub use sim_summary::{write_mold_sim_stats, write_soup_sim_stats};
+pub use snapshot_status::{age, header_status, slot_flags, SILENT_AFTER_NS};
+pub use time_of_day::time_of_day;
+pub use top_frame::{write_top_frame, TopFrames, TopRow};

@@ -1,0 +1,76 @@
+//! What the exchange simulator (`ticklane sim`) sent, on one line per protocol.
+
+use std::io::{self, Write};
+
+use ticklane_feed::sim::{SimStats, SoupSimStats};
+
+use super::digit_groups::group;
+
+/// The MoldUDP64 stream: messages, packets, the faults injected, the retransmissions.
+///
+/// # Errors
+///
+/// Whatever `out` returns.
+pub fn write_mold_sim_stats(out: &mut impl Write, s: &SimStats) -> io::Result<()> {
+    writeln!(
+        out,
+        "MoldUDP64: {} messages in {} packets; dropped {}, duplicated {}, reordered {}; resent {} on {} requests",
+        group(s.messages_sent),
+        group(s.packets_sent),
+        s.packets_dropped,
+        s.packets_duplicated,
+        s.packets_reordered,
+        group(s.messages_retransmitted),
+        s.retransmit_requests
+    )
+}
+
+/// The SoupBinTCP server: logins, messages, disconnects.
+///
+/// # Errors
+///
+/// Whatever `out` returns.
+pub fn write_soup_sim_stats(out: &mut impl Write, s: &SoupSimStats) -> io::Result<()> {
+    writeln!(
+        out,
+        "SoupBinTCP: {} logins, {} messages sent, {} disconnects",
+        s.logins,
+        group(s.messages_sent),
+        s.disconnects
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mold_and_soup_lines() {
+        let mold = SimStats {
+            messages_sent: 150_000,
+            packets_sent: 4_321,
+            packets_dropped: 43,
+            messages_retransmitted: 1_502,
+            retransmit_requests: 40,
+            ..SimStats::default()
+        };
+        let mut out = Vec::new();
+        write_mold_sim_stats(&mut out, &mold).expect("Vec");
+        assert_eq!(
+            String::from_utf8(out).expect("UTF-8"),
+            "MoldUDP64: 150,000 messages in 4,321 packets; dropped 43, duplicated 0, reordered 0; resent 1,502 on 40 requests\n"
+        );
+        let soup = SoupSimStats {
+            logins: 2,
+            messages_sent: 1_000,
+            disconnects: 1,
+            ..SoupSimStats::default()
+        };
+        let mut out = Vec::new();
+        write_soup_sim_stats(&mut out, &soup).expect("Vec");
+        assert_eq!(
+            String::from_utf8(out).expect("UTF-8"),
+            "SoupBinTCP: 2 logins, 1,000 messages sent, 1 disconnects\n"
+        );
+    }
+}

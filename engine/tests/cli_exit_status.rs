@@ -1,0 +1,179 @@
+//! `ticklane`'s exit statuses, one case each: 2 for usage and configuration errors (a bad
+//! key, a bad value, a configuration file that is not there, flags that contradict each
+//! other or are out of range), 1 for runtime failures (an input that cannot be opened, a
+//! corrupt file), 0 for a clean end. The numbers are the documented ones, written here
+//! rather than taken from the code under test.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const USAGE: i32 = 2;
+const FAILURE: i32 = 1;
+
+fn ticklane(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ticklane"))
+        .args(args)
+        .output()
+        .expect("run ticklane")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts the status and that stderr says `says`; returns stdout.
+fn exits(output: &Output, code: i32, says: &str) -> String {
+    let err = stderr(output);
+    assert_eq!(output.status.code(), Some(code), "stderr:\n{err}");
+    assert!(err.contains(says), "expected `{says}` in stderr:\n{err}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn config(dir: &Path, text: &str) -> String {
+    let path = dir.join("line.toml");
+    std::fs::write(&path, text).expect("write config");
+    path.to_str().expect("UTF-8").to_string()
+}
+
+const GOOD_FEED: &str = "[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:0\"\n";
+
+#[test]
+fn an_unknown_config_key_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = config(dir.path(), &format!("{GOOD_FEED}no_such_key = 1\n"));
+    let out = exits(&ticklane(&["run", "--config", &path]), USAGE, "no_such_key");
+    assert!(!out.contains("ready"), "nothing ran:\n{out}");
+}
+
+#[test]
+fn a_bad_config_value_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = config(dir.path(), &format!("{GOOD_FEED}silence_timeout_s = -1\n"));
+    exits(
+        &ticklane(&["run", "--config", &path]),
+        USAGE,
+        "feed.silence_timeout_s = -1 is refused",
+    );
+    let path = config(
+        dir.path(),
+        &format!("[engine]\nring_slots = 3\n\n{GOOD_FEED}"),
+    );
+    exits(
+        &ticklane(&["record", "--config", &path, "--out", "x.pcap"]),
+        USAGE,
+        "engine.ring_slots",
+    );
+    exits(
+        &ticklane(&["tail", "--config", &path]),
+        USAGE,
+        "engine.ring_slots",
+    );
+}
+
+#[test]
+fn a_missing_config_file_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nowhere.toml");
+    exits(
+        &ticklane(&["run", "--config", missing.to_str().expect("UTF-8")]),
+        USAGE,
+        "cannot read the configuration file",
+    );
+}
+
+#[test]
+fn demo_flags_beside_a_config_are_refused_not_ignored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = config(dir.path(), GOOD_FEED);
+    for flag in [["--messages", "5"], ["--rate", "10"], ["--drop", "0.1"]] {
+        let mut args = vec!["run", "--config", &path];
+        args.extend(flag);
+        let out = exits(&ticklane(&args), USAGE, "cannot be used with");
+        assert!(out.is_empty(), "refused before anything ran:\n{out}");
+    }
+}
+
+#[test]
+fn fractions_out_of_range_are_refused_before_anything_prints() {
+    let out = exits(
+        &ticklane(&["run", "--drop", "1.5"]),
+        USAGE,
+        "outside 0.0 ..= 1.0",
+    );
+    assert!(!out.contains("dropping"), "{out}");
+    for flag in ["--drop", "--duplicate", "--reorder", "--burst-probability"] {
+        for (value, says) in [
+            ("-0.1", "outside 0.0 ..= 1.0"),
+            ("1.01", "outside 0.0 ..= 1.0"),
+            ("NaN", "outside 0.0 ..= 1.0"),
+            ("half", "not a number"),
+        ] {
+            let arg = format!("{flag}={value}");
+            exits(
+                &ticklane(&["sim", "--udp", "127.0.0.1:9", &arg]),
+                USAGE,
+                says,
+            );
+        }
+    }
+}
+
+#[test]
+fn other_usage_errors_exit_2() {
+    exits(&ticklane(&["sim"]), USAGE, "--udp");
+    exits(
+        &ticklane(&["sim", "--tcp", "127.0.0.1:0", "--login", "nocolon"]),
+        USAGE,
+        "user:password",
+    );
+    exits(
+        &ticklane(&["replay", "x.itch50", "--pace", "max", "--bbo-out", "b.csv"]),
+        USAGE,
+        "cannot be used with",
+    );
+    exits(
+        &ticklane(&["replay", "x.itch50", "--max-orders", "0"]),
+        USAGE,
+        "--max-orders",
+    );
+    exits(
+        &ticklane(&["no-such-command"]),
+        USAGE,
+        "unrecognized subcommand",
+    );
+}
+
+#[test]
+fn a_replay_input_that_cannot_be_opened_is_a_runtime_failure() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("no-such-day.itch50");
+    exits(
+        &ticklane(&["replay", missing.to_str().expect("UTF-8"), "-q"]),
+        FAILURE,
+        "cannot open",
+    );
+}
+
+#[test]
+fn a_replay_of_a_corrupt_file_is_a_runtime_failure() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = dir.path().join("day.itch50");
+    let day = day.to_str().expect("UTF-8");
+    let gen = ticklane(&["gen", day, "--messages", "2000", "--stocks", "2"]);
+    assert!(gen.status.success(), "{}", stderr(&gen));
+    // Cut the file in the middle of a message: a truncated input.
+    let bytes = std::fs::read(day).expect("read day");
+    std::fs::write(day, &bytes[..bytes.len() - 5]).expect("truncate");
+    exits(&ticklane(&["replay", day, "-q"]), FAILURE, "ticklane: ");
+}
+
+#[test]
+fn a_clean_run_exits_0() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = dir.path().join("day.itch50.gz");
+    let day = day.to_str().expect("UTF-8");
+    let gen = ticklane(&["gen", day, "--messages", "2000", "--stocks", "2"]);
+    assert_eq!(gen.status.code(), Some(0), "{}", stderr(&gen));
+    let replay = ticklane(&["replay", day, "-q"]);
+    assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
+}
