@@ -8,6 +8,6 @@ mod record;
 mod shutdown;
 
 pub use demo::{run_demo, DemoConfig, DemoError, DemoReport};
-pub use line::{run_line, LineReport, LineRun, LineSource, LineSourceReport};
-pub use record::{record_udp, RecordReport};
+pub use line::{run_line, LineReport, LineRun, LineSource, LineSourceReport, FEED_KEYS};
+pub use record::{record_udp, RecordError, RecordReport};
 pub use shutdown::install_shutdown;
