@@ -2,6 +2,8 @@
 
 use std::sync::atomic::AtomicBool;
 
+use ticklane_feed::net::{FeedKeys, NetError};
+
 use crate::clock::Clock;
 use crate::config::FeedConfig;
 use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
@@ -11,6 +13,15 @@ use crate::pipeline::{
 };
 use crate::publish::NoPublisher;
 use crate::snapshot::SnapshotWriter;
+
+/// The keys of a configuration file's `[feed]` addresses (as `config` names them), so that the
+/// socket errors of a line read from a file say which key to fix.
+pub const FEED_KEYS: FeedKeys = FeedKeys {
+    bind: Some("feed.bind"),
+    multicast_group: Some("feed.multicast_group"),
+    interface: Some("feed.interface"),
+    server: Some("feed.server"),
+};
 
 /// The reader stage of either kind of line.
 pub enum LineSource {
@@ -49,15 +60,22 @@ impl LineSourceReport {
 
 impl LineSource {
     /// Opens the line's sockets (MoldUDP64 binds now, so its port is known; SoupBinTCP
-    /// connects when it runs).
+    /// connects when it runs). `feed` is a configuration file's `[feed]`: socket errors name
+    /// its keys ([`FEED_KEYS`]).
     ///
     /// # Errors
     ///
-    /// If a socket cannot be opened.
-    pub fn open(feed: &FeedConfig, pipeline: &PipelineConfig) -> std::io::Result<Self> {
+    /// [`NetError`] naming the operation, the address and the configuration key.
+    pub fn open(feed: &FeedConfig, pipeline: &PipelineConfig) -> Result<Self, NetError> {
         Ok(match feed {
-            FeedConfig::Mold(c) => LineSource::Mold(MoldSource::open(c.clone(), pipeline.wait)?),
-            FeedConfig::Soup(c) => LineSource::Soup(SoupSource::new(c.clone(), pipeline.wait)),
+            FeedConfig::Mold(c) => LineSource::Mold(MoldSource::open_keyed(
+                c.clone(),
+                pipeline.wait,
+                &FEED_KEYS,
+            )?),
+            FeedConfig::Soup(c) => LineSource::Soup(
+                SoupSource::new(c.clone(), pipeline.wait).with_server_key(FEED_KEYS.server),
+            ),
         })
     }
 }

@@ -4,16 +4,17 @@
 use std::fs::File;
 use std::io::BufWriter;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::capture::PcapWriter;
 use ticklane_feed::moldudp64::{Packet, PacketKind};
-use ticklane_feed::net::UdpFeed;
+use ticklane_feed::net::{NetError, SocketError, SocketErrorCounts, UdpFeed};
 
-use crate::pipeline::MoldFeedConfig;
+use super::line::FEED_KEYS;
+use crate::pipeline::{MoldFeedConfig, PollStep, SourceEnd};
 use crate::snapshot::wall_clock_ns;
 
 /// What a recording wrote.
@@ -21,22 +22,60 @@ use crate::snapshot::wall_clock_ns;
 pub struct RecordReport {
     /// Datagrams written.
     pub packets: u64,
-    /// Why the recording ended.
-    pub end: String,
+    /// Receive errors, by kind (nothing waiting is not one).
+    pub recv_errors: SocketErrorCounts,
+    /// Why the recording ended: end of session, stopped, time limit, or silence.
+    pub end: SourceEnd,
 }
 
-/// Records the MoldUDP64 line `feed` to the pcap file `out`.
+/// Why a recording failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The line's socket could not be opened.
+    #[error(transparent)]
+    Socket(#[from] NetError),
+    /// The bound socket's address could not be read (`getsockname`).
+    #[error("cannot read the address the feed socket is bound to")]
+    LocalAddr(#[source] std::io::Error),
+    /// The event loop failed.
+    #[error("{step}")]
+    Poll {
+        /// Which step.
+        step: PollStep,
+        /// The OS error.
+        #[source]
+        error: std::io::Error,
+    },
+    /// The pcap file could not be created or written.
+    #[error("cannot write the capture {}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        error: std::io::Error,
+    },
+}
+
+/// Records the MoldUDP64 line `feed`, a configuration file's `[feed]` (its socket errors name
+/// that file's keys), to the pcap file `out`.
 ///
 /// # Errors
 ///
-/// If the socket or the file cannot be opened or written.
+/// [`RecordError`]: the socket cannot be opened (naming the address and key), the event loop
+/// fails, or the file cannot be created or written (naming the file).
 pub fn record_udp(
     feed: &MoldFeedConfig,
     out: &Path,
     stop: &AtomicBool,
-) -> std::io::Result<RecordReport> {
-    let mut socket = UdpFeed::open(&feed.udp)?;
-    let local = match socket.local_addr()? {
+) -> Result<RecordReport, RecordError> {
+    let write_failed = |error| RecordError::Write {
+        path: out.to_path_buf(),
+        error,
+    };
+    let poll_failed = |step| move |error| RecordError::Poll { step, error };
+    let mut socket = UdpFeed::open(&feed.udp, &FEED_KEYS)?;
+    let local = match socket.local_addr().map_err(RecordError::LocalAddr)? {
         SocketAddr::V4(a) => a,
         SocketAddr::V6(_) => SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0),
     };
@@ -44,10 +83,12 @@ pub fn record_udp(
         feed.udp.multicast_group.unwrap_or(*local.ip()),
         local.port(),
     );
-    let mut writer = PcapWriter::new(BufWriter::new(File::create(out)?))?;
-    let mut poll = Poll::new()?;
+    let file = File::create(out).map_err(write_failed)?;
+    let mut writer = PcapWriter::new(BufWriter::new(file)).map_err(write_failed)?;
+    let mut poll = Poll::new().map_err(poll_failed(PollStep::Create))?;
     poll.registry()
-        .register(socket.source(), Token(0), Interest::READABLE)?;
+        .register(socket.source(), Token(0), Interest::READABLE)
+        .map_err(poll_failed(PollStep::Register))?;
     let mut events = Events::with_capacity(16);
     let mut buf = vec![0u8; 65_536];
     let started = Instant::now();
@@ -55,38 +96,47 @@ pub fn record_udp(
     let mut report = RecordReport::default();
     report.end = loop {
         if stop.load(Ordering::Relaxed) {
-            break "stopped".into();
+            break SourceEnd::Stopped;
         }
-        if feed.max_duration.is_some_and(|max| started.elapsed() > max) {
-            break "time limit reached".into();
+        if let Some(max) = feed.max_duration.filter(|max| started.elapsed() > *max) {
+            break SourceEnd::TimeLimit(max);
         }
         if last_heard.elapsed() > feed.silence_timeout {
-            break format!("feed silent for {:?}", feed.silence_timeout);
+            break SourceEnd::Silent(feed.silence_timeout);
         }
-        poll.poll(&mut events, Some(Duration::from_millis(10)))
-            .or_else(|e| {
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    Ok(())
-                } else {
-                    Err(e)
-                }
-            })?;
+        if let Err(e) = poll.poll(&mut events, Some(Duration::from_millis(10))) {
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(poll_failed(PollStep::Wait)(e));
+            }
+        }
         let mut ended = false;
-        while let Some(datagram) = socket.recv_from(&mut buf)? {
-            let (bytes, from) = datagram;
+        loop {
+            let (bytes, from) = match socket.recv_from(&mut buf) {
+                Ok(Some(datagram)) => datagram,
+                Ok(None) => break,
+                Err(e) => {
+                    report.recv_errors.count(e);
+                    match e {
+                        SocketError::Other(_) => break,
+                        _ => continue,
+                    }
+                }
+            };
             last_heard = Instant::now();
             let src = match from {
                 SocketAddr::V4(a) => a,
                 SocketAddr::V6(_) => SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
             };
-            writer.write_udp(wall_clock_ns(), src, dst, bytes)?;
+            writer
+                .write_udp(wall_clock_ns(), src, dst, bytes)
+                .map_err(write_failed)?;
             report.packets += 1;
             ended |= Packet::parse(bytes).is_ok_and(|p| p.kind() == PacketKind::EndOfSession);
         }
         if ended {
-            break "end of session".into();
+            break SourceEnd::EndOfSession;
         }
     };
-    writer.finish()?;
+    writer.finish().map_err(write_failed)?;
     Ok(report)
 }

@@ -21,8 +21,10 @@ pub use frame::{Frame, FrameKind, MAX_MESSAGE};
 pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
 pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
 pub use queue::{FrameConsumer, FrameProducer};
-pub use soup_source::{SoupFeedConfig, SoupSource, SoupSourceReport};
-pub use source_end::SourceEnd;
+pub use soup_source::{
+    ConnectionDrops, DroppedConnection, SoupFeedConfig, SoupSource, SoupSourceReport, DROPS_KEPT,
+};
+pub use source_end::{Chain, DropCounts, DropKind, DropReason, PollStep, SourceEnd, SourceError};
 pub use wait::{WaitStrategy, Waiter};
 
 use std::sync::atomic::AtomicBool;

@@ -10,9 +10,12 @@ use ticklane_feed::moldudp64::{
     Delivered, GapRange, MoldRecovery, Packet, RecoveryConfig, RecoverySink, RecoveryStats,
     RetransmitRequest,
 };
-use ticklane_feed::net::{UdpFeed, UdpFeedConfig};
+use ticklane_feed::net::{
+    FeedKeys, NetError, OsError, SocketError, SocketErrorCounts, UdpFeed, UdpFeedConfig,
+};
 
 use super::frame::Frame;
+use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
 use crate::clock::Clock;
@@ -63,6 +66,11 @@ pub struct MoldSourceReport {
     pub lost: Vec<GapRange>,
     /// Datagrams that were not MoldUDP64 packets.
     pub bad_packets: u64,
+    /// Receive errors on the data and request sockets, by kind (nothing waiting is not one).
+    pub recv_errors: SocketErrorCounts,
+    /// Retransmission requests that could not be sent, by kind (the recovery machine's
+    /// timer asks again).
+    pub request_send_errors: SocketErrorCounts,
     /// Why the source ended.
     pub end: SourceEnd,
 }
@@ -80,14 +88,30 @@ impl MoldSource {
     ///
     /// # Errors
     ///
-    /// If a socket cannot be opened.
+    /// If a socket cannot be opened: an `io::Error` that displays the [`NetError`] (the
+    /// operation and the address) and has the OS error as its source;
+    /// [`MoldSource::open_keyed`] returns the [`NetError`] itself.
     pub fn open(config: MoldFeedConfig, wait: WaitStrategy) -> std::io::Result<Self> {
-        let data = UdpFeed::open(&config.udp)?;
+        Ok(Self::open_keyed(config, wait, &FeedKeys::NONE)?)
+    }
+
+    /// [`MoldSource::open`], with the configuration keys the addresses came from, so that a
+    /// socket error names them.
+    ///
+    /// # Errors
+    ///
+    /// [`NetError`] naming the operation, the address or interface, and its key.
+    pub fn open_keyed(
+        config: MoldFeedConfig,
+        wait: WaitStrategy,
+        keys: &FeedKeys,
+    ) -> Result<Self, NetError> {
+        let data = UdpFeed::open(&config.udp, keys)?;
         let local = match config.udp.interface {
             i if i.is_unspecified() => std::net::Ipv4Addr::LOCALHOST,
             i => i,
         };
-        let requests = UdpFeed::ephemeral(local)?;
+        let requests = UdpFeed::ephemeral(local, keys.interface)?;
         Ok(MoldSource {
             config,
             data,
@@ -148,8 +172,11 @@ impl<Q: FrameProducer> RecoverySink for Sink<'_, Q> {
 
     fn request(&mut self, request: RetransmitRequest) {
         if let Some(server) = self.server {
-            // A dropped request is retried by the recovery machine's timer.
-            let _ = self.requests.send_to(&request.to_bytes(), server);
+            // A request not sent (buffer full, or an error, counted) is asked again by the
+            // recovery machine's timer.
+            if let Err(e) = self.requests.send_to(&request.to_bytes(), server) {
+                self.report.request_send_errors.count(e);
+            }
         }
     }
 }
@@ -167,17 +194,25 @@ impl FrameSource for MoldSource {
         let mut waiter = Waiter::new(self.wait);
         let mut recovery = MoldRecovery::new(self.config.recovery);
         let mut buf = vec![0u8; DATAGRAM].into_boxed_slice();
-        let setup = Poll::new().and_then(|poll| {
-            poll.registry()
-                .register(self.data.source(), DATA, Interest::READABLE)?;
-            poll.registry()
-                .register(self.requests.source(), REQUESTS, Interest::READABLE)?;
-            Ok(poll)
-        });
+        let setup = Poll::new()
+            .map_err(|e| (PollStep::Create, e))
+            .and_then(|poll| {
+                let registry = poll.registry();
+                registry
+                    .register(self.data.source(), DATA, Interest::READABLE)
+                    .and_then(|()| {
+                        registry.register(self.requests.source(), REQUESTS, Interest::READABLE)
+                    })
+                    .map_err(|e| (PollStep::Register, e))?;
+                Ok(poll)
+            });
         let mut poll = match setup {
             Ok(p) => p,
-            Err(e) => {
-                report.end = SourceEnd::Error(format!("setting up the poll: {e}"));
+            Err((step, e)) => {
+                report.end = SourceEnd::Error(SourceError::Poll {
+                    step,
+                    error: OsError::of(&e),
+                });
                 return report;
             }
         };
@@ -214,7 +249,10 @@ impl FrameSource for MoldSource {
             };
             if let Err(e) = poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
-                    break SourceEnd::Error(format!("poll: {e}"));
+                    break SourceEnd::Error(SourceError::Poll {
+                        step: PollStep::Wait,
+                        error: OsError::of(&e),
+                    });
                 }
             }
             let mut sink = Sink {
@@ -232,12 +270,23 @@ impl FrameSource for MoldSource {
                 } else {
                     &self.requests
                 };
-                // Drain until WouldBlock, then back to poll.
+                // Drain until WouldBlock, then back to poll. Every error is counted; after an
+                // interruption, a refusal or a cut datagram the socket still holds data, after
+                // any other error poll decides when to try again (a socket that keeps failing
+                // must not spin this loop).
                 loop {
                     let datagram = match socket.recv(&mut buf) {
                         Ok(Some(d)) => d,
                         Ok(None) => break,
-                        Err(_) => break,
+                        Err(e) => {
+                            sink.report.recv_errors.count(e);
+                            match e {
+                                SocketError::Interrupted
+                                | SocketError::Refused
+                                | SocketError::Truncated => continue,
+                                SocketError::Other(_) => break,
+                            }
+                        }
                     };
                     sink.recv_ns = clock.now_ns();
                     last_heard = sink.recv_ns;

@@ -1,20 +1,25 @@
 //! The reader stage of a SoupBinTCP feed: a TCP connection through the SoupBinTCP client
 //! machine into the ring; on a dropped connection it logs in again from the next sequence.
 
+use std::collections::VecDeque;
+use std::fmt;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
-use ticklane_feed::net::{TcpFeed, TcpRead};
+use ticklane_feed::net::{OsError, TcpFeed, TcpRead};
 use ticklane_feed::soupbintcp::{ClientConfig, ClientEvent, ClientState, SoupClient, TimerEvent};
 
 use super::frame::Frame;
+use super::source_end::{Chain, DropCounts, DropReason, PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
 use crate::clock::Clock;
 
 const CONNECTION: Token = Token(0);
+/// Dropped connections kept, with their reasons, in the report (every one is counted).
+pub const DROPS_KEPT: usize = 16;
 
 /// A SoupBinTCP feed line.
 #[derive(Clone, Debug)]
@@ -38,20 +43,83 @@ pub struct SoupSourceReport {
     pub messages: u64,
     /// Connections made (1 + reconnects).
     pub connections: u32,
+    /// Every connection attempt that dropped, counted by reason, the last few kept.
+    pub drops: ConnectionDrops,
     /// Why the source ended.
     pub end: SourceEnd,
+}
+
+/// One connection attempt that dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DroppedConnection {
+    /// Which attempt it was (1 is the first connection).
+    pub attempt: u32,
+    /// When it dropped, in nanoseconds of the pipeline's clock.
+    pub at_ns: u64,
+    /// Why.
+    pub reason: DropReason,
+}
+
+/// The connection attempts of a line that dropped: all counted by reason, the last
+/// [`DROPS_KEPT`] kept whole, so memory stays bounded however long the line flaps.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConnectionDrops {
+    /// Every drop, by reason.
+    pub by_reason: DropCounts,
+    /// The last drops, oldest first.
+    pub last: VecDeque<DroppedConnection>,
+}
+
+impl ConnectionDrops {
+    /// Records a drop.
+    pub fn record(&mut self, drop: DroppedConnection) {
+        self.by_reason.count(&drop.reason);
+        if self.last.len() == DROPS_KEPT {
+            self.last.pop_front();
+        }
+        self.last.push_back(drop);
+    }
+}
+
+impl fmt::Display for ConnectionDrops {
+    /// `none`, or the counts by reason and then one line per kept drop with its causes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.by_reason)?;
+        for d in &self.last {
+            write!(
+                f,
+                "\n  attempt {} at {:.3} s: {}",
+                d.attempt,
+                d.at_ns as f64 / 1e9,
+                Chain(&d.reason)
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// The live SoupBinTCP reader.
 pub struct SoupSource {
     config: SoupFeedConfig,
     wait: WaitStrategy,
+    server_key: Option<&'static str>,
 }
 
 impl SoupSource {
     /// A source for `config`; it connects when it runs.
     pub fn new(config: SoupFeedConfig, wait: WaitStrategy) -> Self {
-        SoupSource { config, wait }
+        SoupSource {
+            config,
+            wait,
+            server_key: None,
+        }
+    }
+
+    /// Names the configuration key the server address came from (if any), for connect
+    /// errors.
+    pub fn with_server_key(mut self, key: Option<&'static str>) -> Self {
+        self.server_key = key;
+        self
     }
 }
 
@@ -60,7 +128,14 @@ enum Outcome {
     /// The session is over (end of session, rejected, stop, time limit): do not reconnect.
     Done(SourceEnd),
     /// The connection dropped or the server went silent: reconnect and resume.
-    Dropped(String),
+    Dropped(DropReason),
+}
+
+fn poll_failed(step: PollStep, e: &std::io::Error) -> Outcome {
+    Outcome::Done(SourceEnd::Error(SourceError::Poll {
+        step,
+        error: OsError::of(e),
+    }))
 }
 
 impl SoupSource {
@@ -75,20 +150,28 @@ impl SoupSource {
     ) -> Outcome {
         let now = |c: &Clock| Duration::from_nanos(c.now_ns());
         let mut waiter = Waiter::new(self.wait);
-        let mut feed = match TcpFeed::connect(self.config.server) {
+        let addr = self.config.server;
+        let connect_failed = |e: &std::io::Error| {
+            Outcome::Dropped(DropReason::Connect {
+                addr,
+                key: self.server_key,
+                error: OsError::of(e),
+            })
+        };
+        let mut feed = match TcpFeed::connect(addr, self.server_key) {
             Ok(f) => f,
-            Err(e) => return Outcome::Dropped(format!("connect: {e}")),
+            Err(e) => return connect_failed(e.io_error()),
         };
         let mut poll = match Poll::new() {
             Ok(p) => p,
-            Err(e) => return Outcome::Done(SourceEnd::Error(format!("poll: {e}"))),
+            Err(e) => return poll_failed(PollStep::Create, &e),
         };
         if let Err(e) = poll.registry().register(
             feed.source(),
             CONNECTION,
             Interest::READABLE | Interest::WRITABLE,
         ) {
-            return Outcome::Done(SourceEnd::Error(format!("register: {e}")));
+            return poll_failed(PollStep::Register, &e);
         }
         let mut events = Events::with_capacity(16);
         let connect_by = clock.now_ns() + self.config.connect_timeout.as_nanos() as u64;
@@ -113,7 +196,7 @@ impl SoupSource {
             };
             if let Err(e) = poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Outcome::Done(SourceEnd::Error(format!("poll: {e}")));
+                    return poll_failed(PollStep::Wait, &e);
                 }
             }
             if !connected {
@@ -122,14 +205,17 @@ impl SoupSource {
                         connected = true;
                         report.connections += 1;
                         if let Err(e) = client.on_connected(now(&clock)) {
-                            return Outcome::Done(SourceEnd::Error(format!("login: {e:?}")));
+                            return Outcome::Done(SourceEnd::Error(SourceError::Login(e)));
                         }
                     }
                     Ok(false) if clock.now_ns() > connect_by => {
-                        return Outcome::Dropped("connect timed out".into())
+                        return Outcome::Dropped(DropReason::ConnectTimedOut {
+                            addr,
+                            timeout: self.config.connect_timeout,
+                        })
                     }
                     Ok(false) => continue,
-                    Err(e) => return Outcome::Dropped(format!("connect: {e}")),
+                    Err(e) => return connect_failed(&e),
                 }
             }
             // Read until WouldBlock, handing every frame to the client machine.
@@ -137,10 +223,8 @@ impl SoupSource {
                 match feed.read_into(client.read_buf()) {
                     Ok(TcpRead::Data(n)) => client.commit_read(n, now(&clock)),
                     Ok(TcpRead::WouldBlock) => break,
-                    Ok(TcpRead::Closed) => {
-                        return Outcome::Dropped("the server closed the connection".into())
-                    }
-                    Err(e) => return Outcome::Dropped(format!("read: {e}")),
+                    Ok(TcpRead::Closed) => return Outcome::Dropped(DropReason::Closed),
+                    Err(e) => return Outcome::Dropped(DropReason::Read(OsError::of(&e))),
                 }
                 let recv_ns = clock.now_ns();
                 while let Some(event) = client.poll_event() {
@@ -157,24 +241,24 @@ impl SoupSource {
                             return Outcome::Done(SourceEnd::EndOfSession)
                         }
                         Ok(ClientEvent::Rejected(reason)) => {
-                            return Outcome::Done(SourceEnd::Error(format!(
-                                "login rejected: {reason:?}"
+                            return Outcome::Done(SourceEnd::Error(SourceError::LoginRejected(
+                                reason,
                             )))
                         }
                         Ok(_) => {}
-                        Err(e) => return Outcome::Dropped(format!("protocol error: {e:?}")),
+                        Err(e) => return Outcome::Dropped(DropReason::Protocol(e)),
                     }
                 }
             }
             if let Some(TimerEvent::PeerDead { silent_for }) = client.poll_timers(now(&clock)) {
-                return Outcome::Dropped(format!("server silent for {silent_for:?}"));
+                return Outcome::Dropped(DropReason::ServerSilent { silent_for });
             }
             // Write what the client queued (login, heartbeats).
             while !client.output().is_empty() {
                 match feed.write_some(client.output()) {
                     Ok(0) => break,
                     Ok(n) => client.consume_output(n),
-                    Err(e) => return Outcome::Dropped(format!("write: {e}")),
+                    Err(e) => return Outcome::Dropped(DropReason::Write(OsError::of(&e))),
                 }
             }
             if matches!(client.state(), ClientState::Ended) {
@@ -203,10 +287,18 @@ impl FrameSource for SoupSource {
         report.end = loop {
             match self.connection(&mut client, &mut frames, clock, stop, &mut report, deadline) {
                 Outcome::Done(why) => break why,
-                Outcome::Dropped(why) if attempts >= self.config.max_reconnects => {
-                    break SourceEnd::Error(format!("{why} (after {attempts} reconnects)"))
-                }
-                Outcome::Dropped(_) => {
+                Outcome::Dropped(reason) => {
+                    report.drops.record(DroppedConnection {
+                        attempt: attempts + 1,
+                        at_ns: clock.now_ns(),
+                        reason,
+                    });
+                    if attempts >= self.config.max_reconnects {
+                        break SourceEnd::Error(SourceError::ReconnectsExhausted {
+                            reconnects: attempts,
+                            last: reason,
+                        });
+                    }
                     attempts += 1;
                     // Resume where the stream stopped, with a new client machine.
                     client = SoupClient::new(client.resume_config());

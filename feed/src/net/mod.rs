@@ -4,8 +4,17 @@
 //! The drain pattern, as mio's own examples: on a readable event, read until `WouldBlock`,
 //! then go back to `poll`; `Interrupted` is retried.
 
+//!
+//! Errors name what they are about: opening a socket fails with a [`NetError`] that names the
+//! operation, the address and the configuration key; receive and send errors are
+//! [`SocketError`]s, `Copy`, for the caller to count in [`SocketErrorCounts`].
+
+mod error;
+mod socket_error;
 mod tcp;
 mod udp;
 
+pub use error::{FeedKeys, NetError, OsError, SocketOp};
+pub use socket_error::{SocketError, SocketErrorCounts};
 pub use tcp::{TcpFeed, TcpRead};
 pub use udp::{UdpFeed, UdpFeedConfig};

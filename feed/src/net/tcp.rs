@@ -4,6 +4,8 @@
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 
+use super::error::{NetError, SocketOp};
+
 /// What a read found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TcpRead {
@@ -22,15 +24,18 @@ pub struct TcpFeed {
 
 impl TcpFeed {
     /// Starts connecting to `addr`; the connection is up once the stream is writable and
-    /// [`TcpFeed::connected`] says so.
+    /// [`TcpFeed::connected`] says so. `key` names the configuration key `addr` came from,
+    /// if any, for errors.
     ///
     /// # Errors
     ///
-    /// If the socket cannot be created.
-    pub fn connect(addr: SocketAddr) -> io::Result<Self> {
-        let stream = mio::net::TcpStream::connect(addr)?;
+    /// [`NetError`] naming the address (and key) if the socket cannot be created or the
+    /// connect fails at once.
+    pub fn connect(addr: SocketAddr, key: Option<&'static str>) -> Result<Self, NetError> {
+        let failed = |e| NetError::new(SocketOp::Connect { addr }, [key, None], e);
+        let stream = mio::net::TcpStream::connect(addr).map_err(failed)?;
         // Small frames must not wait for Nagle's algorithm.
-        stream.set_nodelay(true)?;
+        stream.set_nodelay(true).map_err(failed)?;
         Ok(TcpFeed { stream })
     }
 

@@ -6,6 +6,9 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::error::{FeedKeys, NetError, SocketOp};
+use super::socket_error::SocketError;
+
 /// Where and how to listen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UdpFeedConfig {
@@ -37,39 +40,56 @@ pub struct UdpFeed {
 }
 
 impl UdpFeed {
-    /// Binds (and joins the group, for multicast) as configured.
+    /// Binds (and joins the group, for multicast) as configured; `keys` name the
+    /// configuration keys the addresses came from ([`FeedKeys::NONE`] if none), for errors.
     ///
     /// # Errors
     ///
-    /// If the socket cannot be created, bound or joined to the group.
-    pub fn open(config: &UdpFeedConfig) -> io::Result<Self> {
-        let socket = Socket::new(
-            Domain::for_address(config.bind),
-            Type::DGRAM,
-            Some(Protocol::UDP),
-        )?;
+    /// [`NetError`] naming the operation (create, set option, bind, join), the address or
+    /// interface and its key, if the socket cannot be created, bound or joined to the group.
+    pub fn open(config: &UdpFeedConfig, keys: &FeedKeys) -> Result<Self, NetError> {
+        let addr = config.bind;
+        let bind_key = [keys.bind, None];
+        let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+            .map_err(|e| NetError::new(SocketOp::CreateUdp { addr }, bind_key, e))?;
+        let option =
+            |option| move |e| NetError::new(SocketOp::SetOption { option, addr }, bind_key, e);
         // Several listeners of one multicast group on a host must share the port.
-        socket.set_reuse_address(true)?;
+        socket
+            .set_reuse_address(true)
+            .map_err(option("SO_REUSEADDR"))?;
         // Best effort: the kernel caps it at net.core.rmem_max.
         let _ = socket.set_recv_buffer_size(config.recv_buffer_bytes);
-        socket.set_nonblocking(true)?;
-        socket.bind(&config.bind.into())?;
+        socket.set_nonblocking(true).map_err(option("O_NONBLOCK"))?;
+        socket
+            .bind(&addr.into())
+            .map_err(|e| NetError::new(SocketOp::Bind { addr }, bind_key, e))?;
         if let Some(group) = config.multicast_group {
-            socket.join_multicast_v4(&group, &config.interface)?;
+            let interface = config.interface;
+            socket.join_multicast_v4(&group, &interface).map_err(|e| {
+                NetError::new(
+                    SocketOp::JoinMulticast { group, interface },
+                    [keys.multicast_group, keys.interface],
+                    e,
+                )
+            })?;
         }
         Ok(UdpFeed {
             socket: mio::net::UdpSocket::from_std(socket.into()),
         })
     }
 
-    /// A non-blocking socket on an ephemeral loopback-or-any port, for sending requests
-    /// (retransmission requests) and reading their replies.
+    /// A non-blocking socket on an ephemeral port of `local`, for sending requests
+    /// (retransmission requests) and reading their replies; `key` names the configuration
+    /// key `local` came from, if any.
     ///
     /// # Errors
     ///
-    /// If the socket cannot be bound.
-    pub fn ephemeral(local: Ipv4Addr) -> io::Result<Self> {
-        let socket = mio::net::UdpSocket::bind(SocketAddr::V4(SocketAddrV4::new(local, 0)))?;
+    /// [`NetError`] naming the address (and key) if the socket cannot be bound.
+    pub fn ephemeral(local: Ipv4Addr, key: Option<&'static str>) -> Result<Self, NetError> {
+        let addr = SocketAddr::V4(SocketAddrV4::new(local, 0));
+        let socket = mio::net::UdpSocket::bind(addr)
+            .map_err(|e| NetError::new(SocketOp::Bind { addr }, [key, None], e))?;
         Ok(UdpFeed { socket })
     }
 
@@ -91,17 +111,15 @@ impl UdpFeed {
     ///
     /// # Errors
     ///
-    /// Socket errors other than `WouldBlock` (returned as `None`) and `Interrupted`
-    /// (retried).
+    /// A [`SocketError`] for the caller to count: `Interrupted` (call again), `Refused`,
+    /// `Truncated` (the datagram filled `buf`, so it may have been cut: it is dropped; give a
+    /// buffer larger than any datagram), or another OS error.
     #[inline]
-    pub fn recv<'b>(&self, buf: &'b mut [u8]) -> io::Result<Option<&'b [u8]>> {
-        loop {
-            match self.socket.recv(buf) {
-                Ok(n) => return Ok(Some(&buf[..n])),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
+    pub fn recv<'b>(&self, buf: &'b mut [u8]) -> Result<Option<&'b [u8]>, SocketError> {
+        match self.socket.recv(buf) {
+            Ok(n) if n >= buf.len() => Err(SocketError::Truncated),
+            Ok(n) => Ok(Some(&buf[..n])),
+            Err(e) => SocketError::of(&e).map_or(Ok(None), Err),
         }
     }
 
@@ -110,30 +128,72 @@ impl UdpFeed {
     /// # Errors
     ///
     /// As [`UdpFeed::recv`].
-    pub fn recv_from<'b>(&self, buf: &'b mut [u8]) -> io::Result<Option<(&'b [u8], SocketAddr)>> {
-        loop {
-            match self.socket.recv_from(buf) {
-                Ok((n, from)) => return Ok(Some((&buf[..n], from))),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
+    pub fn recv_from<'b>(
+        &self,
+        buf: &'b mut [u8],
+    ) -> Result<Option<(&'b [u8], SocketAddr)>, SocketError> {
+        match self.socket.recv_from(buf) {
+            Ok((n, _)) if n >= buf.len() => Err(SocketError::Truncated),
+            Ok((n, from)) => Ok(Some((&buf[..n], from))),
+            Err(e) => SocketError::of(&e).map_or(Ok(None), Err),
         }
     }
 
     /// Sends one datagram to `to`; `Ok(false)` if the socket's buffer is full right now.
+    /// An interrupted send is made again.
     ///
     /// # Errors
     ///
-    /// Socket errors other than `WouldBlock` and `Interrupted`.
-    pub fn send_to(&self, bytes: &[u8], to: SocketAddr) -> io::Result<bool> {
+    /// A [`SocketError`] for the caller to count.
+    pub fn send_to(&self, bytes: &[u8], to: SocketAddr) -> Result<bool, SocketError> {
         loop {
             match self.socket.send_to(bytes, to) {
                 Ok(_) => return Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+                Err(e) => match SocketError::of(&e) {
+                    None => return Ok(false),
+                    Some(SocketError::Interrupted) => continue,
+                    Some(other) => return Err(other),
+                },
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loopback() -> UdpFeedConfig {
+        UdpFeedConfig::default()
+    }
+
+    #[test]
+    fn a_datagram_that_fills_the_buffer_is_truncated_and_the_next_one_arrives() {
+        let feed = UdpFeed::open(&loopback(), &FeedKeys::NONE).expect("bind loopback");
+        let to = feed.local_addr().expect("local address");
+        let sender = std::net::UdpSocket::bind("127.0.0.1:0").expect("sender");
+        sender.send_to(&[7u8; 200], to).expect("send long");
+        sender.send_to(&[8u8; 10], to).expect("send short");
+        let mut buf = [0u8; 100];
+        let mut seen = Vec::new();
+        // Bounded: two datagrams were sent on loopback; poll for them at most 10,000 times.
+        for _ in 0..10_000 {
+            match feed.recv(&mut buf) {
+                Ok(None) => std::thread::yield_now(),
+                Ok(Some(d)) => seen.push(Ok(d.to_vec())),
+                Err(e) => seen.push(Err(e)),
+            }
+            if seen.len() == 2 {
+                break;
+            }
+        }
+        assert_eq!(seen, vec![Err(SocketError::Truncated), Ok(vec![8u8; 10])]);
+    }
+
+    #[test]
+    fn nothing_waiting_is_none_not_an_error() {
+        let feed = UdpFeed::open(&loopback(), &FeedKeys::NONE).expect("bind loopback");
+        let mut buf = [0u8; 64];
+        assert_eq!(feed.recv(&mut buf), Ok(None));
     }
 }
