@@ -143,9 +143,8 @@ fn the_library_exports_every_readable_book_and_names_the_torn_slot() {
 
     // The strict form writes the same rows, then fails naming the slot.
     let mut strict = Vec::new();
-    let err = write_snapshot_book_csv(&reader, DEPTH, &mut strict)
-        .err()
-        .expect("a torn slot is an error");
+    let err =
+        write_snapshot_book_csv(&reader, DEPTH, &mut strict).expect_err("a torn slot is an error");
     assert!(
         matches!(err, SnapshotError::Read { slot: TORN, .. }),
         "{err}"
