@@ -13,6 +13,10 @@ order, which x86-64 does. On weakly ordered CPUs (ARM), use the Rust reader.
 
     python3 snapshot_reader.py SNAPSHOT --csv [--depth N]   # every book, as `--book-out` CSV
     python3 snapshot_reader.py SNAPSHOT STOCK               # one book
+
+With --csv, a slot that cannot be read (a writer killed mid-write leaves its sequence odd)
+does not hide the others: every readable book is printed, each unreadable slot is named on
+stderr, and the exit status is 1.
 """
 
 import argparse
@@ -138,21 +142,40 @@ class Snapshot:
         }
 
 
+def read_all(snap):
+    """Every slot in use: the states read, and (slot, reason) for each slot that was not."""
+    states, unreadable = [], []
+    for i in range(snap.instruments()):
+        try:
+            states.append(snap.read_slot(i))
+        except SlotUnreadable as e:
+            unreadable.append((i, str(e)))
+    return states, unreadable
+
+
 def write_csv(snap, depth, out):
-    """Every book in the `--book-out` format: by locate, then B before S, then level."""
-    states = sorted((snap.read_slot(i) for i in range(snap.instruments())),
-                    key=lambda s: s["locate"])
+    """Every readable book in the `--book-out` format: by locate, then B before S, then
+    level. Returns the unreadable slots as (slot, reason), left out of the CSV."""
+    states, unreadable = read_all(snap)
+    states.sort(key=lambda s: s["locate"])
     out.write("locate,stock,side,level,price,qty,orders\n")
     for s in states:
         for letter, levels in (("B", s["bids"]), ("S", s["asks"])):
             for level, (price, qty, orders) in enumerate(levels[:depth], start=1):
                 out.write(f"{s['locate']},{s['symbol']},{letter},{level},{price},{qty},{orders}\n")
+    return unreadable
 
 
 def show(snap, stock, out):
-    """One book, both sides, with its last trade and flags."""
+    """One book, both sides, with its last trade and flags. An unreadable slot does not stop
+    the search; if the stock is not found, the unreadable slots are raised (it may be one)."""
+    unreadable = []
     for i in range(snap.instruments()):
-        s = snap.read_slot(i)
+        try:
+            s = snap.read_slot(i)
+        except SlotUnreadable as e:
+            unreadable.append(str(e))
+            continue
         if s["symbol"] != stock:
             continue
         names = [n for bit, n in ((SLOT_STALE, "STALE"), (SLOT_CROSSED, "CROSSED"),
@@ -169,6 +192,8 @@ def show(snap, stock, out):
             px, shares, ts = s["last_trade"]
             out.write(f"last trade {shares} @ {px / 10_000:.4f} (ITCH time {ts} ns)\n")
         return True
+    if unreadable:
+        raise SlotUnreadable(f"{stock} not found in the readable slots; " + "; ".join(unreadable))
     return False
 
 
@@ -183,7 +208,12 @@ def main():
         snap = Snapshot(args.snapshot)
         depth = min(args.depth or snap.depth, snap.depth)
         if args.csv:
-            write_csv(snap, depth, sys.stdout)
+            unreadable = write_csv(snap, depth, sys.stdout)
+            sys.stdout.flush()
+            for _slot, reason in unreadable:
+                print(f"snapshot_reader: {reason}; its book is left out", file=sys.stderr)
+            if unreadable:
+                return 1
         elif args.stock:
             if not show(snap, args.stock, sys.stdout):
                 print(f"{args.stock}: not in the snapshot", file=sys.stderr)

@@ -176,7 +176,7 @@ fn publishing_every_message_ends_on_the_final_books_and_last_trades() {
         "the day has executions of unknown orders, over-sized ones and non-printable ones"
     );
     assert!(!last.is_empty(), "the day has executions");
-    let states = read_all(&reader).expect("readable");
+    let states = read_all(&reader).into_complete().expect("readable");
     assert_eq!(reader.header().instruments as usize, states.len());
     let mut crossed = 0;
     for state in &states {

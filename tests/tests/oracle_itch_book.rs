@@ -44,7 +44,11 @@ fn cross_check(
         ..ReplayOptions::default()
     })
     .expect("replay runs");
-    assert_eq!(outcome.summary.error, None);
+    assert!(
+        outcome.summary.error.is_none(),
+        "{:?}",
+        outcome.summary.error
+    );
     assert_eq!(outcome.summary.messages, config.messages);
     let theirs_bbo = dir.join(format!("{name}.theirs.bbo.csv"));
     let theirs_book = dir.join(format!("{name}.theirs.book.csv"));

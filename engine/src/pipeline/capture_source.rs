@@ -3,8 +3,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ticklane_feed::capture::{CaptureReader, CaptureStats};
+use ticklane_feed::capture::{CaptureError, CaptureReader, CaptureStats, InputFormat, NoMessages};
 use ticklane_feed::itch::{Nanos, WireField};
+use ticklane_feed::moldudp64::GapRange;
 
 use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
@@ -40,18 +41,31 @@ impl std::str::FromStr for Pace {
 }
 
 /// What the capture source did.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CaptureSourceReport {
+    /// The input's format.
+    pub format: InputFormat,
     /// Messages pushed into the ring.
     pub messages: u64,
-    /// Packet-level counters of a pcap input (packets, gaps, duplicates).
-    pub packets: u64,
-    /// Sequence gaps seen.
-    pub gaps: u64,
-    /// Messages skipped as already applied.
-    pub duplicates: u64,
+    /// The reader's counters at the end; their `gap_ranges` are empty here: the ranges are
+    /// in [`CaptureSourceReport::gap_ranges`] (see [`CaptureSourceReport::stats`]).
+    pub counts: CaptureStats<'static>,
+    /// The first ranges the MoldUDP64 sequencer declared lost.
+    pub gap_ranges: Vec<GapRange>,
+    /// Why the input yielded no message although it read to its end, if it did not.
+    pub no_messages: Option<NoMessages>,
     /// The error that ended the input early, if any.
-    pub error: Option<String>,
+    pub error: Option<CaptureError>,
+}
+
+impl CaptureSourceReport {
+    /// The reader's counters at the end, gap ranges included.
+    pub fn stats(&self) -> CaptureStats<'_> {
+        CaptureStats {
+            gap_ranges: &self.gap_ranges,
+            ..self.counts
+        }
+    }
 }
 
 /// Plays a capture into the pipeline.
@@ -99,7 +113,8 @@ impl FrameSource for CaptureSource {
         clock: Clock,
         stop: &AtomicBool,
     ) -> CaptureSourceReport {
-        let mut report = CaptureSourceReport::default();
+        let mut messages = 0u64;
+        let mut error = None;
         let mut waiter = Waiter::new(self.wait);
         let mut first: Option<(u64, u64)> = None; // (message time, clock) at the first message
         loop {
@@ -110,7 +125,7 @@ impl FrameSource for CaptureSource {
                 Ok(Some(raw)) => raw,
                 Ok(None) => break,
                 Err(e) => {
-                    report.error = Some(e.to_string());
+                    error = Some(e);
                     break;
                 }
             };
@@ -128,18 +143,30 @@ impl FrameSource for CaptureSource {
                 f.set_message_or_empty(bytes, seq, clock.now_ns(), intended_ns);
             });
             if !pushed {
-                return finish(report, self.reader.stats());
+                return report(&self.reader, messages, error);
             }
-            report.messages += 1;
+            messages += 1;
         }
         frames.push_end(&mut waiter, clock.now_ns());
-        finish(report, self.reader.stats())
+        report(&self.reader, messages, error)
     }
 }
 
-fn finish(mut report: CaptureSourceReport, stats: CaptureStats<'_>) -> CaptureSourceReport {
-    report.packets = stats.packets;
-    report.gaps = stats.gaps;
-    report.duplicates = stats.duplicates;
-    report
+fn report(
+    reader: &CaptureReader,
+    messages: u64,
+    error: Option<CaptureError>,
+) -> CaptureSourceReport {
+    let stats = reader.stats();
+    CaptureSourceReport {
+        format: reader.format(),
+        messages,
+        counts: CaptureStats {
+            gap_ranges: &[],
+            ..stats
+        },
+        gap_ranges: stats.gap_ranges.to_vec(),
+        no_messages: reader.no_messages(),
+        error,
+    }
 }

@@ -2,10 +2,12 @@
 //! pipeline and snapshot to a captured input: the outputs the contracts name, the top-of-book
 //! stream, the final depth and the summary.
 
+mod fault;
 mod paced;
 mod run;
 mod summary;
 
+pub use fault::{ReplayExit, ReplayFault};
 pub use paced::{replay_paced, PacedOutcome, SnapshotTarget};
 pub use run::{replay_file, ReplayError, ReplayOptions, ReplayOutcome};
 pub use summary::{group, PacketCounts, ReplaySummary};

@@ -6,9 +6,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
-use ticklane_feed::capture::{CaptureReader, InputFormat, ReadOptions};
+use ticklane_feed::capture::{CaptureReader, ReadOptions};
 
-use super::run::{ReplayError, ReplayOptions};
+use super::fault::ReplayFault;
+use super::run::{with_failure_summary, ReplayError, ReplayOptions};
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::Books;
 use crate::csv::write_book_csv;
@@ -45,11 +46,26 @@ pub struct PacedOutcome {
 /// Replays `opts.input` through the pipeline at `pace`. `opts.bbo_out` is not supported
 /// here (the top-of-book stream is the unpaced replay's output).
 ///
+/// As for [`replay_file`](super::replay_file), an input that held no feed data is a
+/// failure in the summary, and [`ReplaySummary::exit_status`] gives the exit status.
+///
 /// # Errors
 ///
 /// [`ReplayError`] if the input cannot be opened, the snapshot cannot be created, the
-/// threads cannot start, or an output cannot be written.
+/// threads cannot start, or an output cannot be written. With `opts.summary_json`, the
+/// summary is written with that error.
 pub fn replay_paced(
+    opts: &ReplayOptions,
+    pace: Pace,
+    pipeline: PipelineConfig,
+    snapshot: Option<&SnapshotTarget>,
+) -> Result<PacedOutcome, ReplayError> {
+    with_failure_summary(opts, |opts| {
+        replay_paced_unreported(opts, pace, pipeline, snapshot)
+    })
+}
+
+fn replay_paced_unreported(
     opts: &ReplayOptions,
     pace: Pace,
     pipeline: PipelineConfig,
@@ -61,7 +77,6 @@ pub fn replay_paced(
             recover_lengths: opts.recover_lengths,
         },
     )?;
-    let format = reader.format();
     let source = CaptureSource::new(reader, pace, pipeline.wait);
     let pipeline = PipelineConfig {
         books: opts.books,
@@ -70,8 +85,7 @@ pub fn replay_paced(
     let stop = AtomicBool::new(false);
     let report = match snapshot {
         Some(target) => {
-            let writer = SnapshotWriter::create(&target.path, target.capacity, target.depth)
-                .map_err(|e| ReplayError::Snapshot(e.to_string()))?;
+            let writer = SnapshotWriter::create(&target.path, target.capacity, target.depth)?;
             let publisher =
                 SheddingPublisher::new(SnapshotSink::new(writer), OverloadConfig::default());
             run_pipeline(pipeline, source, publisher, &stop)
@@ -79,12 +93,11 @@ pub fn replay_paced(
         None => run_pipeline(pipeline, source, NoPublisher, &stop),
     }
     .map_err(ReplayError::Books)?;
-    finish(opts, format, report)
+    finish(opts, report)
 }
 
 fn finish(
     opts: &ReplayOptions,
-    format: InputFormat,
     report: PipelineReport<crate::pipeline::CaptureSourceReport>,
 ) -> Result<PacedOutcome, ReplayError> {
     let PipelineReport {
@@ -103,10 +116,22 @@ fn finish(
             source,
         })?;
     }
-    let error = source.error.or(book.first_decode_error);
+    let packets = PacketCounts::of_capture(source.format, &source.stats());
+    let (error, no_messages) = match (source.error, book.first_decode_error, source.no_messages) {
+        (Some(e), _, _) => (Some(ReplayFault::Input(e)), None),
+        (None, Some(e), _) => (Some(ReplayFault::BookStage(e)), None),
+        (None, None, Some(why)) if why.held_no_feed_data() => (
+            Some(ReplayFault::NoFeedData {
+                path: opts.input.clone(),
+                why,
+            }),
+            None,
+        ),
+        (None, None, why) => (None, why),
+    };
     let summary = ReplaySummary {
         input: opts.input.display().to_string(),
-        format: format.to_string(),
+        format: Some(source.format),
         messages: book.messages,
         by_type: book.by_type,
         unknown_types: 0,
@@ -115,12 +140,8 @@ fn finish(
         live_orders_end: book.books.live_orders() as u64,
         bbo_rows: 0,
         elapsed_s: elapsed.as_secs_f64(),
-        packets: matches!(format, InputFormat::Pcap | InputFormat::PcapNg).then(|| PacketCounts {
-            packets: source.packets,
-            gaps: source.gaps,
-            duplicates: source.duplicates,
-            ..PacketCounts::default()
-        }),
+        packets,
+        no_messages,
         error,
     };
     if let Some(path) = &opts.summary_json {

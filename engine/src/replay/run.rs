@@ -5,11 +5,13 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ticklane_feed::capture::{CaptureReader, InputFormat, ReadOptions};
+use ticklane_feed::capture::{CaptureReader, ReadOptions};
 
+use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{Applier, ApplyError, BookConfig};
 use crate::csv::{write_book_csv, ThreadedBboSink};
+use crate::snapshot::SnapshotError;
 
 /// What `ticklane replay` was asked to do.
 #[derive(Clone, Debug, Default)]
@@ -32,7 +34,8 @@ pub struct ReplayOptions {
     pub progress: bool,
 }
 
-/// Why a replay could not start or finish its outputs (input errors are in the summary).
+/// Why a replay could not start or finish its outputs (input errors are in the summary, as a
+/// [`ReplayFault`]). With `--summary-json`, the summary is written with this error too.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
     /// The input could not be opened or recognised.
@@ -43,7 +46,7 @@ pub enum ReplayError {
     Books(io::Error),
     /// The snapshot file could not be created.
     #[error("snapshot: {0}")]
-    Snapshot(String),
+    Snapshot(#[from] SnapshotError),
     /// An output file could not be written.
     #[error("{path}: {source}")]
     Output {
@@ -52,6 +55,55 @@ pub enum ReplayError {
         /// What went wrong.
         source: io::Error,
     },
+    /// The replay failed, and the `--summary-json` that should carry the failure could not
+    /// be written either.
+    #[error("{error}; the summary could not be written either: {}: {source}", path.display())]
+    SummaryNotWritten {
+        /// Why the replay failed.
+        error: Box<ReplayError>,
+        /// The summary file.
+        path: PathBuf,
+        /// Why it could not be written.
+        source: io::Error,
+    },
+}
+
+/// Writes `summary` as JSON to `path`.
+fn write_summary(path: &Path, json: &str) -> io::Result<()> {
+    let mut out = BufWriter::new(File::create(path)?);
+    out.write_all(json.as_bytes())?;
+    out.flush()
+}
+
+/// Runs `replay`; if it fails and `opts.summary_json` is given, writes a summary with the
+/// error there (the README promises the summary with every error), unless writing that very
+/// file is what failed.
+pub(super) fn with_failure_summary<T>(
+    opts: &ReplayOptions,
+    replay: impl FnOnce(&ReplayOptions) -> Result<T, ReplayError>,
+) -> Result<T, ReplayError> {
+    let error = match replay(opts) {
+        Ok(done) => return Ok(done),
+        Err(error) => error,
+    };
+    let Some(path) = &opts.summary_json else {
+        return Err(error);
+    };
+    if matches!(&error, ReplayError::Output { path: failed, .. } if failed == path) {
+        return Err(error);
+    }
+    let summary = ReplaySummary {
+        input: opts.input.display().to_string(),
+        ..ReplaySummary::default()
+    };
+    match write_summary(path, &summary.to_json_with_error(&error)) {
+        Ok(()) => Err(error),
+        Err(source) => Err(ReplayError::SummaryNotWritten {
+            error: Box::new(error),
+            path: path.clone(),
+            source,
+        }),
+    }
 }
 
 fn output(path: &Path) -> Result<BufWriter<File>, ReplayError> {
@@ -75,12 +127,19 @@ pub struct ReplayOutcome {
 const PROGRESS_EVERY: u64 = 1 << 20;
 
 /// Replays `opts.input`. Everything before an input error is applied and reported: the
-/// summary's `error` says what stopped the replay, where, and at which message.
+/// summary's `error` says what stopped the replay, where, and at which message; an input
+/// that held no feed data at all (empty, or a capture with no MoldUDP64) is an `error` too.
+/// [`ReplaySummary::exit_status`] gives the exit status.
 ///
 /// # Errors
 ///
-/// [`ReplayError`] if the input cannot be opened or an output cannot be written.
+/// [`ReplayError`] if the input cannot be opened, the books cannot be allocated or an output
+/// cannot be written. With `opts.summary_json`, the summary is written with that error.
 pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
+    with_failure_summary(opts, replay_unreported)
+}
+
+fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
     let started = Instant::now();
     let mut reader = CaptureReader::open(
         &opts.input,
@@ -106,7 +165,7 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
             Ok(Some(raw)) => raw,
             Ok(None) => break,
             Err(e) => {
-                error = Some(e.to_string());
+                error = Some(ReplayFault::Input(e));
                 break;
             }
         };
@@ -114,10 +173,12 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
         match applier.step(index, raw.bytes) {
             Ok(_) => {}
             Err(ApplyError::Decode(e)) => {
-                error = Some(format!(
-                    "{}: byte {offset}, message {index}: {e}",
-                    opts.input.display()
-                ));
+                error = Some(ReplayFault::Decode {
+                    path: opts.input.clone(),
+                    offset,
+                    index,
+                    error: e,
+                });
                 break;
             }
             Err(ApplyError::Output(source)) => {
@@ -146,17 +207,19 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
     if show_progress {
         eprint!("\r{:60}\r", "");
     }
-    let stats = reader.stats();
     let format = reader.format();
-    let packets = matches!(format, InputFormat::Pcap | InputFormat::PcapNg).then(|| PacketCounts {
-        packets: stats.packets,
-        non_mold_packets: stats.non_mold_packets,
-        gaps: stats.gaps,
-        missing_messages: stats.missing_messages,
-        gap_ranges: stats.gap_ranges.iter().map(|g| [g.first, g.last]).collect(),
-        duplicates: stats.duplicates,
-        session_changes: stats.session_changes,
-    });
+    let packets = PacketCounts::of_capture(format, &reader.stats());
+    let (error, no_messages) = match (error, reader.no_messages()) {
+        (Some(error), _) => (Some(error), None),
+        (None, Some(why)) if why.held_no_feed_data() => (
+            Some(ReplayFault::NoFeedData {
+                path: opts.input.clone(),
+                why,
+            }),
+            None,
+        ),
+        (None, why) => (None, why),
+    };
     let messages = applier.messages();
     let unknown_types = applier.unknown_types();
     let by_type = *applier.by_type();
@@ -176,7 +239,7 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
     }
     let summary = ReplaySummary {
         input: opts.input.display().to_string(),
-        format: format.to_string(),
+        format: Some(format),
         messages,
         by_type,
         unknown_types,
@@ -186,16 +249,14 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
         bbo_rows,
         elapsed_s,
         packets,
+        no_messages,
         error,
     };
     if let Some(path) = &opts.summary_json {
-        let mut out = output(path)?;
-        out.write_all(summary.to_json().as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|source| ReplayError::Output {
-                path: path.clone(),
-                source,
-            })?;
+        write_summary(path, &summary.to_json()).map_err(|source| ReplayError::Output {
+            path: path.clone(),
+            source,
+        })?;
     }
     Ok(ReplayOutcome { summary, books })
 }

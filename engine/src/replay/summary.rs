@@ -1,35 +1,78 @@
 //! What a replay did: the `--summary-json` object and the screen a person reads at the end.
 
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 
+use ticklane_feed::capture::{CaptureStats, InputFormat, NoMessages, UnsupportedLink};
+
+use super::fault::{ReplayExit, ReplayFault};
 use crate::book::{BookCounters, TypeCounts};
+
+/// Declared-lost ranges listed on the screen (the JSON keeps up to 1,024).
+const SCREEN_GAP_RANGES: usize = 5;
 
 /// Packet-level counts of a pcap input (absent for ITCH50 files).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PacketCounts {
-    /// MoldUDP64 packets read.
+    /// Captured frames read.
     pub packets: u64,
-    /// Frames that were not MoldUDP64 over IPv4/UDP, skipped.
+    /// Frames that carried a MoldUDP64 packet.
+    pub mold_packets: u64,
+    /// Frames skipped because they carried no MoldUDP64 packet:
+    /// `non_udp_frames + non_mold_datagrams`.
     pub non_mold_packets: u64,
-    /// Sequence gaps seen.
+    /// Of `non_mold_packets`, frames with no whole IPv4/UDP datagram (another link type,
+    /// not IPv4, not UDP, an IPv4 fragment, broken headers).
+    pub non_udp_frames: u64,
+    /// Of `non_mold_packets`, UDP datagrams that were not MoldUDP64.
+    pub non_mold_datagrams: u64,
+    /// Of `non_udp_frames`, those on a link type the reader does not unwrap.
+    pub unsupported_link: Option<UnsupportedLink>,
+    /// Sequence ranges the MoldUDP64 sequencer declared lost.
     pub gaps: u64,
-    /// Messages missing in those gaps.
+    /// Messages missing in those ranges.
     pub missing_messages: u64,
-    /// The first gaps as inclusive `[first, last]` sequence ranges.
+    /// The first lost ranges as inclusive `[first, last]` sequence ranges.
     pub gap_ranges: Vec<[u64; 2]>,
     /// Messages skipped because their sequence was already applied.
     pub duplicates: u64,
+    /// Messages that arrived after later ones and were put back in sequence order.
+    pub reordered: u64,
     /// Times the MoldUDP64 session name changed.
     pub session_changes: u64,
 }
 
+impl PacketCounts {
+    /// The packet-level part of a capture reader's counters.
+    pub fn of(stats: &CaptureStats<'_>) -> Self {
+        PacketCounts {
+            packets: stats.packets,
+            mold_packets: stats.mold_packets,
+            non_mold_packets: stats.non_mold_packets,
+            non_udp_frames: stats.non_udp_frames,
+            non_mold_datagrams: stats.non_mold_datagrams,
+            unsupported_link: UnsupportedLink::of(stats),
+            gaps: stats.gaps,
+            missing_messages: stats.missing_messages,
+            gap_ranges: stats.gap_ranges.iter().map(|g| [g.first, g.last]).collect(),
+            duplicates: stats.duplicates,
+            reordered: stats.reordered,
+            session_changes: stats.session_changes,
+        }
+    }
+
+    /// The counts of `stats` if `format` is a packet capture, else `None`.
+    pub fn of_capture(format: InputFormat, stats: &CaptureStats<'_>) -> Option<Self> {
+        matches!(format, InputFormat::Pcap | InputFormat::PcapNg).then(|| Self::of(stats))
+    }
+}
+
 /// Everything a replay reports.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct ReplaySummary {
     /// The input file.
     pub input: String,
-    /// Its detected format.
-    pub format: String,
+    /// Its detected format (`None` when it could not be opened).
+    pub format: Option<InputFormat>,
     /// ITCH messages handled (unknown types included).
     pub messages: u64,
     /// Counts by type.
@@ -48,8 +91,12 @@ pub struct ReplaySummary {
     pub elapsed_s: f64,
     /// For pcap inputs.
     pub packets: Option<PacketCounts>,
-    /// The error that stopped the replay early, if one did.
-    pub error: Option<String>,
+    /// Why no message was delivered, when the input held feed data but none to deliver (a
+    /// session of heartbeats only): an honest empty result, not a failure. An input with no
+    /// feed data at all is an `error` ([`ReplayFault::NoFeedData`]) instead.
+    pub no_messages: Option<NoMessages>,
+    /// What stopped the replay early or made it a failure, if anything did.
+    pub error: Option<ReplayFault>,
 }
 
 impl ReplaySummary {
@@ -62,13 +109,37 @@ impl ReplaySummary {
         }
     }
 
+    /// Success only when nothing stopped the replay and the input held feed data; see
+    /// [`ReplayExit`] for the exit statuses.
+    pub fn exit_status(&self) -> ReplayExit {
+        match self.error {
+            None => ReplayExit::Success,
+            Some(_) => ReplayExit::Failure,
+        }
+    }
+
     /// The `--summary-json` object, one line.
     pub fn to_json(&self) -> String {
+        self.json(self.error.as_ref().map(|e| e as &dyn fmt::Display))
+    }
+
+    /// The `--summary-json` object with `error` given by the caller: what a replay that
+    /// could not start writes (the counts are those of `self`, usually all zero).
+    pub fn to_json_with_error(&self, error: &dyn fmt::Display) -> String {
+        self.json(Some(error))
+    }
+
+    fn json(&self, error: Option<&dyn fmt::Display>) -> String {
         let mut j = String::with_capacity(1024);
         let b = &self.book;
         j.push('{');
         let _ = write!(j, "\"input\":{},", json_string(&self.input));
-        let _ = write!(j, "\"format\":{},", json_string(&self.format));
+        match self.format {
+            Some(format) => {
+                let _ = write!(j, "\"format\":{},", json_string(&format.to_string()));
+            }
+            None => j.push_str("\"format\":null,"),
+        }
         let _ = write!(j, "\"messages\":{},", self.messages);
         j.push_str("\"by_type\":{");
         for (i, (tag, n)) in self.by_type.seen().enumerate() {
@@ -98,7 +169,22 @@ impl ReplaySummary {
         let _ = write!(j, "\"bbo_rows\":{},", self.bbo_rows);
         if let Some(p) = &self.packets {
             let _ = write!(j, "\"packets\":{},", p.packets);
+            let _ = write!(j, "\"mold_packets\":{},", p.mold_packets);
             let _ = write!(j, "\"non_mold_packets\":{},", p.non_mold_packets);
+            let _ = write!(j, "\"non_udp_frames\":{},", p.non_udp_frames);
+            let _ = write!(j, "\"non_mold_datagrams\":{},", p.non_mold_datagrams);
+            let link = p.unsupported_link;
+            let _ = write!(
+                j,
+                "\"unsupported_link_frames\":{},",
+                link.map_or(0, |l| l.frames)
+            );
+            match link {
+                Some(l) => {
+                    let _ = write!(j, "\"unsupported_link_type\":{},", l.linktype);
+                }
+                None => j.push_str("\"unsupported_link_type\":null,"),
+            }
             let _ = write!(j, "\"gaps\":{},", p.gaps);
             let _ = write!(j, "\"missing_messages\":{},", p.missing_messages);
             j.push_str("\"gap_ranges\":[");
@@ -108,11 +194,18 @@ impl ReplaySummary {
             }
             j.push_str("],");
             let _ = write!(j, "\"duplicates\":{},", p.duplicates);
+            let _ = write!(j, "\"reordered\":{},", p.reordered);
             let _ = write!(j, "\"session_changes\":{},", p.session_changes);
         }
-        match &self.error {
+        match &self.no_messages {
+            Some(why) => {
+                let _ = write!(j, "\"no_messages\":{},", json_string(&why.to_string()));
+            }
+            None => j.push_str("\"no_messages\":null,"),
+        }
+        match error {
             Some(e) => {
-                let _ = write!(j, "\"error\":{},", json_string(e));
+                let _ = write!(j, "\"error\":{},", json_string(&e.to_string()));
             }
             None => j.push_str("\"error\":null,"),
         }
@@ -122,11 +215,14 @@ impl ReplaySummary {
         j
     }
 
-    /// The screen printed at the end of `ticklane replay`.
+    /// The screen printed at the end of `ticklane replay`. It ends with the fault, if any
+    /// (`STOPPED EARLY: …` or `NO FEED DATA: …`): a caller that prints this text must not
+    /// print [`ReplaySummary::error`] again.
     pub fn to_text(&self) -> String {
         let b = &self.book;
         let mut t = String::new();
-        let _ = writeln!(t, "ticklane replay: {} ({})", self.input, self.format);
+        let format = self.format.map(|f| f.to_string()).unwrap_or_default();
+        let _ = writeln!(t, "ticklane replay: {} ({format})", self.input);
         let _ = writeln!(
             t,
             "  messages     {:>14}   in {:.3} s = {:.2} M msg/s",
@@ -141,17 +237,7 @@ impl ReplaySummary {
             .collect();
         let _ = writeln!(t, "  by type      {}", types.join(" "));
         if let Some(p) = &self.packets {
-            let _ = writeln!(
-                t,
-                "  packets      {:>14}   gaps {} ({} messages missing)   duplicates {}",
-                group(p.packets),
-                p.gaps,
-                group(p.missing_messages),
-                group(p.duplicates)
-            );
-            for [first, last] in p.gap_ranges.iter().take(5) {
-                let _ = writeln!(t, "               gap: sequences {first} ..= {last}");
-            }
+            self.packet_lines(&mut t, p);
         }
         let _ = writeln!(
             t,
@@ -184,10 +270,59 @@ impl ReplaySummary {
         if self.bbo_rows > 0 {
             let _ = writeln!(t, "  bbo rows     {:>14}", group(self.bbo_rows));
         }
-        if let Some(e) = &self.error {
-            let _ = writeln!(t, "  STOPPED EARLY: {e}");
+        if let Some(why) = &self.no_messages {
+            let _ = writeln!(t, "  NOTE: {why}");
+        }
+        match &self.error {
+            Some(e @ ReplayFault::NoFeedData { .. }) => {
+                let _ = writeln!(t, "  NO FEED DATA: {e}");
+            }
+            Some(e) => {
+                let _ = writeln!(t, "  STOPPED EARLY: {e}");
+            }
+            None => {}
         }
         t
+    }
+
+    fn packet_lines(&self, t: &mut String, p: &PacketCounts) {
+        let _ = writeln!(
+            t,
+            "  packets      {:>14}   MoldUDP64 {}   other {} (no IPv4/UDP {}, UDP not MoldUDP64 {})",
+            group(p.packets),
+            group(p.mold_packets),
+            group(p.non_mold_packets),
+            group(p.non_udp_frames),
+            group(p.non_mold_datagrams)
+        );
+        let _ = writeln!(
+            t,
+            "  sequencing   gaps {} ({} messages declared lost)   duplicates {}   reordered {}   session changes {}",
+            p.gaps,
+            group(p.missing_messages),
+            group(p.duplicates),
+            group(p.reordered),
+            p.session_changes
+        );
+        for [first, last] in p.gap_ranges.iter().take(SCREEN_GAP_RANGES) {
+            let _ = writeln!(
+                t,
+                "               declared lost: sequences {first} ..= {last}"
+            );
+        }
+        let listed = p.gap_ranges.len().min(SCREEN_GAP_RANGES) as u64;
+        if p.gaps > listed {
+            let _ = writeln!(
+                t,
+                "               ... and {} more lost ranges",
+                group(p.gaps - listed)
+            );
+        }
+        // A capture with no feed data at all says this in its error already.
+        let said_in_error = matches!(self.error, Some(ReplayFault::NoFeedData { .. }));
+        if let (Some(link), false) = (p.unsupported_link, said_in_error) {
+            let _ = writeln!(t, "  WARNING: {link}");
+        }
     }
 }
 

@@ -1,31 +1,124 @@
-//! The `--book-out` CSV, read back out of a snapshot file.
+//! The `--book-out` CSV, read back out of a snapshot file: every slot that reads
+//! consistently, and the list of those that do not (a writer killed mid-write leaves one
+//! slot's sequence odd; the other books are still good, and a reader says which one is not).
 
+use std::fmt;
 use std::io::Write;
 
-use super::error::SnapshotError;
+use super::error::{ReadError, SnapshotError};
 use super::reader::SnapshotReader;
 use super::state::InstrumentState;
 use crate::book::Side;
 use crate::csv::{write_level_row, CsvBuffer, BOOK_HEADER};
 
-/// Writes up to `depth` levels per side of every instrument in the snapshot, in exactly the
-/// format of [`write_book_csv`](crate::csv::write_book_csv): sorted by locate, then side
-/// (`B` before `S`), then level (1 = best); sides with no orders write no rows. At most the
-/// file's own depth is available.
+/// A slot in use that could not be copied consistently within the reader's bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnreadableSlot {
+    /// The slot index.
+    pub slot: usize,
+    /// Why: stayed mid-write (odd sequence) or kept changing.
+    pub error: ReadError,
+}
+
+impl fmt::Display for UnreadableSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "snapshot slot {}: {}", self.slot, self.error)
+    }
+}
+
+impl UnreadableSlot {
+    /// As the error [`write_snapshot_book_csv`] returns.
+    pub fn into_error(self) -> SnapshotError {
+        SnapshotError::Read {
+            slot: self.slot,
+            source: self.error,
+        }
+    }
+}
+
+/// Every slot in use: the states copied consistently, in slot order, and the slots that
+/// could not be.
+#[derive(Debug, Default)]
+pub struct SnapshotSlots {
+    /// The instruments read, in slot order.
+    pub states: Vec<InstrumentState>,
+    /// The slots that could not be read, in slot order.
+    pub unreadable: Vec<UnreadableSlot>,
+}
+
+impl SnapshotSlots {
+    /// The states, if every slot was read.
+    ///
+    /// # Errors
+    ///
+    /// [`SnapshotError::Read`] for the first unreadable slot.
+    pub fn into_complete(self) -> Result<Vec<InstrumentState>, SnapshotError> {
+        match self.unreadable.first() {
+            Some(torn) => Err(torn.into_error()),
+            None => Ok(self.states),
+        }
+    }
+}
+
+/// Copies every slot in use, each consistently on its own; a slot that cannot be copied is
+/// listed, not a reason to give up on the others.
+pub fn read_all(reader: &SnapshotReader) -> SnapshotSlots {
+    let mut all = SnapshotSlots::default();
+    for slot in reader.slots() {
+        match reader.read(slot) {
+            Ok(state) => all.states.push(state),
+            Err(error) => all.unreadable.push(UnreadableSlot { slot, error }),
+        }
+    }
+    all
+}
+
+/// A book CSV written out of a snapshot: the sink, and the slots whose books are missing from
+/// it because they could not be read.
+#[derive(Debug)]
+pub struct BookCsvExport<W> {
+    /// The sink, every row written to it.
+    pub sink: W,
+    /// The slots left out, in slot order. Not empty means the CSV is incomplete: a caller
+    /// reports each one and fails.
+    pub unreadable: Vec<UnreadableSlot>,
+}
+
+impl<W> BookCsvExport<W> {
+    /// The sink, if no slot was left out.
+    ///
+    /// # Errors
+    ///
+    /// [`SnapshotError::Read`] for the first slot left out.
+    pub fn into_complete(self) -> Result<W, SnapshotError> {
+        match self.unreadable.first() {
+            Some(torn) => Err(torn.into_error()),
+            None => Ok(self.sink),
+        }
+    }
+}
+
+/// Writes up to `depth` levels per side of every instrument that reads consistently, in
+/// exactly the format of [`write_book_csv`](crate::csv::write_book_csv): sorted by locate,
+/// then side (`B` before `S`), then level (1 = best); sides with no orders write no rows. At
+/// most the file's own depth is available. Slots that cannot be read are left out and
+/// listed in the result.
 ///
 /// Each slot is copied consistently on its own; slots are not copied at one instant, so a
 /// snapshot being written gives each book as of its own last publication.
 ///
 /// # Errors
 ///
-/// [`SnapshotError::Read`] if a slot cannot be copied consistently within the reader's bound
-/// (a writer killed mid-write); [`SnapshotError::Output`] if `sink` fails.
-pub fn write_snapshot_book_csv<W: Write>(
+/// [`SnapshotError::Output`] if `sink` fails.
+pub fn export_snapshot_book_csv<W: Write>(
     reader: &SnapshotReader,
     depth: usize,
     sink: W,
-) -> Result<W, SnapshotError> {
-    let mut states = read_all(reader)?;
+) -> Result<BookCsvExport<W>, SnapshotError> {
+    let SnapshotSlots {
+        mut states,
+        unreadable,
+    } = read_all(reader);
     states.sort_by_key(|s| s.locate);
     let mut out = CsvBuffer::new(sink);
     out.bytes(BOOK_HEADER.as_bytes())
@@ -38,21 +131,21 @@ pub fn write_snapshot_book_csv<W: Write>(
             }
         }
     }
-    out.finish().map_err(SnapshotError::Output)
+    let sink = out.finish().map_err(SnapshotError::Output)?;
+    Ok(BookCsvExport { sink, unreadable })
 }
 
-/// Every slot in use, each copied consistently.
+/// [`export_snapshot_book_csv`], failing when a slot was left out: the rows of every
+/// readable slot are written to `sink` first either way.
 ///
 /// # Errors
 ///
-/// [`SnapshotError::Read`] for the first slot that cannot be copied.
-pub fn read_all(reader: &SnapshotReader) -> Result<Vec<InstrumentState>, SnapshotError> {
-    reader
-        .slots()
-        .map(|slot| {
-            reader
-                .read(slot)
-                .map_err(|source| SnapshotError::Read { slot, source })
-        })
-        .collect()
+/// [`SnapshotError::Read`] for the first slot that cannot be copied consistently within the
+/// reader's bound (a writer killed mid-write); [`SnapshotError::Output`] if `sink` fails.
+pub fn write_snapshot_book_csv<W: Write>(
+    reader: &SnapshotReader,
+    depth: usize,
+    sink: W,
+) -> Result<W, SnapshotError> {
+    export_snapshot_book_csv(reader, depth, sink)?.into_complete()
 }

@@ -41,7 +41,10 @@ mod reader;
 mod state;
 mod writer;
 
-pub use book_csv::{read_all, write_snapshot_book_csv};
+pub use book_csv::{
+    export_snapshot_book_csv, read_all, write_snapshot_book_csv, BookCsvExport, SnapshotSlots,
+    UnreadableSlot,
+};
 pub use clock::wall_clock_ns;
 pub use error::{PublishError, ReadError, SnapshotError};
 pub use layout::{Geometry, LevelRecord, SlotPayload, SnapshotHeader, DEFAULT_DEPTH};

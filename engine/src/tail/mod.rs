@@ -1,15 +1,25 @@
 //! `ticklane tail`: runs the engine with a printing consumer attached to the update stream.
 //!
-//! The consumer is an ordinary in-process [`Subscription`](crate::overload::Subscription): if it is cut loose (the
-//! terminal could not keep up with the trades), it says so on stderr and subscribes again.
+//! On a live line the consumer is an ordinary in-process
+//! [`Subscription`](crate::overload::Subscription): if it is cut loose (the terminal could
+//! not keep up with the trades), it says so on stderr and subscribes again. A capture file
+//! has no real-time constraint, so `tail --capture` waits for its consumer instead
+//! (`every_event.rs`): every event is printed, none conflated, none cut loose.
 #![forbid(unsafe_code)]
 
+mod every_event;
+
+use std::fmt::{self, Write as _};
 use std::io::{self, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::Duration;
 
-use ticklane_feed::capture::{CaptureReader, ReadOptions};
+use ticklane_feed::capture::{CaptureError, CaptureReader, NoMessages, ReadOptions};
+use ticklane_feed::itch::Locate;
+
+use every_event::EveryEvent;
 
 use crate::book::{Books, LevelView, Side};
 use crate::config::{FeedConfig, RunConfig};
@@ -55,19 +65,73 @@ impl SymbolFilter {
     pub fn admits(&self, event: &Event) -> bool {
         self.symbols.is_empty() || self.symbols.iter().any(|s| s == event.symbol())
     }
+
+    /// The symbols of the filter that no `R` message of the feed named, in filter order.
+    pub fn unseen(&self, books: &Books) -> Vec<String> {
+        self.symbols
+            .iter()
+            .filter(|wanted| {
+                !(0..=u16::MAX).any(|locate| books.symbol(Locate(locate)) == wanted.as_slice())
+            })
+            .map(|s| String::from_utf8_lossy(s).into_owned())
+            .collect()
+    }
 }
 
 /// What a tail run did.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct TailReport {
     /// ITCH messages the engine applied.
     pub messages: u64,
     /// Lines printed.
     pub printed: u64,
-    /// Times the printing consumer was cut loose and subscribed again.
+    /// Times the printing consumer was cut loose and subscribed again (always 0 for a
+    /// capture: its consumer is waited for).
     pub resubscribed: u64,
-    /// The overload counters of the run.
+    /// The overload counters of the run (all 0 for a capture: nothing is shed).
     pub counters: OverloadCounters,
+    /// Symbols asked for with `--symbols` that the feed never named.
+    pub unseen_symbols: Vec<String>,
+    /// Why a capture yielded no message, if it read to its end without one.
+    pub no_messages: Option<NoMessages>,
+    /// The error that ended a capture early, if one did.
+    pub input_error: Option<CaptureError>,
+}
+
+impl TailReport {
+    /// The lines `ticklane tail` prints on stderr at the end: the counts, then one line per
+    /// symbol never seen, per capture error or reason for no messages.
+    pub fn to_text(&self) -> String {
+        let mut t = String::new();
+        let _ = writeln!(t, "{self}");
+        for symbol in &self.unseen_symbols {
+            let _ = writeln!(
+                t,
+                "ticklane tail: symbol {symbol} never appeared in the feed"
+            );
+        }
+        if let Some(why) = &self.no_messages {
+            let _ = writeln!(t, "ticklane tail: {why}");
+        }
+        if let Some(error) = &self.input_error {
+            let _ = writeln!(t, "ticklane tail: stopped early: {error}");
+        }
+        t
+    }
+}
+
+impl fmt::Display for TailReport {
+    /// The counts, one line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ticklane tail: {} messages, {} lines, resubscribed {}; overload: {}",
+            self.messages,
+            self.printed,
+            self.resubscribed,
+            self.counters.to_text()
+        )
+    }
 }
 
 /// Writes one event as one line: sequence, ITCH time, symbol, kind, fields.
@@ -124,21 +188,73 @@ pub fn write_event(out: &mut impl Write, event: &Event) -> io::Result<()> {
     }
 }
 
-/// Plays a capture through the engine and prints its update stream to `out`.
+/// Events queued between the book thread and the printer of a capture: enough to keep both
+/// threads busy, small enough that the wait is felt at once.
+const CAPTURE_QUEUE_EVENTS: usize = 4096;
+
+/// Plays a capture through the engine and prints its whole update stream to `out`: the
+/// engine waits for the printer (a file has no real-time constraint), so every event of the
+/// symbols asked is printed once, in order, whatever the pace.
 ///
 /// # Errors
 ///
-/// If the capture cannot be read, the books cannot be allocated, or `out` fails.
+/// If the capture cannot be opened, the books cannot be allocated, or `out` fails. A capture
+/// that cannot be read on is reported in [`TailReport::input_error`], after everything
+/// before it was printed.
 pub fn tail_capture(
     path: &Path,
     pace: Pace,
     pipeline: PipelineConfig,
     filter: &SymbolFilter,
-    out: impl Write + Send,
+    mut out: impl Write + Send,
 ) -> io::Result<TailReport> {
     let reader = CaptureReader::open(path, ReadOptions::default()).map_err(io::Error::other)?;
     let source = CaptureSource::new(reader, pace, pipeline.wait);
-    tail_source(pipeline, source, None, filter, out)
+    let (events, queue) = mpsc::sync_channel(CAPTURE_QUEUE_EVENTS);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let (stop_printing, out) = (&stop, &mut out);
+        let printer = scope.spawn(move || -> io::Result<u64> {
+            let printed = print_all(&queue, filter, out);
+            if printed.is_err() {
+                // Nobody reads on: end the run rather than apply the rest unseen.
+                stop_printing.store(true, Ordering::Relaxed);
+            }
+            printed
+        });
+        let ran = run_pipeline(pipeline, source, EveryEvent::new(events), &stop);
+        let printed = printer
+            .join()
+            .map_err(|_| io::Error::other("the printing consumer panicked"))?;
+        let report = ran?;
+        let printed = printed?;
+        Ok(TailReport {
+            messages: report.book.messages,
+            printed,
+            unseen_symbols: filter.unseen(&report.book.books),
+            no_messages: report.source.no_messages,
+            input_error: report.source.error,
+            ..TailReport::default()
+        })
+    })
+}
+
+/// Prints every event of `queue` that `filter` admits until the sender is gone; returns the
+/// lines printed.
+fn print_all(
+    queue: &mpsc::Receiver<Event>,
+    filter: &SymbolFilter,
+    out: &mut impl Write,
+) -> io::Result<u64> {
+    let mut printed = 0;
+    for event in queue {
+        if filter.admits(&event) {
+            write_event(out, &event)?;
+            printed += 1;
+        }
+    }
+    out.flush()?;
+    Ok(printed)
 }
 
 /// Runs the feed line of `config` (and its snapshot file, if it names one) and prints its
@@ -213,19 +329,20 @@ fn tail_source<S: FrameSource>(
             out.flush()?;
             Ok((printed, resubscribed))
         });
+        let ran = |r: crate::pipeline::PipelineReport<S::Report>, counters: OverloadCounters| {
+            (r.book.messages, counters, filter.unseen(&r.book.books))
+        };
         let run = |fanout| match snapshot {
             Some(writer) => {
                 let publisher = SheddingPublisher::new(SnapshotSink::new(writer), config)
                     .with_subscribers(fanout);
                 let counters = publisher.shared_counters();
-                run_pipeline(pipeline, source, publisher, &stop)
-                    .map(|r| (r.book.messages, counters.load()))
+                run_pipeline(pipeline, source, publisher, &stop).map(|r| ran(r, counters.load()))
             }
             None => {
                 let publisher = SheddingPublisher::new(NoSink, config).with_subscribers(fanout);
                 let counters = publisher.shared_counters();
-                run_pipeline(pipeline, source, publisher, &stop)
-                    .map(|r| (r.book.messages, counters.load()))
+                run_pipeline(pipeline, source, publisher, &stop).map(|r| ran(r, counters.load()))
             }
         };
         let ran = run(fanout);
@@ -236,13 +353,15 @@ fn tail_source<S: FrameSource>(
         let printed = printer
             .join()
             .map_err(|_| io::Error::other("the printing consumer panicked"))?;
-        let (messages, counters) = ran?;
+        let (messages, counters, unseen_symbols) = ran?;
         let (printed, resubscribed) = printed?;
         Ok(TailReport {
             messages,
             printed,
             resubscribed,
             counters,
+            unseen_symbols,
+            ..TailReport::default()
         })
     })
 }
