@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[(&str, u8)] = &[
     ("sync", 0),
     ("clock", 0),
+    ("digit_groups", 0),
     ("ring", 1),
     ("seqlock", 1),
     ("book", 2),

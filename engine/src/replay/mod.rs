@@ -7,7 +7,8 @@ mod paced;
 mod run;
 mod summary;
 
+pub use crate::digit_groups::group;
 pub use fault::{ReplayExit, ReplayFault};
 pub use paced::{replay_paced, PacedOutcome, SnapshotTarget};
 pub use run::{replay_file, ReplayError, ReplayOptions, ReplayOutcome};
-pub use summary::{group, PacketCounts, ReplaySummary};
+pub use summary::{PacketCounts, ReplaySummary};

@@ -6,6 +6,7 @@ use ticklane_feed::capture::{CaptureStats, InputFormat, NoMessages, UnsupportedL
 
 use super::fault::{ReplayExit, ReplayFault};
 use crate::book::{BookCounters, TypeCounts};
+use crate::digit_groups::group;
 
 /// Declared-lost ranges listed on the screen (the JSON keeps up to 1,024).
 const SCREEN_GAP_RANGES: usize = 5;
@@ -324,19 +325,6 @@ impl ReplaySummary {
             let _ = writeln!(t, "  WARNING: {link}");
         }
     }
-}
-
-/// `1234567` as `1,234,567`.
-pub fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A JSON string literal.

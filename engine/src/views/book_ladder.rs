@@ -7,7 +7,7 @@ use ticklane_feed::itch::Locate;
 
 use crate::book::{Books, LevelView, Side};
 
-use super::digit_groups::group;
+use crate::digit_groups::group;
 
 /// Writes the top `levels` levels of the first `count` books (lowest locates first).
 ///

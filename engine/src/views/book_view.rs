@@ -6,9 +6,9 @@ use std::io::{self, Write};
 use crate::book::LevelView;
 use crate::snapshot::{InstrumentState, SnapshotHeader};
 
-use super::digit_groups::group;
 use super::snapshot_status::{age, header_status, slot_flags};
 use super::time_of_day::time_of_day;
+use crate::digit_groups::group;
 
 /// Writes one book: header, the top `depth` levels of both sides, the last trade, the
 /// snapshot's status. Ages are measured against `now_ns` (wall-clock ns since the epoch).

@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use crate::overload::OverloadCounters;
 use crate::pipeline::{MoldSourceReport, Percentiles, SoupSourceReport};
 
-use super::digit_groups::group;
+use crate::digit_groups::group;
 
 /// One latency line (`  name   p50 … max (n=…)`); nothing when nothing was recorded.
 ///
@@ -49,6 +49,16 @@ pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Resu
         group(s.duplicates),
         s.requests_sent
     )?;
+    if r.recv_errors.total() > 0 || r.request_send_errors.total() > 0 {
+        writeln!(
+            out,
+            "  recv errors  {}   request send errors {}",
+            r.recv_errors, r.request_send_errors
+        )?;
+    }
+    if r.bad_packets > 0 {
+        writeln!(out, "  not MoldUDP64 {:>13}", group(r.bad_packets))?;
+    }
     for gap in &r.lost {
         writeln!(
             out,
@@ -66,6 +76,9 @@ pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Resu
 /// Whatever `out` returns.
 pub fn write_soup_source(out: &mut impl Write, r: &SoupSourceReport) -> io::Result<()> {
     writeln!(out, "  connections  {:>14}", r.connections)?;
+    if r.drops.by_reason.total() > 0 {
+        writeln!(out, "  drops        {}", r.drops)?;
+    }
     writeln!(out, "  ended        {}", r.end)
 }
 
@@ -105,6 +118,8 @@ mod tests {
                 },
             ],
             bad_packets: 0,
+            recv_errors: Default::default(),
+            request_send_errors: Default::default(),
             end: SourceEnd::EndOfSession,
         };
         assert_eq!(
@@ -121,6 +136,7 @@ mod tests {
         let report = SoupSourceReport {
             messages: 5,
             connections: 2,
+            drops: Default::default(),
             end: SourceEnd::Stopped,
         };
         assert_eq!(

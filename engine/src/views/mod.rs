@@ -10,7 +10,6 @@
 
 mod book_ladder;
 mod book_view;
-mod digit_groups;
 mod exit_status;
 mod line_summary;
 mod sim_summary;
@@ -18,9 +17,9 @@ mod snapshot_status;
 mod time_of_day;
 mod top_frame;
 
+pub use crate::digit_groups::group;
 pub use book_ladder::{write_book_ladder, write_tops};
 pub use book_view::write_book_view;
-pub use digit_groups::group;
 pub use exit_status::ExitStatus;
 pub use line_summary::{write_latency, write_mold_source, write_overload, write_soup_source};
 pub use sim_summary::{write_mold_sim_stats, write_soup_sim_stats};

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use ticklane_feed::sim::{SimStats, SoupSimStats};
 
-use super::digit_groups::group;
+use crate::digit_groups::group;
 
 /// The MoldUDP64 stream: messages, packets, the faults injected, the retransmissions.
 ///

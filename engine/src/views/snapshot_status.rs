@@ -4,7 +4,7 @@
 
 use crate::snapshot::{InstrumentState, SnapshotHeader};
 
-use super::digit_groups::group;
+use crate::digit_groups::group;
 
 /// A writer that has not stamped its heartbeat for this long is reported silent: it is
 /// expected to stamp it at least every second.

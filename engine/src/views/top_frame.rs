@@ -7,8 +7,8 @@ use std::path::Path;
 
 use crate::snapshot::{InstrumentState, ReadError, SnapshotHeader, SnapshotReader};
 
-use super::digit_groups::group;
 use super::snapshot_status::{header_status, slot_flags};
+use crate::digit_groups::group;
 
 /// A row of `top`: one slot, with its publications since the previous frame.
 #[derive(Debug)]

@@ -9,7 +9,9 @@ use clap::Args;
 use ticklane_engine::book::BookConfig;
 use ticklane_engine::config::RunConfig;
 use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
-use ticklane_engine::replay::{replay_file, replay_paced, ReplayOptions, SnapshotTarget};
+use ticklane_engine::replay::{
+    replay_file, replay_paced, ReplayExit, ReplayOptions, ReplaySummary, SnapshotTarget,
+};
 use ticklane_engine::tail::{tail_capture, tail_config, SymbolFilter};
 use ticklane_engine::views::{group, write_tops, ExitStatus};
 use ticklane_feed::sim::{write_itch50_file, GenConfig};
@@ -160,14 +162,22 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
             outcome.summary
         }
     };
-    if !args.quiet {
+    // The summary text ends with the fault, if any: print it once.
+    if args.quiet {
+        if let Some(e) = &summary.error {
+            eprintln!("ticklane: {e}");
+        }
+    } else {
         print!("{}", summary.to_text());
     }
-    if let Some(e) = &summary.error {
-        eprintln!("ticklane: {e}");
-        return Ok(ExitStatus::Failure);
+    Ok(status_of(&summary))
+}
+
+fn status_of(summary: &ReplaySummary) -> ExitStatus {
+    match summary.exit_status() {
+        ReplayExit::Success => ExitStatus::Success,
+        ReplayExit::Failure => ExitStatus::Failure,
     }
-    Ok(ExitStatus::Success)
 }
 
 pub fn tail(args: &TailArgs) -> Result<ExitStatus> {
@@ -189,14 +199,12 @@ pub fn tail(args: &TailArgs) -> Result<ExitStatus> {
         tail_capture(path, args.pace, PipelineConfig::default(), &filter, out)
             .with_context(|| format!("{}", path.display()))?
     };
-    eprintln!(
-        "ticklane tail: {} messages, {} lines, resubscribed {}; overload: {}",
-        group(report.messages),
-        group(report.printed),
-        report.resubscribed,
-        report.counters.to_text()
-    );
-    Ok(ExitStatus::Success)
+    eprint!("{}", report.to_text());
+    Ok(if report.input_error.is_some() {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
 }
 
 pub fn generate(args: &GenArgs) -> Result<ExitStatus> {
@@ -252,8 +260,5 @@ pub fn demo(args: &DemoArgs) -> Result<ExitStatus> {
         out,
         "\nNext: `ticklane replay FILE --bbo-out bbo.csv --book-out book.csv` on your own capture."
     )?;
-    Ok(match outcome.summary.error {
-        Some(_) => ExitStatus::Failure,
-        None => ExitStatus::Success,
-    })
+    Ok(status_of(&outcome.summary))
 }

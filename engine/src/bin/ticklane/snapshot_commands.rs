@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use ticklane_engine::snapshot::{wall_clock_ns, write_snapshot_book_csv, SnapshotReader};
+use ticklane_engine::snapshot::{export_snapshot_book_csv, wall_clock_ns, SnapshotReader};
 use ticklane_engine::views::{write_book_view, write_top_frame, ExitStatus, TopFrames};
 
 /// Arguments of `ticklane book`.
@@ -63,10 +63,17 @@ pub fn book(args: &BookArgs) -> Result<ExitStatus> {
     };
     let stdout = io::stdout().lock();
     if args.csv {
-        write_snapshot_book_csv(&reader, depth, BufWriter::new(stdout))?
-            .flush()
-            .context("writing to stdout")?;
-        return Ok(ExitStatus::Success);
+        // Every readable book is written; a torn slot is named and fails the command.
+        let mut export = export_snapshot_book_csv(&reader, depth, BufWriter::new(stdout))?;
+        export.sink.flush().context("writing to stdout")?;
+        for slot in &export.unreadable {
+            eprintln!("ticklane: {slot}");
+        }
+        return Ok(if export.unreadable.is_empty() {
+            ExitStatus::Success
+        } else {
+            ExitStatus::Failure
+        });
     }
     let stock = args.stock.as_deref().unwrap_or_default();
     let Some(slot) = reader.find(stock.as_bytes()) else {

@@ -2,13 +2,10 @@
 
 /// `1234567` as `1,234,567`.
 ///
-/// The same rule as `replay::group`, which sits on this module's floor and so cannot be
-/// named from here; both want to move below the applications.
-///
 /// # Examples
 ///
 /// ```
-/// assert_eq!(ticklane_engine::views::group(1_234_567), "1,234,567");
+/// assert_eq!(ticklane_engine::digit_groups::group(1_234_567), "1,234,567");
 /// ```
 pub fn group(n: u64) -> String {
     let digits = n.to_string();
