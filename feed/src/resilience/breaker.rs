@@ -431,7 +431,7 @@ mod tests {
                 }
                 if allowed {
                     b.record(now, outcome);
-                    let clean = last_bad.map_or(true, |t| now - t >= config().window);
+                    let clean = last_bad.is_none_or(|t| now - t >= config().window);
                     if before == BreakerState::Closed && outcome == CallOutcome::Success && clean {
                         prop_assert_eq!(b.state(now), BreakerState::Closed);
                     }
