@@ -3,7 +3,11 @@
 //!
 //! The decoders and session machines open no socket: bytes go in, messages and decisions
 //! come out, so live traffic, replay and tests drive the same code. `net` holds the feed
-//! handler's mio sockets; `sim`, the exchange simulator, has its own.
+//! handler's mio sockets; `sim`, the exchange simulator, has its own. `resilience` holds
+//! the timing policies every dependency shares (backoff with jitter, a retry budget,
+//! measured reply timeouts, an adaptive concurrency limit, a circuit breaker) and `rng` the
+//! seeded random source they draw jitter from; both sit on the lowest floor and import
+//! nothing else of the crate.
 //!
 //! ```
 //! use ticklane_feed::itch::{self, Message};
@@ -21,5 +25,7 @@ pub mod capture;
 pub mod itch;
 pub mod moldudp64;
 pub mod net;
+pub mod resilience;
+pub mod rng;
 pub mod sim;
 pub mod soupbintcp;

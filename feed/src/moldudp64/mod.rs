@@ -8,8 +8,10 @@
 //!
 //! [`MoldRecovery`] is the sequencer, and live traffic and capture replay both drive it, so
 //! one set of rules decides what is delivered, skipped as a duplicate, or declared lost.
-//! Live, it requests each gap from the retransmission server and declares it lost after
-//! its retries; replaying a capture, retransmission is off
+//! Live, it requests each gap from the retransmission server (timeouts from measured
+//! reply latency, retries with jittered backoff under a retry budget, requests in flight
+//! under an adaptive limit: see `crate::resilience`) and declares it lost after its
+//! retries or its deadline; replaying a capture, retransmission is off
 //! ([`RecoveryConfig::retransmission`]): a gap waits while later packets fit the reorder
 //! store (so a capture of reordered packets still replays in order) and is declared lost,
 //! with its exact range, when the store would overflow or at the end of input
@@ -61,7 +63,7 @@ pub use packet::{
     HEARTBEAT_COUNT, MAX_MESSAGES, SESSION_LEN,
 };
 pub use recovery::{Delivered, MoldRecovery, Origin, RecoveryConfig, RecoverySink, RecoveryStats};
-pub use request::{GapRange, RetransmitRequest, RetransmitRequests};
+pub use request::{GapRange, LostRanges, RetransmitRequest, RetransmitRequests};
 pub use writer::{encode_end_of_session, encode_heartbeat, EncodeError, PacketWriter};
 
 /// Packets laid out for the tests of every file in this module.

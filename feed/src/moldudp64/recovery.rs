@@ -5,7 +5,12 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::packet::{Packet, PacketKind, Session, HEADER_LEN, MAX_MESSAGES};
-use super::request::{GapRange, RetransmitRequest};
+use super::request::{GapRange, LostRanges, RetransmitRequest};
+use crate::resilience::{
+    AdaptiveLimit, AdaptiveLimitConfig, Backoff, BackoffConfig, ReplyTimeout, ReplyTimeoutConfig,
+    RetryBudget, RetryBudgetConfig,
+};
+use crate::rng::SplitMix64;
 
 /// Where [`MoldRecovery`] sends what it decides: messages in order, declared losses, and
 /// retransmission requests. The live feed reader implements it over its ring and its
@@ -59,10 +64,26 @@ pub struct RecoveryConfig {
     /// Longest packet the store holds (the path's MTU payload); a longer packet that must
     /// wait forces the open gap to be declared lost, since it cannot be kept.
     pub max_packet_len: usize,
-    /// How long to wait for a retransmission before asking again.
+    /// How long to wait for the first retransmission reply, before any reply latency was
+    /// measured; later each request's timeout is `srtt + 4 · rttvar` of the measured
+    /// replies (RFC 6298), within [`RecoveryConfig::reply_timeout_bounds`].
     pub retransmit_timeout: Duration,
+    /// The shortest and longest reply timeout, whatever the measurements say.
+    pub reply_timeout_bounds: (Duration, Duration),
     /// Requests repeated per gap after the first before it is declared lost.
     pub max_retries: u32,
+    /// A gap still missing this long after it was detected is declared lost, whatever its
+    /// retries: with the budget spent a gap waits, but not for ever.
+    pub gap_deadline: Duration,
+    /// The delay before each retry: full jitter under a doubling ceiling.
+    pub backoff: BackoffConfig,
+    /// Retries allowed as a fraction of first requests over a sliding window; a retry
+    /// beyond it is refused (counted) and the gap waits for a later try or its deadline.
+    pub retry_budget: RetryBudgetConfig,
+    /// Requests in flight at once: an adaptive limit that shrinks as reply latency rises.
+    pub limit: AdaptiveLimitConfig,
+    /// Seed of the jitter, so a run can be replayed exactly.
+    pub jitter_seed: u64,
     /// The most messages one request asks for (at least 1).
     pub max_per_request: u16,
     /// The sequence number each session is expected to start at: `Some(1)` for a handler
@@ -77,14 +98,31 @@ pub struct RecoveryConfig {
 }
 
 impl Default for RecoveryConfig {
-    /// 4096 packets of up to 1500 bytes (6 MiB), 100 ms timeout, 3 retries, requests of up
-    /// to [`MAX_MESSAGES`] messages, joining at the first packet seen, retransmission on.
+    /// 4096 packets of up to 1500 bytes (6 MiB); a first reply timeout of 100 ms, then
+    /// measured, between 5 ms and 2 s; 3 retries, backing off from 10 ms up to 1 s with
+    /// full jitter, within a budget of 20 % of first requests plus 10 per 1 s window; a gap
+    /// given up 5 s after it was detected; the limit's defaults
+    /// ([`AdaptiveLimitConfig::default`]); requests of up to [`MAX_MESSAGES`] messages;
+    /// joining at the first packet seen; retransmission on.
     fn default() -> Self {
         RecoveryConfig {
             store_packets: 4096,
             max_packet_len: 1500,
             retransmit_timeout: Duration::from_millis(100),
+            reply_timeout_bounds: (Duration::from_millis(5), Duration::from_secs(2)),
             max_retries: 3,
+            gap_deadline: Duration::from_secs(5),
+            backoff: BackoffConfig {
+                base: Duration::from_millis(10),
+                cap: Duration::from_secs(1),
+            },
+            retry_budget: RetryBudgetConfig {
+                window: Duration::from_secs(1),
+                ratio_percent: 20,
+                min_per_window: 10,
+            },
+            limit: AdaptiveLimitConfig::default(),
+            jitter_seed: 0x7469_636b_6c61_6e65,
             max_per_request: MAX_MESSAGES,
             start_sequence: None,
             retransmission: true,
@@ -107,8 +145,31 @@ pub struct RecoveryStats {
     pub delivered: u64,
     /// Gaps detected (each a range past the highest sequence seen).
     pub gaps: u64,
-    /// Retransmission requests sent, first tries and repeats.
+    /// Retransmission request datagrams sent, first tries and repeats (a request for a
+    /// gap wider than `max_per_request` takes several).
     pub requests_sent: u64,
+    /// First requests: one per gap asked for (whatever its datagrams).
+    pub first_requests: u64,
+    /// Retries: requests repeated for the parts of a gap still missing.
+    pub retries: u64,
+    /// Retries the budget refused; each such gap waited for a later try or its deadline.
+    pub retries_refused: u64,
+    /// Retries the budget allowed still, when last looked at.
+    pub budget_left: u64,
+    /// Distinct gap ranges asked for: calls over this is the call multiplier.
+    pub ranges_requested: u64,
+    /// Requests answered: the first reply packet covering each.
+    pub replies: u64,
+    /// Requests that went unanswered (in whole or in part) for their timeout.
+    pub timeouts: u64,
+    /// Times a gap's request waited because the in-flight limit was reached.
+    pub limited: u64,
+    /// The reply timeout the next request gets.
+    pub reply_timeout: Duration,
+    /// The adaptive limit on requests in flight, now.
+    pub limit: u32,
+    /// Times the limit changed.
+    pub limit_changes: u64,
     /// Messages delivered that had been missing: the gaps that recovery filled.
     pub recovered: u64,
     /// Ranges declared lost: one per [`RecoverySink::lost`] call (a gap partly filled
@@ -128,13 +189,34 @@ pub struct RecoveryStats {
     pub session_changes: u64,
 }
 
+/// Where a gap's recovery stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Nothing to do: retransmission is off, or all of it waits in the store.
+    Idle,
+    /// Its first request waits for room under the in-flight limit.
+    WantFirst,
+    /// A retry waits for room under the in-flight limit.
+    WantRetry,
+    /// A request is out; unanswered (in whole or in part) at `timeout_at`, it times out.
+    InFlight {
+        sent_at: Duration,
+        timeout_at: Duration,
+        /// A reply packet covering it came.
+        answered: bool,
+    },
+    /// Timed out; retried (budget allowing) at `until`.
+    BackingOff { until: Duration },
+}
+
 /// One gap being recovered: the range detected, narrowed from the front as delivery
 /// passes it.
 #[derive(Clone, Copy, Debug)]
 struct GapRecord {
     range: GapRange,
-    /// When it was last requested.
-    requested_at: Duration,
+    /// When it was detected: it is given up at `detected_at + gap_deadline`.
+    detected_at: Duration,
+    phase: Phase,
     /// Requests repeated so far.
     retries: u32,
     /// Given up on: its holes are skipped (and announced) when delivery reaches them.
@@ -164,10 +246,24 @@ struct StoredPacket {
 /// - packets that cannot be applied yet are copied into the store; retransmitted packets
 ///   (or, in a capture, packets that were reordered on the wire) are ordinary packets fed
 ///   to [`MoldRecovery::on_packet`];
-/// - with retransmission on, a gap not filled within `retransmit_timeout` is asked for
-///   again (only its parts still missing), up to `max_retries` times, then declared lost:
-///   the sink hears [`RecoverySink::lost`] with the exact range, then the messages after
-///   it; with it off, a gap is declared lost only as below;
+/// - with retransmission on, each request waits for a reply for a timeout learnt from
+///   the replies so far (RFC 6298: `srtt + 4 · rttvar`, measured from a request to the
+///   first packet covering it, first requests only; doubled at each unanswered timeout),
+///   starting at `retransmit_timeout`;
+/// - a gap whose request times out (unanswered, or answered in part) is asked for again,
+///   only its parts still missing, after a backoff with full jitter (uniform in
+///   `[0, min(cap, base · 2^n)]`, seeded), if the retry budget allows (retries at most a
+///   fraction of first requests over a sliding window); a refused retry is counted and the
+///   gap backs off again: it waits, it never hammers;
+/// - requests in flight are bounded by an adaptive limit that grows while replies come
+///   back fast and shrinks when their latency rises or they time out; a gap over the limit
+///   waits for a place, oldest gap first;
+/// - a gap is declared lost when its last retry (`max_retries`) times out or
+///   `gap_deadline` after it was detected, whichever is first: the sink hears
+///   [`RecoverySink::lost`] with the exact range, then the messages after it, and the
+///   range is kept ([`MoldRecovery::lost_ranges`]); with retransmission off, a gap is
+///   declared lost only as below;
+/// - this is the one layer that retries: the caller sends each request once;
 /// - when the store is full, the oldest open gap is declared lost to make room;
 /// - [`MoldRecovery::end_of_input`] declares every open gap lost and delivers the rest;
 /// - messages already delivered or stored are duplicates, skipped and counted;
@@ -176,9 +272,10 @@ struct StoredPacket {
 ///   is missing is declared lost, and the new session starts at
 ///   [`RecoveryConfig::start_sequence`], or where that packet starts.
 ///
-/// Time is a [`Duration`] since any origin the caller chooses; only differences matter.
-/// After construction nothing allocates: the store, its index and the gap table are sized
-/// once from [`RecoveryConfig`].
+/// Time is a [`Duration`] since any origin the caller chooses; only differences matter, so
+/// tests run in virtual time. After construction nothing allocates but the list of lost
+/// ranges past its first 64 (a cold path): the store, its index and the gap table are
+/// sized once from [`RecoveryConfig`].
 ///
 /// ```
 /// use std::time::Duration;
@@ -230,6 +327,13 @@ pub struct MoldRecovery {
     index: VecDeque<usize>,
     /// Open gaps ordered by first sequence, never overlapping. Capacity `store_packets`.
     gaps: VecDeque<GapRecord>,
+    /// Every range declared lost, adjacent ones merged.
+    lost_ranges: LostRanges,
+    reply_timeout: ReplyTimeout,
+    backoff: Backoff,
+    budget: RetryBudget,
+    limit: AdaptiveLimit,
+    jitter: SplitMix64,
     stats: RecoveryStats,
 }
 
@@ -253,9 +357,33 @@ impl MoldRecovery {
             free: (0..n).rev().collect(),
             index: VecDeque::with_capacity(n),
             gaps: VecDeque::with_capacity(n),
+            lost_ranges: LostRanges::with_capacity(64),
+            reply_timeout: ReplyTimeout::new(ReplyTimeoutConfig {
+                initial: config.retransmit_timeout,
+                min: config.reply_timeout_bounds.0,
+                max: config.reply_timeout_bounds.1,
+            }),
+            backoff: Backoff::new(config.backoff),
+            budget: RetryBudget::new(config.retry_budget),
+            limit: AdaptiveLimit::new(config.limit),
+            jitter: SplitMix64::new(config.jitter_seed),
             stats: RecoveryStats::default(),
             config,
         }
+        .with_fresh_stats(Duration::ZERO)
+    }
+
+    fn with_fresh_stats(mut self, now: Duration) -> Self {
+        self.refresh_stats(now);
+        self
+    }
+
+    /// Copies the policies' state into the counters.
+    fn refresh_stats(&mut self, now: Duration) {
+        self.stats.budget_left = self.budget.left(now);
+        self.stats.reply_timeout = self.reply_timeout.timeout();
+        self.stats.limit = self.limit.limit();
+        self.stats.limit_changes = self.limit.changes();
     }
 
     /// Takes one packet (live or retransmitted) received at `now`, and delivers, stores,
@@ -319,25 +447,137 @@ impl MoldRecovery {
                     last: first - 1,
                 },
                 now,
-                sink,
             );
         }
         self.highest = self.highest.max(end);
         let count = u64::from(packet.message_count());
         if count == 0 {
+            self.pump(now, sink);
             return;
         }
+        let answered = self.note_replies(first, end, now);
         if end <= expected {
             self.stats.duplicates += count;
-            return;
-        }
-        if first <= expected {
+        } else if first <= expected {
             self.stats.duplicates += expected - first;
             self.deliver(packet, origin, sink);
             self.drain(sink);
-            return;
+        } else {
+            self.store(packet, origin, sink);
         }
-        self.store(packet, origin, sink);
+        if answered {
+            self.settle_filled();
+        }
+        self.pump(now, sink);
+    }
+
+    /// A packet covering `first .. end` came at `now`: the first one to cover a gap whose
+    /// request is out answers it, and its latency is measured unless the request was a
+    /// retry (Karn's rule: the reply may answer an earlier copy). True if any was.
+    fn note_replies(&mut self, first: u64, end: u64, now: Duration) -> bool {
+        let mut any = false;
+        for gap in self.gaps.iter_mut() {
+            if gap.range.first >= end {
+                break;
+            }
+            if gap.range.last < first {
+                continue;
+            }
+            if let Phase::InFlight {
+                sent_at,
+                answered: answered @ false,
+                ..
+            } = &mut gap.phase
+            {
+                *answered = true;
+                any = true;
+                self.stats.replies += 1;
+                if gap.retries == 0 {
+                    let latency = now.saturating_sub(*sent_at);
+                    self.reply_timeout.on_sample(latency);
+                    self.limit.sample(latency);
+                }
+            }
+        }
+        any
+    }
+
+    /// Gaps in flight whose every part has now arrived leave flight.
+    fn settle_filled(&mut self) {
+        for i in 0..self.gaps.len() {
+            let gap = self.gaps[i];
+            if matches!(gap.phase, Phase::InFlight { .. }) && self.holes(gap.range).next().is_none()
+            {
+                self.limit.release();
+                self.gaps[i].phase = Phase::Idle;
+            }
+        }
+    }
+
+    /// Sends the requests waiting for room under the in-flight limit, oldest gap first,
+    /// while there is room; a retry also needs the budget, and a refused one backs off
+    /// again.
+    fn pump(&mut self, now: Duration, sink: &mut impl RecoverySink) {
+        let Some(session) = self.session.filter(|_| self.config.retransmission) else {
+            return;
+        };
+        for i in 0..self.gaps.len() {
+            let gap = self.gaps[i];
+            let retry = match gap.phase {
+                _ if gap.lost => continue,
+                Phase::WantFirst => false,
+                Phase::WantRetry => true,
+                _ => continue,
+            };
+            if self.holes(gap.range).next().is_none() {
+                self.gaps[i].phase = Phase::Idle;
+                continue;
+            }
+            if !self.limit.try_acquire() {
+                self.stats.limited += 1;
+                break;
+            }
+            if retry {
+                if self.budget.try_retry(now).is_err() {
+                    self.limit.release();
+                    self.stats.retries_refused += 1;
+                    let delay = self.backoff.delay(gap.retries, &mut self.jitter);
+                    self.gaps[i].phase = Phase::BackingOff {
+                        until: now.saturating_add(delay),
+                    };
+                    continue;
+                }
+                self.stats.retries += 1;
+                self.gaps[i].retries += 1;
+            } else {
+                self.budget.on_first_request(now);
+                self.stats.first_requests += 1;
+                self.stats.ranges_requested += 1;
+            }
+            // Only the parts still missing are asked for.
+            let mut datagrams = 0;
+            for hole in self.holes(gap.range) {
+                for request in hole.requests(session, self.config.max_per_request) {
+                    sink.request(request);
+                    datagrams += 1;
+                }
+            }
+            self.stats.requests_sent += datagrams;
+            self.gaps[i].phase = Phase::InFlight {
+                sent_at: now,
+                timeout_at: now.saturating_add(self.reply_timeout.timeout()),
+                answered: false,
+            };
+        }
+        self.refresh_stats(now);
+    }
+
+    /// The gap at `i` leaves flight (if it was in flight) without a measurement.
+    fn leave_flight(&mut self, i: usize) {
+        if matches!(self.gaps[i].phase, Phase::InFlight { .. }) {
+            self.limit.release();
+        }
+        self.gaps[i].phase = Phase::Idle;
     }
 
     /// The input is over (the end of a capture, a line shut down): every open gap is
@@ -349,81 +589,106 @@ impl MoldRecovery {
         }
     }
 
-    /// Repeats requests whose answer is overdue and declares lost the gaps out of
-    /// retries, delivering whatever that unblocks. Call at [`MoldRecovery::next_deadline`].
+    /// Times out requests whose answer is overdue and backs their gaps off, sends the
+    /// retries whose backoff has passed (budget and limit allowing), and declares lost the
+    /// gaps out of retries or past their deadline, delivering whatever that unblocks. Call
+    /// at [`MoldRecovery::next_deadline`].
     pub fn poll_timers(&mut self, now: Duration, sink: &mut impl RecoverySink) {
-        let Some(session) = self.session else {
-            return;
-        };
-        if !self.config.retransmission {
+        if self.session.is_none() || !self.config.retransmission {
             return;
         }
         let mut newly_lost = false;
         for i in 0..self.gaps.len() {
             let gap = self.gaps[i];
-            if gap.lost || now.saturating_sub(gap.requested_at) < self.config.retransmit_timeout {
+            if gap.lost {
                 continue;
             }
-            if self.holes(gap.range).next().is_none() {
-                // All of it arrived and waits in the store behind an earlier gap.
-                self.gaps[i].requested_at = now;
-                continue;
-            }
-            if gap.retries >= self.config.max_retries {
+            if now >= gap.detected_at.saturating_add(self.config.gap_deadline) {
+                self.leave_flight(i);
                 self.gaps[i].lost = true;
                 newly_lost = true;
                 continue;
             }
-            // Only the parts still missing are asked for again.
-            let mut requests = 0;
-            for hole in self.holes(gap.range) {
-                for request in hole.requests(session, self.config.max_per_request) {
-                    sink.request(request);
-                    requests += 1;
+            match gap.phase {
+                Phase::InFlight {
+                    timeout_at,
+                    answered,
+                    ..
+                } if now >= timeout_at => {
+                    self.stats.timeouts += 1;
+                    self.limit.on_timeout();
+                    if !answered {
+                        // Unheard for the whole timeout: the timer backs off (RFC 6298 5.5).
+                        self.reply_timeout.on_timeout();
+                    }
+                    if self.holes(gap.range).next().is_none() {
+                        self.gaps[i].phase = Phase::Idle;
+                    } else if gap.retries >= self.config.max_retries {
+                        self.gaps[i].phase = Phase::Idle;
+                        self.gaps[i].lost = true;
+                        newly_lost = true;
+                    } else {
+                        let delay = self.backoff.delay(gap.retries, &mut self.jitter);
+                        self.gaps[i].phase = Phase::BackingOff {
+                            until: now.saturating_add(delay),
+                        };
+                    }
                 }
+                Phase::BackingOff { until } if now >= until => {
+                    self.gaps[i].phase = Phase::WantRetry;
+                }
+                _ => {}
             }
-            self.stats.requests_sent += requests;
-            self.gaps[i].requested_at = now;
-            self.gaps[i].retries += 1;
         }
+        self.pump(now, sink);
         if newly_lost {
             self.drain(sink);
         }
     }
 
-    /// When [`MoldRecovery::poll_timers`] next has something to do; `None` with no gap
-    /// open.
+    /// When [`MoldRecovery::poll_timers`] next has something to do: a request's timeout, a
+    /// backoff's end, or a gap's deadline; `None` with no gap open.
     pub fn next_deadline(&self) -> Option<Duration> {
         if !self.config.retransmission {
             return None;
         }
         self.gaps
             .iter()
-            .filter(|g| !g.lost)
+            .filter(|g| !g.lost && g.phase != Phase::Idle)
             .map(|g| {
-                g.requested_at
-                    .saturating_add(self.config.retransmit_timeout)
+                let deadline = g.detected_at.saturating_add(self.config.gap_deadline);
+                match g.phase {
+                    Phase::InFlight { timeout_at, .. } => timeout_at.min(deadline),
+                    Phase::BackingOff { until } => until.min(deadline),
+                    _ => deadline,
+                }
             })
             .min()
     }
 
-    fn open_gap(&mut self, range: GapRange, now: Duration, sink: &mut impl RecoverySink) {
+    fn open_gap(&mut self, range: GapRange, now: Duration) {
         self.stats.gaps += 1;
-        if let Some(session) = self.session.filter(|_| self.config.retransmission) {
-            for request in range.requests(session, self.config.max_per_request) {
-                sink.request(request);
-                self.stats.requests_sent += 1;
-            }
-        }
+        let phase = if self.config.retransmission {
+            Phase::WantFirst
+        } else {
+            Phase::Idle
+        };
         let full = self.gaps.len() == self.gaps.capacity();
         match self.gaps.back_mut() {
             // The table is full (only heartbeats revealing gap after gap get here, since
             // each other gap holds a store slot): widen the newest record rather than
-            // grow, so every missing message stays covered by a record.
-            Some(newest) if full => newest.range.last = range.last,
+            // grow, so every missing message stays covered by a record. The widened part
+            // is asked for with the record's next request.
+            Some(newest) if full => {
+                newest.range.last = range.last;
+                if newest.phase == Phase::Idle && !newest.lost {
+                    newest.phase = phase;
+                }
+            }
             _ => self.gaps.push_back(GapRecord {
                 range,
-                requested_at: now,
+                detected_at: now,
+                phase,
                 retries: 0,
                 lost: false,
             }),
@@ -431,8 +696,9 @@ impl MoldRecovery {
     }
 
     fn lose_oldest_gap(&mut self, sink: &mut impl RecoverySink) {
-        if let Some(gap) = self.gaps.iter_mut().find(|g| !g.lost) {
-            gap.lost = true;
+        if let Some(i) = self.gaps.iter().position(|g| !g.lost) {
+            self.leave_flight(i);
+            self.gaps[i].lost = true;
         }
         self.drain(sink);
     }
@@ -535,11 +801,13 @@ impl MoldRecovery {
             };
             self.stats.gaps_lost += 1;
             self.stats.messages_lost += hole.len();
+            self.lost_ranges.push(hole);
             sink.lost(hole);
             expected = last + 1;
         }
         self.next_expected = Some(expected);
         while self.gaps.front().is_some_and(|g| g.range.last < expected) {
+            self.leave_flight(0);
             self.gaps.pop_front();
         }
         if let Some(gap) = self.gaps.front_mut() {
@@ -610,8 +878,9 @@ impl MoldRecovery {
     /// The old session is over: deliver what is stored and declare lost what is missing,
     /// so the sink sees the whole of it before the new one starts.
     fn finish_session(&mut self, sink: &mut impl RecoverySink) {
-        for gap in self.gaps.iter_mut() {
-            gap.lost = true;
+        for i in 0..self.gaps.len() {
+            self.leave_flight(i);
+            self.gaps[i].lost = true;
         }
         self.drain(sink);
         // Whatever is left sits past holes no record covers; it cannot be delivered in
@@ -654,6 +923,12 @@ impl MoldRecovery {
     /// The counters.
     pub fn stats(&self) -> RecoveryStats {
         self.stats
+    }
+
+    /// Every range declared lost since the sequencer was made, adjacent ranges merged: all
+    /// of them, however many.
+    pub fn lost_ranges(&self) -> &LostRanges {
+        &self.lost_ranges
     }
 }
 
@@ -709,6 +984,7 @@ mod tests {
     use super::*;
     use crate::moldudp64::test_packets::{heartbeat, packet_bytes, session};
     use crate::moldudp64::{encode_end_of_session, HEADER_LEN};
+    use crate::resilience::{AdaptiveLimitConfig, RetryBudgetConfig};
     use proptest::prelude::*;
 
     /// What a recovery sink saw, in order.
@@ -821,17 +1097,28 @@ mod tests {
             }]
         );
         assert_eq!(r.stored_packets(), 2);
-        // The default: 100 ms per try, 3 repeats, then lost.
+        // The default: a first timeout of 100 ms, doubled at each timeout (no reply was
+        // ever measured); each retry after a full-jitter delay in [0, 10 ms · 2^n], drawn
+        // from the default seed (values from an independent Python SplitMix64: 976 930,
+        // 12 823 763 and 9 550 384 ns); 3 retries, then lost when the last one times out.
+        let ns = Duration::from_nanos;
         let mut now = t0;
-        for retry in 1..=3 {
-            assert_eq!(r.next_deadline(), Some(now + 100 * MS));
-            now += 100 * MS;
+        for (retry, timeout, jitter) in
+            [(1, 100, 976_930), (2, 200, 12_823_763), (3, 400, 9_550_384)]
+        {
+            now += timeout * MS;
+            assert_eq!(r.next_deadline(), Some(now), "timeout of request {retry}");
+            r.poll_timers(now, &mut sink);
+            assert_eq!(sink.requests.len(), retry, "no retry before the backoff");
+            now += ns(jitter);
+            assert_eq!(r.next_deadline(), Some(now), "backoff before retry {retry}");
             r.poll_timers(now, &mut sink);
             assert_eq!(sink.requests.len(), 1 + retry);
             assert_eq!(sink.requests[retry], sink.requests[0]);
         }
         assert_eq!(sink.delivered(), msgs(1..=3));
-        now += 100 * MS;
+        now += 800 * MS;
+        assert_eq!(r.next_deadline(), Some(now));
         r.poll_timers(now, &mut sink);
         assert_eq!(sink.lost(), [GapRange { first: 4, last: 6 }]);
         assert_eq!(sink.delivered(), [1, 2, 3, 7, 8, 9, 10, 11]);
@@ -839,6 +1126,10 @@ mod tests {
         let st = r.stats();
         assert_eq!((st.gaps, st.gaps_lost, st.messages_lost), (1, 1, 3));
         assert_eq!((st.requests_sent, st.recovered), (4, 0));
+        assert_eq!((st.first_requests, st.retries, st.timeouts), (1, 3, 4));
+        assert_eq!((st.replies, st.retries_refused), (0, 0));
+        assert_eq!(st.reply_timeout, 1600 * MS);
+        assert_eq!(r.lost_ranges().ranges(), [GapRange { first: 4, last: 6 }]);
         assert_eq!(st.store_high_water, 2);
         assert_eq!(r.next_deadline(), None);
         assert_eq!(r.open_gaps(), 0);
@@ -883,15 +1174,26 @@ mod tests {
         let t = Duration::ZERO;
         feed(&mut r, &data(s, 1, 1), t, &mut sink);
         feed(&mut r, &data(s, 12, 1), t, &mut sink);
-        // Gap 2..=11; a partial reply brings 5..=6.
+        // Gap 2..=11; a partial reply brings 5..=6 after 1 ms: measured, so the next
+        // request's timeout is 1 + 4 × 0.5 = 3 ms, raised to the 5 ms floor.
         feed(&mut r, &data(s, 5, 2), t + MS, &mut sink);
+        assert_eq!(r.stats().replies, 1);
+        assert_eq!(r.stats().reply_timeout, 5 * MS);
+        // The first request keeps the timeout it was sent with; the rest times out at
+        // 100 ms, and is asked for again after the backoff (976 930 ns from the seed).
+        assert_eq!(r.next_deadline(), Some(t + 100 * MS));
         r.poll_timers(t + 100 * MS, &mut sink);
+        assert_eq!(sink.requests.len(), 1);
+        let retry_at = t + 100 * MS + Duration::from_nanos(976_930);
+        assert_eq!(r.next_deadline(), Some(retry_at));
+        r.poll_timers(retry_at, &mut sink);
         let again: Vec<_> = sink.requests[1..]
             .iter()
             .map(|q| (q.first_seq, q.count))
             .collect();
         assert_eq!(again, [(2, 3), (7, 5)]);
-        r.poll_timers(t + 200 * MS, &mut sink);
+        assert_eq!(r.next_deadline(), Some(retry_at + 5 * MS));
+        r.poll_timers(retry_at + 5 * MS, &mut sink);
         assert_eq!(
             sink.lost(),
             [
@@ -1272,5 +1574,186 @@ mod tests {
             sink.0,
             [(1, 900, 20, false), (2, 500, 20, true), (3, 500, 30, true)]
         );
+    }
+
+    /// Runs the timers of `r` at each deadline until none is left or `until` passes,
+    /// returning the times at which a request went out.
+    fn run_timers(r: &mut MoldRecovery, sink: &mut Recorder, until: Duration) -> Vec<Duration> {
+        let mut sent_at = Vec::new();
+        while let Some(at) = r.next_deadline().filter(|&d| d <= until) {
+            let before = sink.requests.len();
+            r.poll_timers(at, sink);
+            if sink.requests.len() > before {
+                sent_at.push(at);
+            }
+        }
+        sent_at
+    }
+
+    #[test]
+    fn silent_server_backs_off_within_the_budget_and_the_gap_is_declared_at_its_deadline() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            max_retries: u32::MAX,
+            gap_deadline: 1000 * MS,
+            retry_budget: RetryBudgetConfig {
+                window: Duration::from_secs(1),
+                ratio_percent: 0,
+                min_per_window: 2,
+            },
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        feed(&mut r, &data(s, 1, 1), Duration::ZERO, &mut sink);
+        feed(&mut r, &data(s, 3, 1), Duration::ZERO, &mut sink);
+        let sent = run_timers(&mut r, &mut sink, Duration::from_secs(10));
+        // Expected from an independent Python SplitMix64 (default seed) and the rules:
+        // timeouts of 100, 200, 400 ms (doubling, nothing measured); backoff draws of
+        // 976 930 ns (ceiling 10 ms) and 12 823 763 ns (20 ms) before the two retries the
+        // budget allows; the third retry, due at 723 351 077 ns, and every later try (each
+        // after a fresh draw under the 40 ms ceiling) are refused, 12 times, until the
+        // deadline at 1 s declares the gap.
+        let ns = Duration::from_nanos;
+        assert_eq!(sent, [ns(100_976_930), ns(313_800_693)]);
+        assert_eq!(sink.requests.len(), 3);
+        assert_eq!(sink.lost(), [GapRange { first: 2, last: 2 }]);
+        assert_eq!(sink.delivered(), [1, 3]);
+        let st = r.stats();
+        assert_eq!(
+            (st.first_requests, st.retries, st.retries_refused),
+            (1, 2, 12)
+        );
+        assert_eq!((st.timeouts, st.replies, st.budget_left), (3, 0, 0));
+        assert_eq!((st.gaps_lost, st.messages_lost), (1, 1));
+        assert_eq!(r.next_deadline(), None);
+    }
+
+    #[test]
+    fn the_reply_timeout_grows_with_measured_latency() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig::default());
+        let mut sink = Recorder::default();
+        let mut now = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 1), now, &mut sink);
+        // Three gaps, each answered later than the one before. RFC 6298 by hand:
+        // 30 ms: srtt 30, rttvar 15, timeout 90;
+        // 60 ms: rttvar (45 + 30) / 4 = 18.75, srtt (210 + 60) / 8 = 33.75, timeout 108.75;
+        // 120 ms: rttvar (56.25 + 86.25) / 4 = 35.625, srtt (236.25 + 120) / 8 = 44.53125,
+        // timeout 187.03125 ms.
+        let us = Duration::from_micros;
+        let mut seq = 2;
+        for (latency, timeout) in [(30, us(90_000)), (60, us(108_750)), (120, us(187_031))] {
+            feed(&mut r, &data(s, seq + 1, 1), now, &mut sink);
+            now += latency * MS;
+            feed(&mut r, &data(s, seq, 1), now, &mut sink);
+            let got = r.stats().reply_timeout;
+            assert!(
+                got >= timeout && got < timeout + us(1),
+                "{got:?} vs {timeout:?}"
+            );
+            seq += 2;
+        }
+        // The next request is sent with that timeout.
+        feed(&mut r, &data(s, seq + 1, 1), now, &mut sink);
+        assert_eq!(
+            r.next_deadline(),
+            Some(now + us(187_031) + Duration::from_nanos(250))
+        );
+        assert_eq!(sink.delivered(), msgs(1..=seq - 1));
+        assert_eq!((r.stats().replies, r.stats().timeouts), (3, 0));
+    }
+
+    #[test]
+    fn requests_in_flight_are_bounded_by_the_limit() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            limit: AdaptiveLimitConfig {
+                initial: 2,
+                min: 2,
+                max: 2,
+                ..AdaptiveLimitConfig::default()
+            },
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        let t = Duration::ZERO;
+        for first in [1, 3, 5, 7, 9] {
+            feed(&mut r, &data(s, first, 1), t, &mut sink);
+        }
+        let asked =
+            |sink: &Recorder| -> Vec<u64> { sink.requests.iter().map(|q| q.first_seq).collect() };
+        assert_eq!(asked(&sink), [2, 4], "two in flight; 6 and 8 wait");
+        assert!(r.stats().limited > 0);
+        // 2 comes back: its place goes to the oldest waiting gap.
+        feed(&mut r, &data(s, 2, 1), t + MS, &mut sink);
+        assert_eq!(asked(&sink), [2, 4, 6]);
+        feed(&mut r, &data(s, 4, 1), t + MS, &mut sink);
+        feed(&mut r, &data(s, 6, 1), t + MS, &mut sink);
+        feed(&mut r, &data(s, 8, 1), t + MS, &mut sink);
+        assert_eq!(asked(&sink), [2, 4, 6, 8]);
+        assert_eq!(sink.delivered(), msgs(1..=9));
+        let st = r.stats();
+        assert_eq!(
+            (st.first_requests, st.ranges_requested, st.replies),
+            (4, 4, 4)
+        );
+        assert_eq!(r.next_deadline(), None);
+    }
+
+    #[test]
+    fn the_adaptive_limit_shrinks_as_latency_rises_and_grows_back() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            // A floor above the slow replies, so each is measured rather than timed out.
+            reply_timeout_bounds: (50 * MS, Duration::from_secs(2)),
+            limit: AdaptiveLimitConfig {
+                initial: 10,
+                ..AdaptiveLimitConfig::default()
+            },
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        let mut now = Duration::ZERO;
+        let mut seq = 1;
+        feed(&mut r, &data(s, seq, 1), now, &mut sink);
+        let mut seen_changes = 0;
+        let mut last = r.stats().limit;
+        let mut phase = |r: &mut MoldRecovery, sink: &mut Recorder, latency: u32, gaps: u32| {
+            let mut limits = Vec::new();
+            for _ in 0..gaps {
+                feed(r, &data(s, seq + 2, 1), now, sink);
+                feed(r, &data(s, seq + 1, 1), now + latency * MS, sink);
+                seq += 2;
+                now += 100 * MS;
+                let limit = r.stats().limit;
+                if limit != last {
+                    seen_changes += 1;
+                    last = limit;
+                }
+                limits.push(limit);
+            }
+            limits
+        };
+        let fast = phase(&mut r, &mut sink, 1, 31);
+        let slow = phase(&mut r, &mut sink, 20, 10);
+        let fast_again = phase(&mut r, &mut sink, 1, 30);
+        // Fast replies: the limit grows (by 0.4 a reply: 10 → 22.4).
+        assert!(fast.windows(2).all(|w| w[0] <= w[1]), "{fast:?}");
+        assert_eq!(fast.last(), Some(&22));
+        // Twenty times slower: it shrinks (0.9 × limit + 0.4 a reply: 22.4 → 10.4).
+        assert!(
+            slow[0] < 22 && slow.windows(2).all(|w| w[0] >= w[1]),
+            "{slow:?}"
+        );
+        assert_eq!(slow[9], 10);
+        // Fast again: it grows back.
+        assert!(
+            fast_again.windows(2).all(|w| w[0] <= w[1]),
+            "{fast_again:?}"
+        );
+        assert!(fast_again[29] > slow[9] + 10, "{fast_again:?}");
+        assert_eq!(r.stats().limit_changes, seen_changes);
+        assert_eq!(r.stats().timeouts, 0);
+        assert_eq!(sink.delivered().len() as u64, r.stats().delivered);
     }
 }

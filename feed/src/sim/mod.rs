@@ -10,14 +10,15 @@ mod faults;
 mod generator;
 mod message_log;
 mod pacing;
-mod rng;
 mod soup_server;
+// `generator` names `super::rng::SplitMix64`; the source moved to the crate's lowest floor.
+use crate::rng;
 
+pub use crate::rng::SplitMix64;
 pub use error::SimError;
 pub use exchange::{MoldSimConfig, MoldSimulator, SimStats};
 pub use faults::{BurstLoss, FaultInjector, Faults, Interruption, PacketFate};
 pub use generator::{write_itch50, write_itch50_file, GenConfig, GenSummary, Generator};
 pub use message_log::MessageLog;
 pub use pacing::{Rate, WaitStrategy};
-pub use rng::SplitMix64;
 pub use soup_server::{SoupSimConfig, SoupSimStats, SoupSimulator};

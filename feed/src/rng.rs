@@ -1,7 +1,9 @@
 //! A small seeded random source whose output never changes between versions.
 //!
 //! Generated files must be byte-identical for a seed forever (tests and benchmarks name
-//! seeds), so the generator does not depend on a crate whose algorithm may change.
+//! seeds), so the generator does not depend on a crate whose algorithm may change. The
+//! same source draws the jitter of `resilience`, so timing tests get exact expectations
+//! from a seed. It sits on the crate's lowest floor: it imports nothing of the crate.
 
 /// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and good enough for synthetic flow.
 #[derive(Clone, Debug)]
