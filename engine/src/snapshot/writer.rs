@@ -304,8 +304,8 @@ impl SnapshotWriter {
     /// # Examples
     ///
     /// ```
-    /// use ticklane_engine::book::{BookConfig, Books};
-    /// use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter, Trade};
+    /// use ticklane_engine::book::{BookConfig, Books, Trade};
+    /// use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
     /// use ticklane_feed::itch::{Locate, Nanos, Price};
     ///
     /// let dir = tempfile::tempdir()?;
