@@ -161,6 +161,7 @@ fn run_ready(config: &Path) -> (Child, Vec<String>, mpsc::Receiver<String>) {
             }
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
                 let _ = child.kill();
+                let _ = child.wait();
                 panic!("no ready line; saw:\n{}", before.join("\n"));
             }
         }

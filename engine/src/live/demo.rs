@@ -124,7 +124,7 @@ fn delivered_sequences(count: u64, lost: &[GapRange]) -> impl Iterator<Item = u6
     (1..)
         .filter(move |&seq| {
             while gaps.next_if(|g| g.last < seq).is_some() {}
-            !gaps.peek().is_some_and(|g| g.first <= seq)
+            gaps.peek().is_none_or(|g| g.first > seq)
         })
         .take(usize::try_from(count).unwrap_or(usize::MAX))
 }
