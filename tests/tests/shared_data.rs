@@ -7,7 +7,7 @@ mod util;
 use std::path::Path;
 
 use ticklane_engine::book::BookConfig;
-use ticklane_engine::replay::{replay_file, ReplayOptions, ReplaySummary};
+use ticklane_engine::replay::{replay_file, ReplayExit, ReplayOptions, ReplaySummary};
 
 fn replay(path: &Path, recover_lengths: bool) -> ReplaySummary {
     replay_file(&ReplayOptions {
@@ -34,6 +34,12 @@ fn pcaps(dir: &Path) -> Vec<std::path::PathBuf> {
     files
 }
 
+/// The one live capture whose sequence jumps (PROVENANCE.md).
+fn has_the_gap(file: &Path) -> bool {
+    file.file_name()
+        .is_some_and(|n| n == "Multiple.Packets.pcap")
+}
+
 #[test]
 fn live_nasdaq_captures_decode_with_their_gap() {
     let Some(data) = util::shared_data("live_nasdaq_captures_decode_with_their_gap") else {
@@ -46,6 +52,13 @@ fn live_nasdaq_captures_decode_with_their_gap() {
         let s = replay(file, false);
         assert!(s.error.is_none(), "{}: {:?}", file.display(), s.error);
         assert_eq!(s.unknown_types, 0);
+        // Only the capture with the gap declares loss, and that is its own exit status (3).
+        let expected = if has_the_gap(file) {
+            ReplayExit::DeclaredLost
+        } else {
+            ReplayExit::Success
+        };
+        assert_eq!(s.exit_status(), expected, "{}", file.display());
         let p = s.packets.expect("pcap inputs report packets");
         packets += p.packets;
         messages += s.messages;

@@ -1,8 +1,9 @@
 //! The `ticklane` command line: thin; it parses arguments, calls the library and prints.
 //!
-//! Exit statuses (`ticklane_engine::views::ExitStatus`): 0 a clean end; 1 a runtime failure;
-//! 2 a usage or configuration error (clap's and every `ConfigError`); 130 stopped by a
-//! signal; 141 stdout closed.
+//! Exit statuses (`ticklane_engine::views::ExitStatus`): 0 a clean end with nothing lost; 1 a
+//! runtime failure; 2 a usage or configuration error (clap's and every `ConfigError`); 3 the
+//! command ran to its end but messages were declared lost; 130 stopped by a signal; 141
+//! stdout closed. A failure outranks loss.
 
 use std::process::ExitCode;
 
@@ -28,8 +29,9 @@ mod snapshot_commands;
 #[command(
     version,
     about,
-    after_help = "Exit status: 0 clean end, 1 runtime failure, 2 usage or configuration \
-                  error, 130 stopped by a signal, 141 stdout closed."
+    after_help = "Exit status: 0 clean end with nothing lost, 1 runtime failure, 2 usage or \
+                  configuration error, 3 messages declared lost (the summary lists the \
+                  ranges; a failure outranks it), 130 stopped by a signal, 141 stdout closed."
 )]
 struct Cli {
     #[command(subcommand)]

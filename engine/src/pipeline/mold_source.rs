@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::moldudp64::{
-    Delivered, GapRange, MoldRecovery, Packet, RecoveryConfig, RecoverySink, RecoveryStats,
-    RetransmitRequest,
+    Delivered, GapRange, LostRanges, MoldRecovery, Packet, RecoveryConfig, RecoverySink,
+    RecoveryStats, RetransmitRequest,
 };
 use ticklane_feed::net::{
     FeedKeys, NetError, OsError, SocketError, SocketErrorCounts, UdpFeed, UdpFeedConfig,
@@ -24,8 +24,6 @@ const DATA: Token = Token(0);
 const REQUESTS: Token = Token(1);
 /// Largest datagram read.
 const DATAGRAM: usize = 65_536;
-/// Gap ranges kept for the report.
-const GAPS_KEPT: usize = 64;
 
 /// A MoldUDP64 feed line.
 #[derive(Clone, Debug)]
@@ -62,8 +60,9 @@ pub struct MoldSourceReport {
     pub recovery: RecoveryStats,
     /// Messages pushed into the ring.
     pub messages: u64,
-    /// Lost ranges (first ones), each declared after its retries ran out.
-    pub lost: Vec<GapRange>,
+    /// Every range declared lost (adjacent ones merged), however many: each declared after
+    /// its retries ran out, or at once with no retransmission server to ask.
+    pub lost: LostRanges,
     /// Datagrams that were not MoldUDP64 packets.
     pub bad_packets: u64,
     /// Receive errors on the data and request sockets, by kind (nothing waiting is not one).
@@ -164,10 +163,8 @@ impl<Q: FrameProducer> RecoverySink for Sink<'_, Q> {
         self.report.messages += 1;
     }
 
-    fn lost(&mut self, gap: GapRange) {
-        if self.report.lost.len() < GAPS_KEPT {
-            self.report.lost.push(gap);
-        }
+    fn lost(&mut self, _gap: GapRange) {
+        // The recovery machine keeps every declared range; the report takes them at the end.
     }
 
     fn request(&mut self, request: RetransmitRequest) {
@@ -307,6 +304,7 @@ impl FrameSource for MoldSource {
             }
         };
         report.recovery = recovery.stats();
+        report.lost = recovery.lost_ranges().clone();
         frames.push_end(&mut waiter, clock.now_ns());
         report
     }

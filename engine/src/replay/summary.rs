@@ -8,8 +8,10 @@ use super::fault::{ReplayExit, ReplayFault};
 use crate::book::{BookCounters, TypeCounts};
 use crate::digit_groups::group;
 
-/// Declared-lost ranges listed on the screen (the JSON keeps up to 1,024).
-const SCREEN_GAP_RANGES: usize = 5;
+/// Declared-lost ranges listed one by one on the screen when there are at most this many.
+const SCREEN_GAP_RANGES: usize = 8;
+/// When there are more, this many from each end are listed, and the rest counted.
+const SCREEN_GAP_ENDS: usize = 3;
 
 /// Packet-level counts of a pcap input (absent for ITCH50 files).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -32,7 +34,9 @@ pub struct PacketCounts {
     pub gaps: u64,
     /// Messages missing in those ranges.
     pub missing_messages: u64,
-    /// The first lost ranges as inclusive `[first, last]` sequence ranges.
+    /// The lost ranges as inclusive `[first, last]` sequence ranges: all of them while
+    /// `gaps` is at most the capture reader's list (1,024 ranges); beyond it the first ones,
+    /// and [`PacketCounts::unlisted_gaps`] says how many more.
     pub gap_ranges: Vec<[u64; 2]>,
     /// Messages skipped because their sequence was already applied.
     pub duplicates: u64,
@@ -59,6 +63,11 @@ impl PacketCounts {
             reordered: stats.reordered,
             session_changes: stats.session_changes,
         }
+    }
+
+    /// Lost ranges counted in `gaps` but not in `gap_ranges`.
+    pub fn unlisted_gaps(&self) -> u64 {
+        self.gaps.saturating_sub(self.gap_ranges.len() as u64)
     }
 
     /// The counts of `stats` if `format` is a packet capture, else `None`.
@@ -110,13 +119,20 @@ impl ReplaySummary {
         }
     }
 
-    /// Success only when nothing stopped the replay and the input held feed data; see
-    /// [`ReplayExit`] for the exit statuses.
+    /// Success only when nothing stopped the replay, the input held feed data and nothing
+    /// was declared lost; a fault outranks loss. See [`ReplayExit`] for the exit statuses.
     pub fn exit_status(&self) -> ReplayExit {
         match self.error {
-            None => ReplayExit::Success,
             Some(_) => ReplayExit::Failure,
+            None if self.declared_lost_messages() > 0 => ReplayExit::DeclaredLost,
+            None => ReplayExit::Success,
         }
+    }
+
+    /// Messages the capture's MoldUDP64 sequencer declared lost (0 for ITCH50 files, which
+    /// carry no sequence numbers to find a gap by).
+    pub fn declared_lost_messages(&self) -> u64 {
+        self.packets.as_ref().map_or(0, |p| p.missing_messages)
     }
 
     /// The `--summary-json` object, one line.
@@ -168,6 +184,22 @@ impl ReplaySummary {
         let _ = write!(j, "\"live_orders_end\":{},", self.live_orders_end);
         let _ = write!(j, "\"live_orders_peak\":{},", b.live_orders_peak);
         let _ = write!(j, "\"bbo_rows\":{},", self.bbo_rows);
+        // Present for every input, so a reader need not know the format to check for loss.
+        let _ = write!(
+            j,
+            "\"declared_lost_messages\":{},",
+            self.declared_lost_messages()
+        );
+        j.push_str("\"declared_lost_ranges\":[");
+        if let Some(p) = &self.packets {
+            for (i, [first, last]) in p.gap_ranges.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "," };
+                let _ = write!(j, "{sep}[{first},{last}]");
+            }
+        }
+        j.push_str("],");
+        let unlisted = self.packets.as_ref().map_or(0, PacketCounts::unlisted_gaps);
+        let _ = write!(j, "\"declared_lost_ranges_unlisted\":{unlisted},");
         if let Some(p) = &self.packets {
             let _ = write!(j, "\"packets\":{},", p.packets);
             let _ = write!(j, "\"mold_packets\":{},", p.mold_packets);
@@ -305,18 +337,44 @@ impl ReplaySummary {
             group(p.reordered),
             p.session_changes
         );
-        for [first, last] in p.gap_ranges.iter().take(SCREEN_GAP_RANGES) {
+        let line = |t: &mut String, [first, last]: [u64; 2]| {
+            let n = last.saturating_sub(first).saturating_add(1);
             let _ = writeln!(
                 t,
-                "               declared lost: sequences {first} ..= {last}"
+                "               declared lost: sequences {first} ..= {last} ({})",
+                group(n)
             );
-        }
-        let listed = p.gap_ranges.len().min(SCREEN_GAP_RANGES) as u64;
-        if p.gaps > listed {
+        };
+        let ranges = &p.gap_ranges;
+        let unlisted = p.unlisted_gaps();
+        if ranges.len() <= SCREEN_GAP_RANGES {
+            ranges.iter().for_each(|&r| line(t, r));
+        } else if unlisted == 0 {
+            // All of them known: the first and last few, and what lies between.
+            let (head, rest) = ranges.split_at(SCREEN_GAP_ENDS);
+            let (middle, tail) = rest.split_at(rest.len() - SCREEN_GAP_ENDS);
+            head.iter().for_each(|&r| line(t, r));
+            let between: u64 = middle
+                .iter()
+                .map(|[f, l]| l.saturating_sub(*f).saturating_add(1))
+                .sum();
             let _ = writeln!(
                 t,
-                "               ... and {} more lost ranges",
-                group(p.gaps - listed)
+                "               ... {} more lost ranges ({} messages) not listed ...",
+                group(middle.len() as u64),
+                group(between)
+            );
+            tail.iter().for_each(|&r| line(t, r));
+        } else {
+            ranges[..SCREEN_GAP_ENDS].iter().for_each(|&r| line(t, r));
+        }
+        let shown = ranges.len().min(SCREEN_GAP_ENDS) as u64;
+        if unlisted > 0 {
+            let _ = writeln!(
+                t,
+                "               ... and {} more lost ranges not listed (the reader keeps the first {})",
+                group(p.gaps - shown),
+                group(ranges.len() as u64)
             );
         }
         // A capture with no feed data at all says this in its error already.
@@ -385,6 +443,81 @@ mod tests {
         assert!(
             !j.contains("\"packets\""),
             "only pcap inputs carry packet counts"
+        );
+        assert!(
+            j.contains("\"declared_lost_messages\":0,\"declared_lost_ranges\":[],"),
+            "every input says what it lost: {j}"
+        );
+        assert_eq!(s.exit_status(), ReplayExit::Success);
+    }
+
+    #[test]
+    fn a_capture_with_declared_loss_lists_every_range_and_exits_3() {
+        let s = ReplaySummary {
+            packets: Some(PacketCounts {
+                gaps: 2,
+                missing_messages: 4 + 1,
+                gap_ranges: vec![[5, 8], [20, 20]],
+                ..PacketCounts::default()
+            }),
+            ..ReplaySummary::default()
+        };
+        let j = s.to_json();
+        assert!(
+            j.contains(
+                "\"declared_lost_messages\":5,\"declared_lost_ranges\":[[5,8],[20,20]],\
+                 \"declared_lost_ranges_unlisted\":0,"
+            ),
+            "{j}"
+        );
+        assert_eq!(s.exit_status(), ReplayExit::DeclaredLost);
+        assert_eq!(s.exit_status().code(), 3);
+        let text = s.to_text();
+        assert!(
+            text.contains("declared lost: sequences 5 ..= 8 (4)\n")
+                && text.contains("declared lost: sequences 20 ..= 20 (1)\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_fault_outranks_loss() {
+        let s = ReplaySummary {
+            packets: Some(PacketCounts {
+                gaps: 1,
+                missing_messages: 3,
+                gap_ranges: vec![[5, 7]],
+                ..PacketCounts::default()
+            }),
+            error: Some(ReplayFault::BookStage("bad message".into())),
+            ..ReplaySummary::default()
+        };
+        assert_eq!(s.exit_status(), ReplayExit::Failure);
+    }
+
+    #[test]
+    fn many_ranges_on_screen_show_both_ends_and_count_the_middle() {
+        let ranges: Vec<[u64; 2]> = (0..20u64).map(|i| [10 * i + 1, 10 * i + 2]).collect();
+        let p = PacketCounts {
+            gaps: 20,
+            missing_messages: 40,
+            gap_ranges: ranges,
+            ..PacketCounts::default()
+        };
+        let mut t = String::new();
+        ReplaySummary::default().packet_lines(&mut t, &p);
+        assert!(t.contains("sequences 1 ..= 2 (2)"), "{t}");
+        assert!(t.contains("sequences 191 ..= 192 (2)"), "{t}");
+        assert!(
+            t.contains("... 14 more lost ranges (28 messages) not listed ..."),
+            "{t}"
+        );
+        let truncated = PacketCounts { gaps: 2_000, ..p };
+        let mut t = String::new();
+        ReplaySummary::default().packet_lines(&mut t, &truncated);
+        assert!(
+            t.contains("... and 1,997 more lost ranges not listed (the reader keeps the first 20)"),
+            "{t}"
         );
     }
 }

@@ -7,8 +7,8 @@ use crate::config::ConfigError;
 
 /// How a `ticklane` command ended.
 ///
-/// A status of its own for "messages were declared lost" belongs here too; it will be added
-/// with the loss accounting that decides it, and will not reuse any value below.
+/// When several apply, a runtime failure outranks declared loss: a line that failed and
+/// also lost messages exits 1, since its loss count may be incomplete.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ExitStatus {
     /// 0: a clean end.
@@ -19,6 +19,11 @@ pub enum ExitStatus {
     /// 2: a usage or configuration error: a bad argument (clap's own errors exit 2 too), or
     /// any [`ConfigError`]. Nothing ran.
     Usage,
+    /// 3: the command ran to its end, but messages were declared lost: a MoldUDP64 gap that
+    /// retransmission did not fill (or no retransmission server to ask), or a capture whose
+    /// sequencer found sequences missing. The summary lists how many and which ranges.
+    /// (SoupBinTCP cannot declare loss: TCP delivers in order or fails.)
+    DeclaredLost,
     /// 130: stopped by SIGINT or SIGTERM before the end (128 + SIGINT), as shells report it.
     Interrupted,
     /// 141: stdout was closed under us (`ticklane … | head`), as a SIGPIPE death reports it
@@ -33,8 +38,19 @@ impl ExitStatus {
             ExitStatus::Success => 0,
             ExitStatus::Failure => 1,
             ExitStatus::Usage => 2,
+            ExitStatus::DeclaredLost => 3,
             ExitStatus::Interrupted => 130,
             ExitStatus::ClosedStdout => 141,
+        }
+    }
+
+    /// The status of a command that ran to its end: [`ExitStatus::DeclaredLost`] when
+    /// `messages_lost` is not 0, [`ExitStatus::Success`] otherwise.
+    pub fn of_loss(messages_lost: u64) -> ExitStatus {
+        if messages_lost > 0 {
+            ExitStatus::DeclaredLost
+        } else {
+            ExitStatus::Success
         }
     }
 
@@ -76,11 +92,19 @@ mod tests {
             ExitStatus::Success,
             ExitStatus::Failure,
             ExitStatus::Usage,
+            ExitStatus::DeclaredLost,
             ExitStatus::Interrupted,
             ExitStatus::ClosedStdout,
         ]
         .map(ExitStatus::code);
-        assert_eq!(codes, [0, 1, 2, 130, 141]);
+        assert_eq!(codes, [0, 1, 2, 3, 130, 141]);
+    }
+
+    #[test]
+    fn any_declared_loss_is_its_own_status() {
+        assert_eq!(ExitStatus::of_loss(0), ExitStatus::Success);
+        assert_eq!(ExitStatus::of_loss(1), ExitStatus::DeclaredLost);
+        assert_eq!(ExitStatus::of_loss(1_270_000), ExitStatus::DeclaredLost);
     }
 
     #[test]

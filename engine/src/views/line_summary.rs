@@ -4,9 +4,21 @@
 use std::io::{self, Write};
 
 use crate::overload::OverloadCounters;
+use ticklane_feed::moldudp64::{GapRange, LostRanges};
+
 use crate::pipeline::{MoldSourceReport, Percentiles, SoupSourceReport};
 
 use crate::digit_groups::group;
+
+/// Declared-lost ranges listed one by one when there are at most this many.
+const LOST_LISTED_IN_FULL: usize = 8;
+/// When there are more, this many from each end are listed, and the rest counted.
+const LOST_LISTED_AT_EACH_END: usize = 3;
+
+/// What a MoldUDP64 line with no retransmission server says at start (on stderr) and in its
+/// summary: no gap can be recovered.
+pub const NO_REQUEST_SERVER: &str = "no retransmission server (feed.request_server is not set): \
+     gaps cannot be recovered and will be declared lost";
 
 /// One latency line (`  name   p50 … max (n=…)`); nothing when nothing was recorded.
 ///
@@ -59,14 +71,60 @@ pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Resu
     if r.bad_packets > 0 {
         writeln!(out, "  not MoldUDP64 {:>13}", group(r.bad_packets))?;
     }
-    for gap in &r.lost {
+    write_lost_ranges(out, &r.lost)?;
+    writeln!(out, "  ended        {}", r.end)
+}
+
+/// Every range declared lost, compactly: how many messages in how many ranges, then each
+/// range when there are few; when there are many, the first and last few and a line that
+/// says how many ranges and messages lie between them, unlisted. Nothing when nothing was
+/// lost.
+///
+/// # Errors
+///
+/// Whatever `out` returns.
+pub fn write_lost_ranges(out: &mut impl Write, lost: &LostRanges) -> io::Result<()> {
+    let ranges = lost.ranges();
+    if ranges.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  DECLARED LOST {} messages in {} ranges",
+        group(lost.messages()),
+        group(ranges.len() as u64)
+    )?;
+    let write_range = |out: &mut dyn Write, g: &GapRange| {
         writeln!(
             out,
-            "  LOST         sequences {} ..= {}",
-            gap.first, gap.last
-        )?;
+            "  LOST         sequences {} ..= {} ({})",
+            g.first,
+            g.last,
+            group(g.len())
+        )
+    };
+    if ranges.len() <= LOST_LISTED_IN_FULL {
+        for g in ranges {
+            write_range(out, g)?;
+        }
+        return Ok(());
     }
-    writeln!(out, "  ended        {}", r.end)
+    let (head, rest) = ranges.split_at(LOST_LISTED_AT_EACH_END);
+    let (middle, tail) = rest.split_at(rest.len() - LOST_LISTED_AT_EACH_END);
+    for g in head {
+        write_range(out, g)?;
+    }
+    let unlisted: u64 = middle.iter().map(GapRange::len).sum();
+    writeln!(
+        out,
+        "  LOST         ... {} more ranges ({} messages) not listed ...",
+        group(middle.len() as u64),
+        group(unlisted)
+    )?;
+    for g in tail {
+        write_range(out, g)?;
+    }
+    Ok(())
 }
 
 /// A SoupBinTCP reader's connections, and why it ended.
@@ -86,7 +144,15 @@ pub fn write_soup_source(out: &mut impl Write, r: &SoupSourceReport) -> io::Resu
 mod tests {
     use super::*;
     use crate::pipeline::SourceEnd;
-    use ticklane_feed::moldudp64::{GapRange, RecoveryStats};
+    use ticklane_feed::moldudp64::RecoveryStats;
+
+    fn lost(ranges: &[(u64, u64)]) -> LostRanges {
+        let mut l = LostRanges::default();
+        for &(first, last) in ranges {
+            l.push(GapRange { first, last });
+        }
+        l
+    }
 
     fn text(write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> String {
         let mut out = Vec::new();
@@ -107,16 +173,7 @@ mod tests {
                 ..RecoveryStats::default()
             },
             messages: 99_000,
-            lost: vec![
-                GapRange {
-                    first: 10,
-                    last: 12,
-                },
-                GapRange {
-                    first: 50,
-                    last: 53,
-                },
-            ],
+            lost: lost(&[(10, 12), (50, 53)]),
             bad_packets: 0,
             recv_errors: Default::default(),
             request_send_errors: Default::default(),
@@ -125,9 +182,40 @@ mod tests {
         assert_eq!(
             text(|out| write_mold_source(out, &report)),
             "  packets              12,345   gaps 3   recovered 1,000   lost 7   duplicates 2   requests 4\n\
-             \x20 LOST         sequences 10 ..= 12\n\
-             \x20 LOST         sequences 50 ..= 53\n\
+             \x20 DECLARED LOST 7 messages in 2 ranges\n\
+             \x20 LOST         sequences 10 ..= 12 (3)\n\
+             \x20 LOST         sequences 50 ..= 53 (4)\n\
              \x20 ended        end of session\n"
+        );
+    }
+
+    #[test]
+    fn many_lost_ranges_list_both_ends_and_count_the_rest() {
+        // 20 ranges of 2 messages each, 10 apart: 3 listed at each end, 14 counted.
+        let ranges: Vec<(u64, u64)> = (0..20).map(|i| (10 * i + 1, 10 * i + 2)).collect();
+        let text = text(|out| write_lost_ranges(out, &lost(&ranges)));
+        assert_eq!(
+            text,
+            "  DECLARED LOST 40 messages in 20 ranges\n\
+             \x20 LOST         sequences 1 ..= 2 (2)\n\
+             \x20 LOST         sequences 11 ..= 12 (2)\n\
+             \x20 LOST         sequences 21 ..= 22 (2)\n\
+             \x20 LOST         ... 14 more ranges (28 messages) not listed ...\n\
+             \x20 LOST         sequences 171 ..= 172 (2)\n\
+             \x20 LOST         sequences 181 ..= 182 (2)\n\
+             \x20 LOST         sequences 191 ..= 192 (2)\n"
+        );
+    }
+
+    #[test]
+    fn eight_lost_ranges_are_all_listed_and_none_print_nothing() {
+        let ranges: Vec<(u64, u64)> = (0..8).map(|i| (5 * i + 1, 5 * i + 1)).collect();
+        let text8 = text(|out| write_lost_ranges(out, &lost(&ranges)));
+        assert_eq!(text8.lines().count(), 9, "{text8}");
+        assert!(!text8.contains("not listed"), "{text8}");
+        assert_eq!(
+            text(|out| write_lost_ranges(out, &LostRanges::default())),
+            ""
         );
     }
 

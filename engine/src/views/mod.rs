@@ -21,7 +21,10 @@ pub use crate::digit_groups::group;
 pub use book_ladder::{write_book_ladder, write_tops};
 pub use book_view::write_book_view;
 pub use exit_status::ExitStatus;
-pub use line_summary::{write_latency, write_mold_source, write_overload, write_soup_source};
+pub use line_summary::{
+    write_latency, write_lost_ranges, write_mold_source, write_overload, write_soup_source,
+    NO_REQUEST_SERVER,
+};
 pub use sim_summary::{write_mold_sim_stats, write_soup_sim_stats};
 pub use snapshot_status::{age, header_status, slot_flags, SILENT_AFTER_NS};
 pub use time_of_day::time_of_day;

@@ -177,6 +177,7 @@ fn status_of(summary: &ReplaySummary) -> ExitStatus {
     match summary.exit_status() {
         ReplayExit::Success => ExitStatus::Success,
         ReplayExit::Failure => ExitStatus::Failure,
+        ReplayExit::DeclaredLost => ExitStatus::DeclaredLost,
     }
 }
 
