@@ -34,9 +34,8 @@ pub struct PacketCounts {
     pub gaps: u64,
     /// Messages missing in those ranges.
     pub missing_messages: u64,
-    /// The lost ranges as inclusive `[first, last]` sequence ranges: all of them while
-    /// `gaps` is at most the capture reader's list (1,024 ranges); beyond it the first ones,
-    /// and [`PacketCounts::unlisted_gaps`] says how many more.
+    /// Every lost range, as inclusive `[first, last]` sequence ranges (the capture reader
+    /// keeps them all; [`PacketCounts::unlisted_gaps`] stays 0 unless a reader ever caps it).
     pub gap_ranges: Vec<[u64; 2]>,
     /// Messages skipped because their sequence was already applied.
     pub duplicates: u64,

@@ -38,8 +38,9 @@ pub(crate) trait FrameSource {
     fn next_frame(&mut self, window: &mut Window) -> Result<Option<Frame>, Fault>;
 }
 
-/// How many lost ranges a capture's statistics keep; later ones are only counted.
-pub(crate) const GAP_RANGES_KEPT: usize = 1024;
+/// Lost ranges a capture's statistics hold before their list first grows (it keeps them
+/// all: the list grows once per declared gap, never per message).
+pub(crate) const GAP_RANGES_RESERVED: usize = 1024;
 
 /// Packets the reorder store holds while a gap waits for reordered packets.
 const REORDER_PACKETS: usize = 1024;
@@ -98,7 +99,7 @@ struct Delivery {
     copies: Vec<u8>,
     /// Index in the window of the packet being fed (its header's first byte).
     packet_at: usize,
-    /// The first lost ranges; `stats().gaps_lost` counts them all.
+    /// Every lost range, in the order declared.
     lost: Vec<GapRange>,
 }
 
@@ -130,9 +131,7 @@ impl RecoverySink for Delivery {
     }
 
     fn lost(&mut self, gap: GapRange) {
-        if self.lost.len() < GAP_RANGES_KEPT {
-            self.lost.push(gap);
-        }
+        self.lost.push(gap);
     }
 
     /// Never called: replay runs with retransmission off, so nothing is asked for.
@@ -166,7 +165,7 @@ impl<F: FrameSource> PacketStream<F> {
                 head: 0,
                 copies: Vec::with_capacity(REORDER_PACKET_LEN),
                 packet_at: 0,
-                lost: Vec::with_capacity(GAP_RANGES_KEPT),
+                lost: Vec::with_capacity(GAP_RANGES_RESERVED),
             },
             ended: false,
             last_copied: false,
