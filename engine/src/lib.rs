@@ -16,7 +16,8 @@
 //! | 5 | `overload` | sojourn detection, shedding publisher, subscriber fan-out |
 //! | 6 | `pipeline` | threads, ring, sources (capture, MoldUDP64, SoupBinTCP), the book stage |
 //! | 7 | `config` | the run configuration file |
-//! | 8 | `replay`, `live`, `tail`, `views` | the applications that wire the floors below |
+//! | 8 | `replay`, `live`, `tail` | the applications that wire the floors below |
+//! | 9 | `views` | what the binary prints of their reports, and the exit status each earns |
 //!
 //! The `ticklane` binary sits above them all: it parses arguments, calls one application
 //! and prints.

@@ -24,7 +24,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("replay", 8),
     ("live", 8),
     ("tail", 8),
-    ("views", 8),
+    ("views", 9),
 ];
 
 fn floor(module: &str) -> Option<u8> {

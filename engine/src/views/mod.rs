@@ -4,13 +4,14 @@
 //! simulator, and the process exit statuses. The binary parses arguments, calls an
 //! application and hands its report to one of these; tests read the same text.
 //!
-//! Views see reports and books from the floors below (books, snapshot, overload, pipeline,
-//! the feed's simulator); they never run anything. Times that age against the wall clock
+//! Views sit above the applications (floor 9): they see the reports of a replay, a live
+//! line or the demo and the books and snapshot below, and never run anything. Times that age against the wall clock
 //! take the current time as an argument, so a test can pin it.
 
 mod book_ladder;
 mod book_view;
 mod exit_status;
+mod line_report;
 mod line_summary;
 mod sim_summary;
 mod snapshot_status;
@@ -21,6 +22,10 @@ pub use crate::digit_groups::group;
 pub use book_ladder::{write_book_ladder, write_tops};
 pub use book_view::write_book_view;
 pub use exit_status::ExitStatus;
+pub use line_report::{
+    declared_lost, demo_status, line_run_status, ready_line, write_demo_intro, write_demo_report,
+    write_line_run, write_source,
+};
 pub use line_summary::{
     write_latency, write_lost_ranges, write_mold_source, write_overload, write_soup_source,
     NO_REQUEST_SERVER,

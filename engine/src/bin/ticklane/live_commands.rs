@@ -1,9 +1,9 @@
 //! `ticklane run`, `ticklane sim` and `ticklane record`: argument parsing and printing only;
 //! the work is in `ticklane_engine::live` and `ticklane_feed::sim`.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,14 +13,13 @@ use clap::Args;
 use ticklane_engine::config::{FeedConfig, RunConfig};
 use ticklane_engine::live::{
     install_shutdown, record_udp, run_demo, run_line, DemoConfig, ExchangeSim, ExchangeSimConfig,
-    LineSource, LineSourceReport, TransportCheck,
+    LineSource,
 };
 use ticklane_engine::overload::OverloadConfig;
-use ticklane_engine::pipeline::{human_ns, Percentiles};
 use ticklane_engine::snapshot::SnapshotWriter;
 use ticklane_engine::views::{
-    group, write_latency, write_mold_sim_stats, write_mold_source, write_overload,
-    write_soup_sim_stats, write_soup_source, ExitStatus, NO_REQUEST_SERVER,
+    demo_status, group, line_run_status, ready_line, write_demo_intro, write_demo_report,
+    write_line_run, write_mold_sim_stats, write_soup_sim_stats, ExitStatus, NO_REQUEST_SERVER,
 };
 use ticklane_feed::capture::ReadOptions;
 use ticklane_feed::sim::{BurstLoss, Faults, GenConfig, Interruption, MessageLog, Rate};
@@ -149,76 +148,17 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     let source = LineSource::open(&feed, &pipeline)?;
     println!("{}", ready_line(path, &source)?);
     let run = run_line(source, pipeline, snapshot, OverloadConfig::default(), &stop)?;
-    let report = &run.report;
-    let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "  messages     {:>14}   in {:.3} s",
-        group(report.book.messages),
-        report.elapsed.as_secs_f64()
-    )?;
-    if unrecoverable {
-        writeln!(out, "  retransmit   {NO_REQUEST_SERVER}")?;
-    }
-    write_source(&mut out, &report.source)?;
-    let latency = &report.book.latency;
-    write_latency(
-        &mut out,
-        "receive -> applied",
-        &Percentiles::of(&latency.receive_to_applied),
-    )?;
-    write_latency(
-        &mut out,
-        "receive -> published",
-        &Percentiles::of(&latency.receive_to_published),
-    )?;
-    write_overload(&mut out, run.overload.as_ref())?;
-    // A failure outranks loss: the loss count of a line that failed may be incomplete.
-    Ok(if report.source.end().is_error() {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::of_loss(declared_lost(&report.source))
-    })
-}
-
-/// Messages the line declared lost: a MoldUDP64 line's lost ranges; SoupBinTCP cannot
-/// declare loss (TCP delivers in order or the session fails).
-fn declared_lost(source: &LineSourceReport) -> u64 {
-    match source {
-        LineSourceReport::Mold(r) => r.lost.messages(),
-        LineSourceReport::Soup(_) => 0,
-    }
-}
-
-/// The line a parent process waits for: printed once the signal handlers are installed and
-/// a MoldUDP64 line's sockets are bound (a SoupBinTCP line connects when it runs).
-fn ready_line(config: &Path, source: &LineSource) -> io::Result<String> {
-    let listening = match source {
-        LineSource::Mold(s) => format!("MoldUDP64 bound on {}", s.local_addr()?),
-        LineSource::Soup(_) => "SoupBinTCP connecting".to_string(),
-    };
-    Ok(format!(
-        "ticklane run: ready ({}; {listening}; Ctrl-C stops, drains and flushes)",
-        config.display()
-    ))
-}
-
-fn write_source(out: &mut impl Write, source: &LineSourceReport) -> io::Result<()> {
-    match source {
-        LineSourceReport::Mold(r) => write_mold_source(out, r),
-        LineSourceReport::Soup(r) => write_soup_source(out, r),
-    }
+    write_line_run(&mut io::stdout().lock(), &run, unrecoverable)?;
+    Ok(line_run_status(&run))
 }
 
 fn demo(args: &RunArgs, stop: &AtomicBool) -> Result<ExitStatus> {
-    println!(
-        "ticklane live demo: a simulated exchange sends {} messages as MoldUDP64 over loopback UDP at {} msg/s,\n\
-         dropping {:.1}% of packets; the pipeline (reader thread -> SPSC ring -> book thread -> snapshot)\n\
-         recovers them from the retransmission server.\n",
-        group(args.messages),
-        group(args.rate),
-        args.drop * 100.0
-    );
+    write_demo_intro(
+        &mut io::stdout().lock(),
+        args.messages,
+        args.rate,
+        args.drop,
+    )?;
     let config = DemoConfig {
         progress: io::stdout().is_terminal(),
         messages: args.messages,
@@ -226,57 +166,13 @@ fn demo(args: &RunArgs, stop: &AtomicBool) -> Result<ExitStatus> {
         drop_ratio: args.drop,
         ..DemoConfig::default()
     };
-    let r = run_demo(config, stop)?;
-    let mut out = io::stdout().lock();
-    writeln!(
-        out,
-        "  messages     {:>14}   in {:.3} s = {:.2} M msg/s",
-        group(r.messages),
-        r.elapsed.as_secs_f64(),
-        r.messages as f64 / r.elapsed.as_secs_f64() / 1e6
-    )?;
-    write_source(&mut out, &r.source)?;
-    write_latency(&mut out, "receive -> applied", &r.receive_to_applied)?;
-    write_latency(&mut out, "receive -> published", &r.receive_to_published)?;
-    write_overload(&mut out, r.overload.as_ref())?;
-    if r.interrupted {
-        writeln!(
-            out,
-            "  interrupted  by a signal, after {} messages",
-            group(r.messages)
-        )?;
-    }
-    let check = match r.transport {
-        TransportCheck::Same { messages } => format!(
-            "books equal a replay of the {} messages received (the transport check: same messages, same books)",
-            group(messages)
-        ),
-        TransportCheck::Differs { messages } => format!(
-            "books DIFFER FROM a replay of the {} messages received: the transport changed them",
-            group(messages)
-        ),
-        TransportCheck::Unknown => {
-            "not compared: the line was not MoldUDP64, so what it delivered is not known by sequence".to_string()
-        }
-    };
-    writeln!(out, "  snapshot     {check}")?;
-    writeln!(
-        out,
-        "\n  (latency from the reader's receive stamp to the snapshot slot published; p50 {} here on a\n   shared 2-core machine with spin-yield waits. Next: `ticklane run --config FILE` for a real line.)",
-        human_ns(r.receive_to_published.p50)
-    )?;
-    // The day is accounted for when every message was applied or declared lost; loss is a
-    // status of its own, below a failure.
-    let lost = declared_lost(&r.source);
-    Ok(if !r.transport.is_same() {
-        ExitStatus::Failure
-    } else if r.interrupted || stop.load(Ordering::Relaxed) {
-        ExitStatus::Interrupted
-    } else if r.messages + lost == args.messages {
-        ExitStatus::of_loss(lost)
-    } else {
-        ExitStatus::Failure
-    })
+    let report = run_demo(config, stop)?;
+    write_demo_report(&mut io::stdout().lock(), &report)?;
+    Ok(demo_status(
+        &report,
+        args.messages,
+        stop.load(Ordering::Relaxed),
+    ))
 }
 
 /// `ticklane sim`.
