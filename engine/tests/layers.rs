@@ -1,14 +1,15 @@
-//! The engine's layers, kept true by reading its sources: a module may name only modules on
-//! a lower floor (`crate::…` paths, in `use` lines or anywhere in code, tests included).
-//! Floors follow the data, lowest first; the table is the one in `engine/src/lib.rs` and the
-//! README's layout section. A new top-level module must be given a floor here.
+//! The layers of the engine and of the feed crate, kept true by reading their sources: a
+//! module may name only modules on a lower floor (`crate::…` paths, in `use` lines or anywhere
+//! in code, tests included). Floors follow the data, lowest first; the engine's table is the
+//! one in `engine/src/lib.rs` and the README's layout section. A new top-level module must be
+//! given a floor here.
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Every top-level module of `engine/src`, with its floor.
-const FLOORS: &[(&str, u8)] = &[
+const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("sync", 0),
     ("clock", 0),
     ("digit_groups", 0),
@@ -27,12 +28,29 @@ const FLOORS: &[(&str, u8)] = &[
     ("views", 9),
 ];
 
-fn floor(module: &str) -> Option<u8> {
-    FLOORS.iter().find(|(m, _)| *m == module).map(|&(_, f)| f)
+/// Every top-level module of `feed/src`, with its floor: bytes and protocol machines below,
+/// the files and sockets that feed them above, the simulator (which uses all of them) on top.
+const FEED_FLOORS: &[(&str, u8)] = &[
+    ("itch", 0),
+    ("rng", 0),
+    ("net", 0),
+    ("resilience", 1),
+    ("moldudp64", 2),
+    ("soupbintcp", 3),
+    ("capture", 3),
+    ("sim", 4),
+];
+
+fn floor(floors: &[(&str, u8)], module: &str) -> Option<u8> {
+    floors.iter().find(|(m, _)| *m == module).map(|&(_, f)| f)
 }
 
 fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn feed_src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../feed/src")
 }
 
 /// Every `.rs` file under `dir`, except the binary's (it may use anything: it is on top).
@@ -50,9 +68,9 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a source file belongs to (`None` for `lib.rs`).
-fn module_of(path: &Path) -> Option<String> {
-    let relative = path.strip_prefix(src_dir()).expect("under src");
+/// The top-level module a source file under `root` belongs to (`None` for `lib.rs`).
+fn module_of(root: &Path, path: &Path) -> Option<String> {
+    let relative = path.strip_prefix(root).expect("under src");
     let first = relative.components().next()?.as_os_str().to_string_lossy();
     let name = first.strip_suffix(".rs").unwrap_or(&first).to_string();
     (name != "lib").then_some(name)
@@ -139,21 +157,22 @@ fn modules_named(code: &str) -> BTreeSet<String> {
     named
 }
 
-#[test]
-fn no_engine_module_names_one_on_its_floor_or_above() {
+/// Every import of the crate under `root` against `floors`: the number of cross-module
+/// names checked, and the violations.
+fn violations(root: &Path, floors: &[(&str, u8)]) -> (usize, Vec<String>) {
     let mut files = Vec::new();
-    sources(&src_dir(), &mut files);
+    sources(root, &mut files);
     files.sort();
-    assert!(files.len() > 40, "found only {} sources", files.len());
+    assert!(files.len() > 20, "found only {} sources", files.len());
     let mut violations = Vec::new();
     let mut checked = 0;
     for path in &files {
-        let Some(module) = module_of(path) else {
+        let Some(module) = module_of(root, path) else {
             continue;
         };
-        let own = floor(&module).unwrap_or_else(|| {
+        let own = floor(floors, &module).unwrap_or_else(|| {
             panic!(
-                "{}: module `{module}` has no floor; add it to FLOORS here and to the table in lib.rs",
+                "{}: module `{module}` has no floor; add it to the floors in engine/tests/layers.rs (and the engine's table in lib.rs)",
                 path.display()
             )
         });
@@ -163,7 +182,7 @@ fn no_engine_module_names_one_on_its_floor_or_above() {
                 continue;
             }
             checked += 1;
-            match floor(&named) {
+            match floor(floors, &named) {
                 Some(theirs) if theirs < own => {}
                 Some(theirs) => violations.push(format!(
                     "{}: `{module}` (floor {own}) names `crate::{named}` (floor {theirs})",
@@ -176,6 +195,12 @@ fn no_engine_module_names_one_on_its_floor_or_above() {
             }
         }
     }
+    (checked, violations)
+}
+
+#[test]
+fn no_engine_module_names_one_on_its_floor_or_above() {
+    let (checked, violations) = violations(&src_dir(), ENGINE_FLOORS);
     assert!(
         checked > 50,
         "only {checked} cross-module names found: the scan is broken"
@@ -183,6 +208,20 @@ fn no_engine_module_names_one_on_its_floor_or_above() {
     assert!(
         violations.is_empty(),
         "imports against the layers:\n{}",
+        violations.join("\n")
+    );
+}
+
+#[test]
+fn no_feed_module_names_one_on_its_floor_or_above() {
+    let (checked, violations) = violations(&feed_src_dir(), FEED_FLOORS);
+    assert!(
+        checked > 10,
+        "only {checked} cross-module names found: the scan is broken"
+    );
+    assert!(
+        violations.is_empty(),
+        "imports against the feed's layers:\n{}",
         violations.join("\n")
     );
 }
@@ -215,7 +254,7 @@ fn every_top_level_module_has_a_floor() {
     assert!(declared.len() >= 10, "lib.rs declares {declared:?}");
     for module in declared {
         assert!(
-            floor(module).is_some(),
+            floor(ENGINE_FLOORS, module).is_some(),
             "lib.rs declares `{module}` without a floor"
         );
     }

@@ -1324,7 +1324,7 @@ mod tests {
 
     /// A seeded network that drops, duplicates and reorders packets.
     struct LossyNet {
-        rng: crate::sim::SplitMix64,
+        rng: crate::rng::SplitMix64,
         in_flight: Vec<InFlight>,
         order: u64,
         drop: f64,
@@ -1361,7 +1361,7 @@ mod tests {
     fn simulate(seed: u64, total: u64, answers: bool, drop: f64) -> (Recorder, RecoveryStats) {
         let s = session(b"SIM");
         let mut net = LossyNet {
-            rng: crate::sim::SplitMix64::new(seed),
+            rng: crate::rng::SplitMix64::new(seed),
             in_flight: Vec::new(),
             order: 0,
             drop,

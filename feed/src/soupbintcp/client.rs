@@ -397,7 +397,7 @@ impl SoupClient {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::SplitMix64;
+    use crate::rng::SplitMix64;
     use crate::soupbintcp::test_support::*;
     use proptest::prelude::*;
 
