@@ -182,9 +182,8 @@ impl SoupSource {
         client: &mut SoupClient,
         frames: &mut Q,
         clock: Clock,
-        stop: &AtomicBool,
+        (stop, deadline): (&AtomicBool, Option<u64>),
         report: &mut SoupSourceReport,
-        deadline: Option<u64>,
         line: &mut LineTracker,
     ) -> Outcome {
         let now = |c: &Clock| Duration::from_nanos(c.now_ns());
@@ -357,9 +356,8 @@ impl FrameSource for SoupSource {
                 &mut client,
                 &mut frames,
                 clock,
-                stop,
+                (stop, deadline),
                 &mut report,
-                deadline,
                 &mut line,
             );
             match outcome {
