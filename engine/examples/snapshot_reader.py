@@ -26,24 +26,28 @@ import sys
 import time
 
 MAGIC = b"TICKLANE"
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 BYTE_ORDER_MARK = 0x01020304
 HEADER_SIZE = 128
 SLOT_FIXED_SIZE = 136  # the sequence word and the 128-byte fixed payload
 LEVEL_SIZE = 16
 
 # Native byte order, no padding: the writer's order, checked against BYTE_ORDER_MARK below.
-HEADER = struct.Struct("=8sIIIIII Q II QQQQQ")  # magic .. behind_ns, 88 bytes
+HEADER = struct.Struct("=8sIIIIII Q II QQQQQ QQQQQ")  # magic .. full_publications, 128 bytes
 PAYLOAD = struct.Struct("=8sHBBI QQQQQ II IIQ IIQ IIQQQ")  # 128 bytes
 LEVEL = struct.Struct("=IIQ")  # price, orders, qty
 WORD = struct.Struct("=Q")
 
 INSTRUMENTS_OFFSET = 64
 FLAGS_OFFSET = 72
-HEADER_STALE, HEADER_CLOSED = 1, 2
-SLOT_STALE, SLOT_CROSSED, SLOT_BEHIND = 1, 2, 4
+STALE_SINCE_OFFSET, LINE_STATE_OFFSET = 88, 96
+MAYBE_BAD_SINCE_OFFSET, LOST_OFFSET, FULL_OFFSET = 104, 112, 120
+HEADER_STALE, HEADER_CLOSED, HEADER_MAYBE_BAD = 1, 2, 4
+SLOT_STALE, SLOT_CROSSED, SLOT_BEHIND, SLOT_MAYBE_BAD = 1, 2, 4, 8
+LINE_STATES = ["live", "silent", "disconnected", "reconnecting", "ended silent",
+               "ended with an error"]
 
-assert HEADER.size == 88 and PAYLOAD.size == 128 and LEVEL.size == LEVEL_SIZE
+assert HEADER.size == 128 and PAYLOAD.size == 128 and LEVEL.size == LEVEL_SIZE
 
 
 class SnapshotError(Exception):
@@ -63,14 +67,15 @@ class Snapshot:
         if len(self.map) < HEADER_SIZE:
             raise SnapshotError(f"{path}: {len(self.map)} bytes, shorter than a header")
         (magic, version, byte_order, header_size, slot_size, capacity, depth, file_size,
-         pid, _reserved0, _created, _heartbeat, _instruments, _flags, _behind) = \
+         pid, _reserved0, _created, _heartbeat, _instruments, _flags, _behind,
+         _stale_since, _line_state, _maybe_bad_since, _lost, _full) = \
             HEADER.unpack_from(self.map, 0)
         if magic != MAGIC:
             raise SnapshotError(f"{path}: not a ticklane snapshot (bad magic)")
         if byte_order != BYTE_ORDER_MARK:
             raise SnapshotError(f"{path}: written with another byte order")
         if version != LAYOUT_VERSION:
-            raise SnapshotError(f"{path}: layout version {version}, this reader knows 1")
+            raise SnapshotError(f"{path}: layout version {version}, this reader knows {LAYOUT_VERSION}")
         if not (1 <= capacity <= 65536 and 1 <= depth <= 1024):
             raise SnapshotError(f"{path}: capacity {capacity} or depth {depth} out of range")
         expected_slot = SLOT_FIXED_SIZE + 2 * depth * LEVEL_SIZE
@@ -91,8 +96,28 @@ class Snapshot:
         return min(count, self.capacity)
 
     def flags(self):
-        """Engine-wide flags: HEADER_STALE, HEADER_CLOSED."""
+        """Engine-wide flags: HEADER_STALE, HEADER_CLOSED, HEADER_MAYBE_BAD."""
         return WORD.unpack_from(self.map, FLAGS_OFFSET)[0]
+
+    def status(self):
+        """The engine-wide status as words: `STALE (why) since NS`, `MAYBE_BAD since NS
+        (N lost)`, `FULL (N publications lost)`, `CLOSED`; empty when live and nothing lost.
+        The flags word is read first: the writer stores a since-when before its flag."""
+        flags = self.flags()
+        word = lambda at: WORD.unpack_from(self.map, at)[0]
+        words = []
+        if flags & HEADER_STALE:
+            code = word(LINE_STATE_OFFSET)
+            why = LINE_STATES[code] if code < len(LINE_STATES) else f"state {code}"
+            words.append(f"STALE ({why}) since {word(STALE_SINCE_OFFSET)} ns")
+        if flags & HEADER_MAYBE_BAD:
+            words.append(f"MAYBE_BAD since {word(MAYBE_BAD_SINCE_OFFSET)} ns "
+                         f"({word(LOST_OFFSET)} messages lost)")
+        if word(FULL_OFFSET):
+            words.append(f"FULL ({word(FULL_OFFSET)} publications lost)")
+        if flags & HEADER_CLOSED:
+            words.append("CLOSED")
+        return " ".join(words)
 
     def read_slot(self, slot, attempts=10_000):
         """Copies slot `slot` consistently; returns a dict of its fields."""
@@ -178,10 +203,14 @@ def show(snap, stock, out):
             continue
         if s["symbol"] != stock:
             continue
-        names = [n for bit, n in ((SLOT_STALE, "STALE"), (SLOT_CROSSED, "CROSSED"),
-                                  (SLOT_BEHIND, "BEHIND")) if s["flags"] & bit]
+        names = [n for bit, n in ((SLOT_STALE, "STALE"), (SLOT_MAYBE_BAD, "MAYBE_BAD"),
+                                  (SLOT_CROSSED, "CROSSED"), (SLOT_BEHIND, "BEHIND"))
+                 if s["flags"] & bit]
         out.write(f"{stock} (locate {s['locate']}) state {s['trading_state'] or '-'} "
                   f"{' '.join(names)}\n")
+        status = snap.status()
+        if status:
+            out.write(f"engine: {status}\n")
         for n in range(max(len(s["bids"]), len(s["asks"]))):
             bid = s["bids"][n] if n < len(s["bids"]) else None
             ask = s["asks"][n] if n < len(s["asks"]) else None

@@ -19,6 +19,72 @@ pub struct Arrival {
     pub recv_ns: u64,
 }
 
+/// What the feed line is doing, as the reader thread saw it: the book thread learns it in
+/// order with the messages (a control frame through the ring) and hands it to the publisher.
+///
+/// Every state but [`FeedState::Live`] means the books are the last known state, not live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FeedState {
+    /// Data (or heartbeats) arriving.
+    Live,
+    /// Nothing arrived, not even a heartbeat, for the line's stale threshold.
+    Silent,
+    /// The connection is down and not yet being made again (SoupBinTCP).
+    Disconnected,
+    /// The connection is being made again (SoupBinTCP).
+    Reconnecting,
+    /// The line ended because it went silent: not a clean exit.
+    EndedSilent,
+    /// The line ended with a runtime error: not a clean exit.
+    EndedError,
+}
+
+impl FeedState {
+    /// Every state, in code order (the code is the index).
+    pub const ALL: [FeedState; 6] = [
+        FeedState::Live,
+        FeedState::Silent,
+        FeedState::Disconnected,
+        FeedState::Reconnecting,
+        FeedState::EndedSilent,
+        FeedState::EndedError,
+    ];
+
+    /// A one-byte code, for a control frame.
+    pub const fn code(self) -> u8 {
+        match self {
+            FeedState::Live => 0,
+            FeedState::Silent => 1,
+            FeedState::Disconnected => 2,
+            FeedState::Reconnecting => 3,
+            FeedState::EndedSilent => 4,
+            FeedState::EndedError => 5,
+        }
+    }
+
+    /// The state of a code; `None` if unknown.
+    pub fn from_code(code: u8) -> Option<Self> {
+        Self::ALL.get(usize::from(code)).copied()
+    }
+
+    /// Whether the books are stale in this state.
+    pub const fn is_stale(self) -> bool {
+        !matches!(self, FeedState::Live)
+    }
+}
+
+/// Messages the feed line declared lost (its recovery gave up on them): every book may be
+/// wrong from here on, an ITCH gap can touch any of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeclaredLoss {
+    /// The first sequence number lost.
+    pub first: u64,
+    /// How many messages, from `first` on.
+    pub count: u64,
+    /// When it was declared, wall-clock ns since the Unix epoch.
+    pub at_ns: u64,
+}
+
 /// Where the book thread sends changed state (the snapshot file, a subscriber, a test).
 pub trait Publisher {
     /// The message is about to be applied (an execution's order is still in the book).
@@ -44,6 +110,11 @@ pub trait Publisher {
     /// [`Publisher::idle`], as often; keep it cheap when there is nothing to do.
     #[inline(always)]
     fn drained(&mut self, _books: &Books, _now_ns: u64) {}
+    /// The feed line changed state (`since_ns`: when the state began, wall-clock ns since the
+    /// Unix epoch), in order with the messages around it. Cold.
+    fn line_state(&mut self, _books: &Books, _state: FeedState, _since_ns: u64) {}
+    /// The feed line declared messages lost, in order with the messages around it. Cold.
+    fn declared_loss(&mut self, _books: &Books, _loss: DeclaredLoss) {}
     /// The feed ended: flush and close.
     fn finish(&mut self, _books: &Books) {}
 }

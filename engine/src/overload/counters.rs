@@ -5,6 +5,9 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Counters in [`OverloadCounters::fields`].
+const FIELDS: usize = 12;
+
 /// Overload counters of one publisher (the book thread's publication and its consumers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OverloadCounters {
@@ -32,6 +35,9 @@ pub struct OverloadCounters {
     pub events_expired: u64,
     /// Consumers cut loose because an event that cannot be conflated could not be delivered.
     pub consumers_cut: u64,
+    /// Publications (and trades) lost because the snapshot was full: an instrument beyond
+    /// its slot capacity. Also in the snapshot header's `full_publications`.
+    pub snapshot_full: u64,
 }
 
 impl OverloadCounters {
@@ -59,7 +65,7 @@ impl OverloadCounters {
     }
 
     /// `(name, value)` of every counter, in a fixed order (names as the metrics use them).
-    pub fn fields(&self) -> [(&'static str, u64); 11] {
+    pub fn fields(&self) -> [(&'static str, u64); FIELDS] {
         [
             ("published", self.published),
             ("shed", self.shed),
@@ -72,6 +78,7 @@ impl OverloadCounters {
             ("events_conflated", self.events_conflated),
             ("events_expired", self.events_expired),
             ("consumers_cut", self.consumers_cut),
+            ("snapshot_full", self.snapshot_full),
         ]
     }
 }
@@ -80,7 +87,7 @@ impl OverloadCounters {
 /// by anyone (a metrics endpoint). `Send` and `Sync`; share it in an `Arc`.
 #[derive(Debug, Default)]
 pub struct SharedCounters {
-    cells: [AtomicU64; 11],
+    cells: [AtomicU64; FIELDS],
 }
 
 impl SharedCounters {
@@ -107,6 +114,7 @@ impl SharedCounters {
             events_conflated: v(8),
             events_expired: v(9),
             consumers_cut: v(10),
+            snapshot_full: v(11),
         }
     }
 }
@@ -130,6 +138,7 @@ mod tests {
             &mut c.events_conflated,
             &mut c.events_expired,
             &mut c.consumers_cut,
+            &mut c.snapshot_full,
         ]
         .into_iter()
         .enumerate()
@@ -140,6 +149,6 @@ mod tests {
         shared.store(&c);
         assert_eq!(shared.load(), c);
         assert!(c.to_json().starts_with("{\"published\":1,\"shed\":2"));
-        assert!(c.to_text().ends_with("consumers_cut=11"));
+        assert!(c.to_text().ends_with("consumers_cut=11 snapshot_full=12"));
     }
 }

@@ -16,7 +16,7 @@ use super::subscribers::EventFanout;
 use crate::book::Applied;
 use crate::book::Books;
 use crate::book::{trade_of, Trade};
-use crate::publish::{Arrival, Publisher};
+use crate::publish::{Arrival, DeclaredLoss, FeedState, Publisher};
 
 /// How publication is served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -111,6 +111,14 @@ pub trait StateSink {
     fn set_engine_behind(&mut self, _behind_ns: u64) {}
     /// The input was idle: time for periodic work (a heartbeat).
     fn idle(&mut self) {}
+    /// The feed line changed state (see [`Publisher::line_state`]).
+    fn line_state(&mut self, _state: FeedState, _since_ns: u64) {}
+    /// The feed line declared messages lost (see [`Publisher::declared_loss`]).
+    fn declared_loss(&mut self, _loss: DeclaredLoss) {}
+    /// Publications (and trades) refused so far because the sink had no room.
+    fn refused(&self) -> u64 {
+        0
+    }
     /// The feed ended; everything pending has been published.
     fn finish(&mut self, _books: &Books) {}
 }
@@ -186,6 +194,7 @@ impl<S: StateSink> SheddingPublisher<S> {
     /// The counters now.
     pub fn counters(&self) -> OverloadCounters {
         let mut c = self.counters;
+        c.snapshot_full = self.sink.refused();
         c.overload_episodes = self.detector.episodes();
         c.max_sojourn_ns = self.detector.max_sojourn_ns();
         if let Some((_, fanout)) = &self.events {
@@ -410,6 +419,14 @@ impl<S: StateSink> Publisher for SheddingPublisher<S> {
             self.last_idle_ns = now_ns;
             self.sink.idle();
         }
+    }
+
+    fn line_state(&mut self, _books: &Books, state: FeedState, since_ns: u64) {
+        self.sink.line_state(state, since_ns);
+    }
+
+    fn declared_loss(&mut self, _books: &Books, loss: DeclaredLoss) {
+        self.sink.declared_loss(loss);
     }
 
     fn finish(&mut self, books: &Books) {

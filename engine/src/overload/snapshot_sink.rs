@@ -1,5 +1,6 @@
 //! The snapshot file as a [`StateSink`]: publications (each with the trades of its message),
-//! and the behind marks.
+//! the behind marks, the line's state (`STALE` with since-when) and declared losses
+//! (`MAYBE_BAD`).
 #![forbid(unsafe_code)]
 
 use ticklane_feed::itch::Locate;
@@ -7,7 +8,8 @@ use ticklane_feed::itch::Locate;
 use super::shedding_publisher::{Change, StateSink};
 use crate::book::Books;
 use crate::book::Trade;
-use crate::snapshot::{wall_clock_ns, SnapshotWriter};
+use crate::publish::{DeclaredLoss, FeedState};
+use crate::snapshot::{wall_clock_ns, LineState, SnapshotWriter};
 
 /// Heartbeat period of the snapshot header: readers call a writer silent after 5 s.
 const HEARTBEAT_NS: u64 = 250_000_000;
@@ -26,7 +28,8 @@ pub struct SnapshotSink {
     /// Wall-clock ns minus pipeline-clock ns (wrapping), and the wall-clock ns when it was
     /// measured; `None` before the first publication.
     wall_offset: Option<(u64, u64)>,
-    /// Publications that failed because the snapshot was full (instrument capacity).
+    /// Publications (and trades) that failed because the snapshot was full (instrument
+    /// capacity): in the overload counters as `snapshot_full` and in the header.
     pub full: u64,
 }
 
@@ -116,8 +119,32 @@ impl StateSink for SnapshotSink {
         }
     }
 
+    fn line_state(&mut self, state: FeedState, since_ns: u64) {
+        self.writer.set_line_state(line_state(state), since_ns);
+    }
+
+    fn declared_loss(&mut self, loss: DeclaredLoss) {
+        self.writer.declare_loss(loss.count, loss.at_ns);
+    }
+
+    fn refused(&self) -> u64 {
+        self.full
+    }
+
     fn finish(&mut self, _books: &Books) {
         self.writer.heartbeat(wall_clock_ns());
+    }
+}
+
+/// The snapshot header's code for the pipeline's feed state.
+fn line_state(state: FeedState) -> LineState {
+    match state {
+        FeedState::Live => LineState::Live,
+        FeedState::Silent => LineState::Silent,
+        FeedState::Disconnected => LineState::Disconnected,
+        FeedState::Reconnecting => LineState::Reconnecting,
+        FeedState::EndedSilent => LineState::EndedSilent,
+        FeedState::EndedError => LineState::EndedError,
     }
 }
 

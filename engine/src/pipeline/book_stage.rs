@@ -76,9 +76,25 @@ impl<P: Publisher> BookStage<P> {
             // end's time.
             let mut now_ns = None;
             let taken = frames.read_with(BATCH, |frame| {
-                if frame.kind() != Some(FrameKind::Message) {
-                    ended = true;
-                    return true;
+                match frame.kind() {
+                    Some(FrameKind::Message) => {}
+                    Some(FrameKind::LineState) => {
+                        if let Some((state, since_ns)) = frame.line_state() {
+                            self.publisher
+                                .line_state(self.applier.books(), state, since_ns);
+                        }
+                        return false;
+                    }
+                    Some(FrameKind::Loss) => {
+                        if let Some(loss) = frame.declared_loss() {
+                            self.publisher.declared_loss(self.applier.books(), loss);
+                        }
+                        return false;
+                    }
+                    Some(FrameKind::End) | None => {
+                        ended = true;
+                        return true;
+                    }
                 }
                 let taken_ns = *now_ns.get_or_insert_with(|| self.clock.now_ns());
                 let publisher = &mut self.publisher;

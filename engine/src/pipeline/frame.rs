@@ -2,7 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::publish::Arrival;
+use crate::publish::{Arrival, DeclaredLoss, FeedState};
 
 /// Longest ITCH 5.0 message (`I`, 50 bytes) fits with room for future types.
 pub const MAX_MESSAGE: usize = 96;
@@ -15,6 +15,11 @@ pub enum FrameKind {
     Message = 1,
     /// The feed ended (end of session, end of file, or shutdown): drain and stop.
     End = 2,
+    /// A control frame: the feed line changed state (see [`Frame::line_state`]). It travels
+    /// through the ring so that it takes effect exactly between the messages around it.
+    LineState = 3,
+    /// A control frame: the feed line declared messages lost (see [`Frame::declared_loss`]).
+    Loss = 4,
 }
 
 /// One ring slot, two cache lines, plain old data: written in place by the reader thread,
@@ -83,12 +88,55 @@ impl Frame {
         self.recv_ns = recv_ns;
     }
 
+    /// Marks the frame as a line state change: `state` since `since_ns` (wall-clock ns since
+    /// the Unix epoch), taken by the reader at `recv_ns`.
+    pub fn set_line_state(&mut self, state: FeedState, since_ns: u64, recv_ns: u64) {
+        self.kind = FrameKind::LineState as u8;
+        self.bytes[0] = state.code();
+        self.bytes[1..9].copy_from_slice(&since_ns.to_le_bytes());
+        self.len = 9;
+        self.seq = 0;
+        self.recv_ns = recv_ns;
+        self.intended_ns = 0;
+    }
+
+    /// The state change a [`FrameKind::LineState`] frame carries, with its since-when.
+    pub fn line_state(&self) -> Option<(FeedState, u64)> {
+        if self.kind() != Some(FrameKind::LineState) {
+            return None;
+        }
+        let state = FeedState::from_code(self.bytes[0])?;
+        Some((state, word(&self.bytes, 1)))
+    }
+
+    /// Marks the frame as a declared loss, taken by the reader at `recv_ns`.
+    pub fn set_declared_loss(&mut self, loss: DeclaredLoss, recv_ns: u64) {
+        self.kind = FrameKind::Loss as u8;
+        self.bytes[0..8].copy_from_slice(&loss.count.to_le_bytes());
+        self.bytes[8..16].copy_from_slice(&loss.at_ns.to_le_bytes());
+        self.len = 16;
+        self.seq = loss.first;
+        self.recv_ns = recv_ns;
+        self.intended_ns = 0;
+    }
+
+    /// The loss a [`FrameKind::Loss`] frame carries.
+    pub fn declared_loss(&self) -> Option<DeclaredLoss> {
+        (self.kind() == Some(FrameKind::Loss)).then(|| DeclaredLoss {
+            first: self.seq,
+            count: word(&self.bytes, 0),
+            at_ns: word(&self.bytes, 8),
+        })
+    }
+
     /// What the frame carries (`None` for a corrupt kind byte, which never happens).
     #[inline(always)]
     pub fn kind(&self) -> Option<FrameKind> {
         match self.kind {
             1 => Some(FrameKind::Message),
             2 => Some(FrameKind::End),
+            3 => Some(FrameKind::LineState),
+            4 => Some(FrameKind::Loss),
             _ => None,
         }
     }
@@ -97,5 +145,39 @@ impl Frame {
     #[inline(always)]
     pub fn message(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len).min(MAX_MESSAGE)]
+    }
+}
+
+/// The little-endian u64 at `bytes[at..at + 8]`.
+fn word(bytes: &[u8; MAX_MESSAGE], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_frames_round_trip_and_are_not_messages() {
+        let mut f: Frame = bytemuck::Zeroable::zeroed();
+        for state in FeedState::ALL {
+            f.set_line_state(state, 1_700_000_000_123_456_789, 5);
+            assert_eq!(f.kind(), Some(FrameKind::LineState));
+            assert_eq!(f.line_state(), Some((state, 1_700_000_000_123_456_789)));
+            assert_eq!(f.declared_loss(), None);
+        }
+        let loss = DeclaredLoss {
+            first: 43,
+            count: 221_000,
+            at_ns: 9,
+        };
+        f.set_declared_loss(loss, 6);
+        assert_eq!(f.kind(), Some(FrameKind::Loss));
+        assert_eq!(f.declared_loss(), Some(loss));
+        assert_eq!(f.line_state(), None);
+        assert!(f.set_message(b"S", 1, 0, 0));
+        assert_eq!((f.line_state(), f.declared_loss()), (None, None));
     }
 }

@@ -19,11 +19,16 @@ use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
 use crate::clock::Clock;
+use crate::publish::{DeclaredLoss, FeedState};
+use crate::snapshot::wall_clock_ns;
 
 const DATA: Token = Token(0);
 const REQUESTS: Token = Token(1);
 /// Largest datagram read.
 const DATAGRAM: usize = 65_536;
+/// The longest silence before the books are flagged stale, whatever the silence timeout:
+/// MoldUDP64 heartbeats come every second, so two missed ones mean the line is down.
+const STALE_AFTER_MAX: Duration = Duration::from_secs(2);
 
 /// A MoldUDP64 feed line.
 #[derive(Clone, Debug)]
@@ -39,6 +44,15 @@ pub struct MoldFeedConfig {
     pub silence_timeout: Duration,
     /// End after this long in any case (tests, demos); `None` runs until end of session.
     pub max_duration: Option<Duration>,
+}
+
+impl MoldFeedConfig {
+    /// How long the line may be silent (no packet, not even a heartbeat) before its books are
+    /// flagged `STALE`: half the silence timeout, at most 2 s, so that a reader is told well
+    /// before the line is given up.
+    pub fn stale_after(&self) -> Duration {
+        (self.silence_timeout / 2).min(STALE_AFTER_MAX)
+    }
 }
 
 impl Default for MoldFeedConfig {
@@ -146,6 +160,41 @@ struct Sink<'a, Q> {
     abandoned: bool,
 }
 
+impl<Q: FrameProducer> Sink<'_, Q> {
+    /// Tells the book thread, in order with the messages, that `gap` is lost: every book may
+    /// be wrong from here on.
+    #[cold]
+    fn declare(&mut self, gap: GapRange) {
+        let loss = DeclaredLoss {
+            first: gap.first,
+            count: gap.len(),
+            at_ns: wall_clock_ns(),
+        };
+        let recv_ns = self.recv_ns;
+        if !self.frames.push_waiting(self.waiter, |f: &mut Frame| {
+            f.set_declared_loss(loss, recv_ns)
+        }) {
+            self.abandoned = true;
+        }
+    }
+}
+
+/// Tells the book thread, in order with the messages, that the line is now `state`, since
+/// `since_ns` on the pipeline clock (turned into wall-clock time here: a cold path).
+fn push_line_state<Q: FrameProducer>(
+    frames: &mut Q,
+    waiter: &mut Waiter,
+    clock: Clock,
+    state: FeedState,
+    since_ns: u64,
+) -> bool {
+    let now_ns = clock.now_ns();
+    let since_wall = wall_clock_ns().saturating_sub(now_ns.saturating_sub(since_ns));
+    frames.push_waiting(waiter, |f: &mut Frame| {
+        f.set_line_state(state, since_wall, now_ns)
+    })
+}
+
 impl<Q: FrameProducer> RecoverySink for Sink<'_, Q> {
     #[inline]
     fn message(&mut self, m: Delivered<'_>) {
@@ -163,7 +212,8 @@ impl<Q: FrameProducer> RecoverySink for Sink<'_, Q> {
         self.report.messages += 1;
     }
 
-    fn lost(&mut self, _gap: GapRange) {
+    fn lost(&mut self, gap: GapRange) {
+        self.declare(gap);
         // The recovery machine keeps every declared range; the report takes them at the end.
     }
 
@@ -216,6 +266,8 @@ impl FrameSource for MoldSource {
         let mut events = Events::with_capacity(64);
         let started = clock.now_ns();
         let mut last_heard = started;
+        let stale_after = self.config.stale_after().as_nanos() as u64;
+        let mut line = FeedState::Live;
         let busy = self.wait == WaitStrategy::BusySpin;
         report.end = loop {
             if stop.load(Ordering::Relaxed) {
@@ -227,6 +279,12 @@ impl FrameSource for MoldSource {
             }
             if now_ns - last_heard > self.config.silence_timeout.as_nanos() as u64 {
                 break SourceEnd::Silent(self.config.silence_timeout);
+            }
+            if line == FeedState::Live && now_ns - last_heard > stale_after {
+                line = FeedState::Silent;
+                if !push_line_state(&mut frames, &mut waiter, clock, line, last_heard) {
+                    break SourceEnd::BookThreadGone;
+                }
             }
             if let Some(max) = self.config.max_duration {
                 if now_ns - started > max.as_nanos() as u64 {
@@ -287,6 +345,15 @@ impl FrameSource for MoldSource {
                     };
                     sink.recv_ns = clock.now_ns();
                     last_heard = sink.recv_ns;
+                    if line != FeedState::Live {
+                        // Any packet, a heartbeat too, says the line is up again; it goes
+                        // ahead of the packet's messages.
+                        line = FeedState::Live;
+                        if !push_line_state(sink.frames, sink.waiter, clock, line, sink.recv_ns) {
+                            sink.abandoned = true;
+                            break;
+                        }
+                    }
                     match Packet::parse(datagram) {
                         Ok(packet) => recovery.on_packet(
                             &packet,
@@ -305,6 +372,16 @@ impl FrameSource for MoldSource {
         };
         report.recovery = recovery.stats();
         report.lost = recovery.lost_ranges().clone();
+        // A line that ended badly leaves its books stale, and the snapshot not closed.
+        let ended_badly = match report.end {
+            SourceEnd::Silent(_) => Some((FeedState::EndedSilent, last_heard)),
+            SourceEnd::Error(_) => Some((FeedState::EndedError, clock.now_ns())),
+            _ => None,
+        };
+        if let Some((state, since_ns)) = ended_badly {
+            // A snapshot already stale keeps its since-when.
+            push_line_state(&mut frames, &mut waiter, clock, state, since_ns);
+        }
         frames.push_end(&mut waiter, clock.now_ns());
         report
     }

@@ -16,10 +16,48 @@ use super::source_end::{Chain, DropCounts, DropReason, PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
 use crate::clock::Clock;
+use crate::publish::FeedState;
+use crate::snapshot::wall_clock_ns;
 
 const CONNECTION: Token = Token(0);
 /// Dropped connections kept, with their reasons, in the report (every one is counted).
 pub const DROPS_KEPT: usize = 16;
+/// The longest silence on a connection before the books are flagged stale, whatever the
+/// server timeout: SoupBinTCP servers send a heartbeat every second.
+const STALE_AFTER_MAX: Duration = Duration::from_secs(2);
+
+/// The line's state as the book thread last heard it, and the pushes that tell it more.
+struct LineTracker {
+    state: FeedState,
+    /// Set if the book thread went away while being told.
+    gone: bool,
+}
+
+impl LineTracker {
+    /// Tells the book thread (a control frame, in order with the messages) that the line is
+    /// `state` since `since_ns` on the pipeline clock, if that is news.
+    #[cold]
+    fn set<Q: FrameProducer>(
+        &mut self,
+        frames: &mut Q,
+        waiter: &mut Waiter,
+        clock: Clock,
+        state: FeedState,
+        since_ns: u64,
+    ) {
+        if state == self.state {
+            return;
+        }
+        self.state = state;
+        let now_ns = clock.now_ns();
+        let since_wall = wall_clock_ns().saturating_sub(now_ns.saturating_sub(since_ns));
+        if !frames.push_waiting(waiter, |f: &mut Frame| {
+            f.set_line_state(state, since_wall, now_ns)
+        }) {
+            self.gone = true;
+        }
+    }
+}
 
 /// A SoupBinTCP feed line.
 #[derive(Clone, Debug)]
@@ -144,9 +182,9 @@ impl SoupSource {
         client: &mut SoupClient,
         frames: &mut Q,
         clock: Clock,
-        stop: &AtomicBool,
+        (stop, deadline): (&AtomicBool, Option<u64>),
         report: &mut SoupSourceReport,
-        deadline: Option<u64>,
+        line: &mut LineTracker,
     ) -> Outcome {
         let now = |c: &Clock| Duration::from_nanos(c.now_ns());
         let mut waiter = Waiter::new(self.wait);
@@ -176,7 +214,14 @@ impl SoupSource {
         let mut events = Events::with_capacity(16);
         let connect_by = clock.now_ns() + self.config.connect_timeout.as_nanos() as u64;
         let mut connected = false;
+        let stale_after = (self.config.client.server_timeout / 2)
+            .min(STALE_AFTER_MAX)
+            .as_nanos() as u64;
+        let mut last_heard = clock.now_ns();
         loop {
+            if line.gone {
+                return Outcome::Done(SourceEnd::BookThreadGone);
+            }
             if stop.load(Ordering::Relaxed) {
                 return Outcome::Done(SourceEnd::Stopped);
             }
@@ -218,16 +263,33 @@ impl SoupSource {
                     Err(e) => return connect_failed(&e),
                 }
             }
+            if connected
+                && line.state == FeedState::Live
+                && clock.now_ns().saturating_sub(last_heard) > stale_after
+            {
+                line.set(frames, &mut waiter, clock, FeedState::Silent, last_heard);
+            }
             // Read until WouldBlock, handing every frame to the client machine.
             loop {
                 match feed.read_into(client.read_buf()) {
-                    Ok(TcpRead::Data(n)) => client.commit_read(n, now(&clock)),
+                    Ok(TcpRead::Data(n)) => {
+                        last_heard = clock.now_ns();
+                        client.commit_read(n, now(&clock));
+                    }
                     Ok(TcpRead::WouldBlock) => break,
                     Ok(TcpRead::Closed) => return Outcome::Dropped(DropReason::Closed),
                     Err(e) => return Outcome::Dropped(DropReason::Read(OsError::of(&e))),
                 }
                 let recv_ns = clock.now_ns();
                 while let Some(event) = client.poll_event() {
+                    if event.is_ok() && line.state != FeedState::Live {
+                        // Anything the server sends (login accepted, a heartbeat, data) says
+                        // the line is up again; it goes ahead of the data.
+                        line.set(frames, &mut waiter, clock, FeedState::Live, recv_ns);
+                        if line.gone {
+                            return Outcome::Done(SourceEnd::BookThreadGone);
+                        }
+                    }
                     match event {
                         Ok(ClientEvent::Sequenced { seq, payload }) => {
                             if !frames.push_waiting(&mut waiter, |f: &mut Frame| {
@@ -284,10 +346,32 @@ impl FrameSource for SoupSource {
             .map(|d| clock.now_ns() + d.as_nanos() as u64);
         let mut client = SoupClient::new(self.config.client);
         let mut attempts = 0;
+        let mut waiter = Waiter::new(self.wait);
+        let mut line = LineTracker {
+            state: FeedState::Live,
+            gone: false,
+        };
         report.end = loop {
-            match self.connection(&mut client, &mut frames, clock, stop, &mut report, deadline) {
+            let outcome = self.connection(
+                &mut client,
+                &mut frames,
+                clock,
+                (stop, deadline),
+                &mut report,
+                &mut line,
+            );
+            match outcome {
                 Outcome::Done(why) => break why,
                 Outcome::Dropped(reason) => {
+                    // Stale from the drop on (a snapshot keeps the since-when of a silence
+                    // that came before it).
+                    line.set(
+                        &mut frames,
+                        &mut waiter,
+                        clock,
+                        FeedState::Reconnecting,
+                        clock.now_ns(),
+                    );
                     report.drops.record(DroppedConnection {
                         attempt: attempts + 1,
                         at_ns: clock.now_ns(),
@@ -306,7 +390,17 @@ impl FrameSource for SoupSource {
                 }
             }
         };
-        frames.push_end(&mut Waiter::new(self.wait), clock.now_ns());
+        if report.end.is_error() {
+            // A line that ended badly leaves its books stale, and the snapshot not closed.
+            line.set(
+                &mut frames,
+                &mut waiter,
+                clock,
+                FeedState::EndedError,
+                clock.now_ns(),
+            );
+        }
+        frames.push_end(&mut waiter, clock.now_ns());
         report
     }
 }

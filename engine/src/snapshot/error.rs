@@ -107,6 +107,21 @@ pub enum SnapshotError {
         /// [`MAX_DEPTH`](super::layout::MAX_DEPTH).
         max_depth: usize,
     },
+    /// Another writer holds the path: one writer per snapshot file. Stop that engine, or give
+    /// this one another snapshot path.
+    #[error(
+        "{path}: another engine is writing this snapshot ({}; lock held on {lock}); \
+         stop it or choose another snapshot path",
+        holder_text(*.holder_pid)
+    )]
+    Locked {
+        /// The snapshot file.
+        path: PathBuf,
+        /// The lock file whose `flock` is held.
+        lock: PathBuf,
+        /// The holder's pid, as it wrote it into the lock file (if readable).
+        holder_pid: Option<u32>,
+    },
     /// The file does not start with `TICKLANE`: not a snapshot file.
     #[error("{path}: not a ticklane snapshot (bad magic)")]
     BadMagic {
@@ -152,4 +167,9 @@ pub enum SnapshotError {
     /// Writing an export failed.
     #[error("writing the export: {0}")]
     Output(#[source] io::Error),
+}
+
+/// `pid N`, or `pid unknown`.
+fn holder_text(pid: Option<u32>) -> String {
+    pid.map_or_else(|| "pid unknown".to_string(), |p| format!("pid {p}"))
 }

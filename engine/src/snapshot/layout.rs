@@ -1,4 +1,4 @@
-//! The snapshot file's binary layout, version 1: what every reader, in any language, relies on.
+//! The snapshot file's binary layout, version 2: what every reader, in any language, relies on.
 //!
 //! The file is a header of [`HEADER_SIZE`] bytes followed by `slot_capacity` slots of
 //! `slot_size` bytes each, one per instrument. Every field is in the writer's native byte order
@@ -11,7 +11,7 @@
 //! | offset | size | field | meaning |
 //! | ---: | ---: | --- | --- |
 //! | 0 | 8 | `magic` | the ASCII bytes `TICKLANE` |
-//! | 8 | 4 | `layout_version` | `1`; a reader refuses any other |
+//! | 8 | 4 | `layout_version` | `2`; a reader refuses any other (version 1 had no line state, loss or full counters: bytes 88 to 128 were reserved) |
 //! | 12 | 4 | `byte_order` | `0x01020304` as written by the writer; reads as `0x04030201` on a host of the other endianness |
 //! | 16 | 4 | `header_size` | `128`: slot 0 starts here |
 //! | 20 | 4 | `slot_size` | bytes per slot: `136 + 32 * depth` |
@@ -23,13 +23,23 @@
 //! | 48 | 8 | `created_ns` | wall-clock time the file was created, ns since the Unix epoch |
 //! | 56 | 8 | `heartbeat_ns` | wall-clock time of the writer's latest heartbeat, ns since the Unix epoch; a heartbeat that stops advancing means the writer is gone |
 //! | 64 | 8 | `instruments` | slots in use: slots `0 .. instruments` are initialised (stored with Release after the slot is written) |
-//! | 72 | 8 | `flags` | bit 0 `STALE`: the feed is down, books are the last known state; bit 1 `CLOSED`: the writer exited cleanly |
+//! | 72 | 8 | `flags` | bit 0 `STALE`: the feed is down, books are the last known state (since `stale_since_ns`, why in `line_state`); bit 1 `CLOSED`: the writer exited cleanly (the feed ended or a signal stopped it); bit 2 `MAYBE_BAD`: messages were declared lost, any book may be wrong until rebuilt |
 //! | 80 | 8 | `behind_ns` | how far publication lags the feed, in ns (0 when keeping up) |
-//! | 88 | 40 | `reserved` | 0 |
+//! | 88 | 8 | `stale_since_ns` | wall-clock time `STALE` was set, ns since the Unix epoch; 0 while not stale |
+//! | 96 | 8 | `line_state` | the feed line's state: 0 live, 1 silent, 2 disconnected, 3 reconnecting, 4 ended silent, 5 ended with an error (4 and 5 leave `STALE` set and `CLOSED` clear) |
+//! | 104 | 8 | `maybe_bad_since_ns` | wall-clock time of the first declared loss, ns since the Unix epoch; 0 while `MAYBE_BAD` is clear |
+//! | 112 | 8 | `lost_messages` | messages the feed line declared lost so far |
+//! | 120 | 8 | `full_publications` | publications lost because every slot was taken (an instrument past `slot_capacity`) |
 //!
 //! Bytes 0 to 56 never change once the file is in place (the writer builds the file under a
-//! temporary name and renames it). Bytes 56 to 88 are four independent words, each updated
-//! atomically on its own.
+//! temporary name and renames it). Bytes 56 to 128 are independent words, each updated
+//! atomically on its own; a reader that wants `STALE` with its since-when reads `flags`, then
+//! `stale_since_ns` (the writer stores the time before it sets the flag).
+//!
+//! One writer per file: the writer holds an advisory lock (`flock`) on `PATH.lock` next to
+//! the file for its whole life; a second writer on the same path is refused, naming the
+//! holder's pid (written into the lock file). The lock dies with the process, so a restart
+//! after `kill -9` needs no manual step.
 //!
 //! # Slot (`136 + 32 * depth` bytes, slot `i` at offset `header_size + i * slot_size`)
 //!
@@ -48,7 +58,7 @@
 //! | 16 | 8 | 2 | `locate` | ITCH stock locate |
 //! | 18 | 10 | 1 | `trading_state` | latest `H` state (`T`, `H`, `P`, `Q`), 0 if none seen |
 //! | 19 | 11 | 1 | `reserved` | 0 |
-//! | 20 | 12 | 4 | `flags` | bit 0 `STALE`: this instrument's feed is down; bit 1 `CROSSED`: bid at or above ask; bit 2 `BEHIND`: publication is behind for this instrument |
+//! | 20 | 12 | 4 | `flags` | bit 0 `STALE`: this instrument's feed is down (since the header's `stale_since_ns`); bit 1 `CROSSED`: bid at or above ask; bit 2 `BEHIND`: publication is behind for this instrument; bit 3 `MAYBE_BAD`: messages were declared lost, this book may be wrong until rebuilt |
 //! | 24 | 16 | 8 | `feed_seq` | feed sequence number of the last message applied to this book |
 //! | 32 | 24 | 8 | `exchange_ts_ns` | ITCH timestamp of that message, ns since midnight |
 //! | 40 | 32 | 8 | `updated_ns` | local wall-clock time stamped on the last publication, ns since the Unix epoch (the engine stamps when its book thread took the message published) |
@@ -78,7 +88,7 @@ pub const MAGIC: [u8; 8] = *b"TICKLANE";
 
 /// The layout version this code writes and reads. Any change to a field's offset, size or
 /// meaning bumps it.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 
 /// Written in native order; a reader of the other endianness sees `0x0403_0201`.
 pub const BYTE_ORDER_MARK: u32 = 0x0102_0304;
@@ -106,6 +116,8 @@ pub const MAX_CAPACITY: usize = 1 << 16;
 pub const HEADER_STALE: u64 = 1 << 0;
 /// Header `flags` bit: the writer exited cleanly; nothing will change any more.
 pub const HEADER_CLOSED: u64 = 1 << 1;
+/// Header `flags` bit: messages were declared lost; any book may be wrong until rebuilt.
+pub const HEADER_MAYBE_BAD: u64 = 1 << 2;
 
 /// Slot `flags` bit: this instrument's feed is down; its book is the last known state.
 pub const SLOT_STALE: u32 = 1 << 0;
@@ -113,6 +125,9 @@ pub const SLOT_STALE: u32 = 1 << 0;
 pub const SLOT_CROSSED: u32 = 1 << 1;
 /// Slot `flags` bit: publication of this instrument is behind (see `behind_since_ns`).
 pub const SLOT_BEHIND: u32 = 1 << 2;
+/// Slot `flags` bit: messages were declared lost; this book may be wrong until rebuilt (as
+/// Databento's `MAYBE_BAD_BOOK`).
+pub const SLOT_MAYBE_BAD: u32 = 1 << 3;
 
 /// The file header, exactly as it lies at offset 0 (see the [module docs](self)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
@@ -148,8 +163,16 @@ pub struct SnapshotHeader {
     pub flags: u64,
     /// How far publication lags the feed, in ns.
     pub behind_ns: u64,
-    /// Zero.
-    pub reserved: [u64; 5],
+    /// When `STALE` was set, wall-clock ns since the Unix epoch; 0 while not stale.
+    pub stale_since_ns: u64,
+    /// The feed line's state, a [`LineState`] code.
+    pub line_state: u64,
+    /// When the first loss was declared, wall-clock ns since the Unix epoch; 0 if none.
+    pub maybe_bad_since_ns: u64,
+    /// Messages the feed line declared lost so far.
+    pub lost_messages: u64,
+    /// Publications lost because every slot was taken.
+    pub full_publications: u64,
 }
 
 impl SnapshotHeader {
@@ -162,6 +185,86 @@ impl SnapshotHeader {
     pub fn is_closed(&self) -> bool {
         self.flags & HEADER_CLOSED != 0
     }
+
+    /// The `MAYBE_BAD` flag: messages were declared lost; any book may be wrong.
+    pub fn is_maybe_bad(&self) -> bool {
+        self.flags & HEADER_MAYBE_BAD != 0
+    }
+
+    /// When the feed went stale (wall-clock ns since the Unix epoch), while it is.
+    pub fn stale_since(&self) -> Option<u64> {
+        (self.is_stale() && self.stale_since_ns != 0).then_some(self.stale_since_ns)
+    }
+
+    /// The feed line's state; `None` for a code this reader does not know.
+    pub fn line(&self) -> Option<LineState> {
+        LineState::from_code(self.line_state)
+    }
+}
+
+/// A feed line's state as the snapshot header records it (`line_state`).
+///
+/// Every state but [`LineState::Live`] means the books are the last known state, not live:
+/// the header and every slot carry `STALE`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum LineState {
+    /// Data (or heartbeats) arriving.
+    Live = 0,
+    /// Nothing arrived, not even a heartbeat, for the line's stale threshold.
+    Silent = 1,
+    /// The connection is down (SoupBinTCP) and not yet being made again.
+    Disconnected = 2,
+    /// The connection is being made again (SoupBinTCP).
+    Reconnecting = 3,
+    /// The line ended because it went silent: the writer is gone, the books are stale, and
+    /// `CLOSED` stays clear.
+    EndedSilent = 4,
+    /// The line ended with a runtime error: as [`LineState::EndedSilent`].
+    EndedError = 5,
+}
+
+impl LineState {
+    /// The header's code for this state.
+    pub const fn code(self) -> u64 {
+        self as u64
+    }
+
+    /// The state of a header code; `None` if unknown.
+    pub const fn from_code(code: u64) -> Option<Self> {
+        Some(match code {
+            0 => LineState::Live,
+            1 => LineState::Silent,
+            2 => LineState::Disconnected,
+            3 => LineState::Reconnecting,
+            4 => LineState::EndedSilent,
+            5 => LineState::EndedError,
+            _ => return None,
+        })
+    }
+
+    /// Whether the books are stale in this state (every state but live).
+    pub const fn is_stale(self) -> bool {
+        !matches!(self, LineState::Live)
+    }
+
+    /// Whether the line ended badly in this state (the file must not say `CLOSED`).
+    pub const fn is_failed_end(self) -> bool {
+        matches!(self, LineState::EndedSilent | LineState::EndedError)
+    }
+
+    /// A word for people: `live`, `silent`, `disconnected`, `reconnecting`, `ended silent`,
+    /// `ended with an error`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            LineState::Live => "live",
+            LineState::Silent => "silent",
+            LineState::Disconnected => "disconnected",
+            LineState::Reconnecting => "reconnecting",
+            LineState::EndedSilent => "ended silent",
+            LineState::EndedError => "ended with an error",
+        }
+    }
 }
 
 /// Word index (offset / 8) of [`SnapshotHeader::heartbeat_ns`].
@@ -172,6 +275,17 @@ pub const INSTRUMENTS_WORD: usize = core::mem::offset_of!(SnapshotHeader, instru
 pub const FLAGS_WORD: usize = core::mem::offset_of!(SnapshotHeader, flags) / 8;
 /// Word index of [`SnapshotHeader::behind_ns`].
 pub const BEHIND_WORD: usize = core::mem::offset_of!(SnapshotHeader, behind_ns) / 8;
+/// Word index of [`SnapshotHeader::stale_since_ns`].
+pub const STALE_SINCE_WORD: usize = core::mem::offset_of!(SnapshotHeader, stale_since_ns) / 8;
+/// Word index of [`SnapshotHeader::line_state`].
+pub const LINE_STATE_WORD: usize = core::mem::offset_of!(SnapshotHeader, line_state) / 8;
+/// Word index of [`SnapshotHeader::maybe_bad_since_ns`].
+pub const MAYBE_BAD_SINCE_WORD: usize =
+    core::mem::offset_of!(SnapshotHeader, maybe_bad_since_ns) / 8;
+/// Word index of [`SnapshotHeader::lost_messages`].
+pub const LOST_WORD: usize = core::mem::offset_of!(SnapshotHeader, lost_messages) / 8;
+/// Word index of [`SnapshotHeader::full_publications`].
+pub const FULL_WORD: usize = core::mem::offset_of!(SnapshotHeader, full_publications) / 8;
 /// Header words before the first one that changes after creation.
 pub const STATIC_HEADER_WORDS: usize = HEARTBEAT_WORD;
 
@@ -200,7 +314,7 @@ pub struct SlotPayload {
     pub trading_state: u8,
     /// Zero.
     pub reserved: u8,
-    /// [`SLOT_STALE`], [`SLOT_CROSSED`], [`SLOT_BEHIND`].
+    /// [`SLOT_STALE`], [`SLOT_CROSSED`], [`SLOT_BEHIND`], [`SLOT_MAYBE_BAD`].
     pub flags: u32,
     /// Feed sequence number of the last message applied.
     pub feed_seq: u64,
@@ -310,10 +424,24 @@ mod tests {
         assert_eq!(offset_of!(SnapshotHeader, instruments), 64);
         assert_eq!(offset_of!(SnapshotHeader, flags), 72);
         assert_eq!(offset_of!(SnapshotHeader, behind_ns), 80);
-        assert_eq!(offset_of!(SnapshotHeader, reserved), 88);
+        assert_eq!(offset_of!(SnapshotHeader, stale_since_ns), 88);
+        assert_eq!(offset_of!(SnapshotHeader, line_state), 96);
+        assert_eq!(offset_of!(SnapshotHeader, maybe_bad_since_ns), 104);
+        assert_eq!(offset_of!(SnapshotHeader, lost_messages), 112);
+        assert_eq!(offset_of!(SnapshotHeader, full_publications), 120);
         assert_eq!(
             (HEARTBEAT_WORD, INSTRUMENTS_WORD, FLAGS_WORD, BEHIND_WORD),
             (7, 8, 9, 10)
+        );
+        assert_eq!(
+            (
+                STALE_SINCE_WORD,
+                LINE_STATE_WORD,
+                MAYBE_BAD_SINCE_WORD,
+                LOST_WORD,
+                FULL_WORD
+            ),
+            (11, 12, 13, 14, 15)
         );
     }
 

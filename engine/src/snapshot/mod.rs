@@ -47,7 +47,7 @@ pub use book_csv::{
 };
 pub use clock::wall_clock_ns;
 pub use error::{PublishError, ReadError, SnapshotError};
-pub use layout::{Geometry, LevelRecord, SlotPayload, SnapshotHeader, DEFAULT_DEPTH};
+pub use layout::{Geometry, LevelRecord, LineState, SlotPayload, SnapshotHeader, DEFAULT_DEPTH};
 pub use reader::{SnapshotReader, DEFAULT_READ_ATTEMPTS};
 pub use state::{InstrumentState, LastTrade, SlotFlags};
 pub use writer::SnapshotWriter;

@@ -307,12 +307,13 @@ mod tests {
             SnapshotReader::open(&path),
             Err(SnapshotError::BadMagic { .. })
         ));
-        let (_d, path) = patched(|b| b[8..12].copy_from_slice(&2u32.to_ne_bytes()));
+        // Version 1 had no line state or loss words: its bytes 88 to 128 are not those.
+        let (_d, path) = patched(|b| b[8..12].copy_from_slice(&1u32.to_ne_bytes()));
         assert!(matches!(
             SnapshotReader::open(&path),
             Err(SnapshotError::UnsupportedVersion {
-                found: 2,
-                supported: 1,
+                found: 1,
+                supported: 2,
                 ..
             })
         ));

@@ -2,7 +2,9 @@
 
 use ticklane_feed::itch::{Alpha, Locate, Nanos, Price, Stock};
 
-use super::layout::{LevelRecord, SlotPayload, SLOT_BEHIND, SLOT_CROSSED, SLOT_STALE};
+use super::layout::{
+    LevelRecord, SlotPayload, SLOT_BEHIND, SLOT_CROSSED, SLOT_MAYBE_BAD, SLOT_STALE,
+};
 use crate::book::LevelView;
 
 /// A slot's status flags.
@@ -23,6 +25,11 @@ impl SlotFlags {
     /// Publication of this instrument is behind the feed.
     pub fn is_behind(self) -> bool {
         self.0 & SLOT_BEHIND != 0
+    }
+
+    /// Messages were declared lost: this book may be wrong until rebuilt.
+    pub fn is_maybe_bad(self) -> bool {
+        self.0 & SLOT_MAYBE_BAD != 0
     }
 }
 
@@ -49,7 +56,7 @@ pub struct InstrumentState {
     pub locate: Locate,
     /// Latest `H` trading state (`T`, `H`, `P`, `Q`), if one was seen.
     pub trading_state: Option<u8>,
-    /// Stale, crossed, behind.
+    /// Stale, crossed, behind, maybe bad.
     pub flags: SlotFlags,
     /// Feed sequence number of the last message applied.
     pub feed_seq: u64,

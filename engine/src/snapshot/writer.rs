@@ -8,8 +8,8 @@
 //! per book change, and a reader never sees a trade before the book that reflects it.
 
 use core::sync::atomic::{AtomicU64, Ordering};
-use std::fs::{self, OpenOptions};
-use std::io;
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use memmap2::MmapOptions;
@@ -18,10 +18,11 @@ use ticklane_feed::itch::{Locate, Nanos};
 use super::clock::wall_clock_ns;
 use super::error::{PublishError, SnapshotError};
 use super::layout::{
-    Geometry, LevelRecord, SlotPayload, SnapshotHeader, BEHIND_WORD, BYTE_ORDER_MARK,
-    FIXED_PAYLOAD_WORDS, FLAGS_WORD, HEADER_CLOSED, HEADER_SIZE, HEADER_STALE, HEARTBEAT_WORD,
-    INSTRUMENTS_WORD, LAYOUT_VERSION, MAGIC, MAX_CAPACITY, MAX_DEPTH, SLOT_BEHIND, SLOT_CROSSED,
-    SLOT_STALE,
+    Geometry, LevelRecord, LineState, SlotPayload, SnapshotHeader, BEHIND_WORD, BYTE_ORDER_MARK,
+    FIXED_PAYLOAD_WORDS, FLAGS_WORD, FULL_WORD, HEADER_CLOSED, HEADER_MAYBE_BAD, HEADER_SIZE,
+    HEADER_STALE, HEARTBEAT_WORD, INSTRUMENTS_WORD, LAYOUT_VERSION, LINE_STATE_WORD, LOST_WORD,
+    MAGIC, MAX_CAPACITY, MAX_DEPTH, MAYBE_BAD_SINCE_WORD, SLOT_BEHIND, SLOT_CROSSED,
+    SLOT_MAYBE_BAD, SLOT_STALE, STALE_SINCE_WORD,
 };
 use super::mapping::WritableWords;
 use crate::book::Trade;
@@ -50,13 +51,16 @@ struct PendingTrades {
 /// nothing, makes no system call and never reads the file back. Slots are handed out in order
 /// of first sight, so the file's used slots are always `0 .. instruments`.
 ///
-/// There is one writer per file: `SnapshotWriter` is `Send` (it may move to the book thread)
-/// and its per-instrument methods take `&mut self`. Readers in any process see each slot
-/// change atomically.
+/// There is one writer per file, in this process and across processes: the writer holds an
+/// advisory lock on `PATH.lock` for its whole life (see [`SnapshotWriter::create`]).
+/// `SnapshotWriter` is `Send` (it may move to the book thread) and its per-instrument methods
+/// take `&mut self`. Readers in any process see each slot change atomically.
 ///
 /// Dropping the writer marks the file closed, as [`SnapshotWriter::close`] does, unless the
-/// thread is panicking: a file left by a panic or a `kill -9` is not closed, and readers tell
-/// by the heartbeat that stopped.
+/// thread is panicking or the line ended badly ([`SnapshotWriter::set_line_state`] with
+/// [`LineState::EndedSilent`] or [`LineState::EndedError`]): a file left by a panic, a bad
+/// end or a `kill -9` is not closed, and readers tell by the heartbeat that stopped and, for
+/// a bad end, by `STALE` and the line state.
 #[derive(Debug)]
 pub struct SnapshotWriter {
     map: WritableWords,
@@ -74,7 +78,16 @@ pub struct SnapshotWriter {
     /// The next publication's level records, `depth` bids then `depth` asks: built before its
     /// write begins, so readers are held off only for the stores.
     levels: Vec<LevelRecord>,
+    /// The line's state as the header holds it.
+    line: LineState,
+    /// Whether a loss was declared (`MAYBE_BAD` set on the header and every slot).
+    maybe_bad: bool,
+    /// Publications and trades refused because every slot was taken.
+    full: u64,
     closed: bool,
+    /// The open lock file: its `flock` is this writer's claim on the path, released when the
+    /// file is closed (dropped with the writer, or by the kernel when the process dies).
+    _lock: File,
 }
 
 impl SnapshotWriter {
@@ -86,11 +99,18 @@ impl SnapshotWriter {
     /// previous file at `path` keeps a whole (closed or stale) file instead of one truncated
     /// under it.
     ///
+    /// Before anything is written, the writer takes an exclusive advisory lock (`flock`) on
+    /// `PATH.lock` (created if missing, never removed: removing it would let two writers lock
+    /// two different files) and writes its pid into it. The lock is held until the writer is
+    /// dropped; the kernel releases it when the process dies, `kill -9` included, so a restart
+    /// needs no manual step.
+    ///
     /// # Errors
     ///
     /// [`SnapshotError::BadGeometry`] if `capacity` is not in `1 ..= 65536` or `depth` not in
-    /// `1 ..= 1024`; [`SnapshotError::Io`] if the file cannot be created, sized, mapped or
-    /// renamed.
+    /// `1 ..= 1024`; [`SnapshotError::Locked`], naming the holder's pid, if another writer
+    /// (in this process or another) holds the path; [`SnapshotError::Io`] if the lock file or
+    /// the file cannot be created, sized, mapped or renamed.
     ///
     /// # Examples
     ///
@@ -122,6 +142,7 @@ impl SnapshotWriter {
             });
         }
         let geometry = Geometry { capacity, depth };
+        let lock = lock_path(&path)?;
         let temp = temp_path(&path);
         let io_err = |source| SnapshotError::Io {
             path: path.clone(),
@@ -148,7 +169,11 @@ impl SnapshotWriter {
             written: vec![bytemuck::Zeroable::zeroed(); capacity],
             pending: vec![PendingTrades::default(); capacity],
             levels: vec![LevelRecord::default(); 2 * depth],
+            line: LineState::Live,
+            maybe_bad: false,
+            full: 0,
             closed: false,
+            _lock: lock,
         })
     }
 
@@ -373,15 +398,107 @@ impl SnapshotWriter {
             .store(now_ns, Ordering::Release);
     }
 
-    /// Sets or clears the engine-wide `STALE` flag: the feed is down and every book is the
-    /// last known state.
-    pub fn set_stale(&self, stale: bool) {
+    /// Records the feed line's state: `STALE` on the header and on every slot in use (and on
+    /// every slot handed out while it lasts) for any state but [`LineState::Live`], with
+    /// `since_ns` (wall-clock ns since the Unix epoch) as the header's `stale_since_ns`;
+    /// [`LineState::Live`] clears both. The header's `line_state` says which.
+    ///
+    /// [`LineState::EndedSilent`] and [`LineState::EndedError`] also mean the writer will not
+    /// mark the file `CLOSED` when it closes: the line did not end cleanly.
+    ///
+    /// A change between two stale states keeps the first since-when: the books have been
+    /// stale since then. Cold: touches every slot when staleness changes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ticklane_engine::snapshot::{LineState, SnapshotReader, SnapshotWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("book.snap");
+    /// let mut writer = SnapshotWriter::create(&path, 4, 3)?;
+    /// let reader = SnapshotReader::open(&path)?;
+    /// writer.set_line_state(LineState::Silent, 1_700_000_000_000_000_000);
+    /// let header = reader.header();
+    /// assert_eq!(header.stale_since(), Some(1_700_000_000_000_000_000));
+    /// assert_eq!(header.line(), Some(LineState::Silent));
+    /// writer.set_line_state(LineState::Live, 1_700_000_001_000_000_000);
+    /// assert!(!reader.header().is_stale());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_line_state(&mut self, state: LineState, since_ns: u64) {
+        let was_stale = self.line.is_stale();
+        let stale = state.is_stale();
+        self.line = state;
         let flags = self.header_word(FLAGS_WORD);
-        if stale {
+        if stale && !was_stale {
+            // The time first, then the flag: a reader that sees the flag sees its time.
+            self.header_word(STALE_SINCE_WORD)
+                .store(since_ns, Ordering::Release);
+            self.header_word(LINE_STATE_WORD)
+                .store(state.code(), Ordering::Release);
             flags.fetch_or(HEADER_STALE, Ordering::Release);
-        } else {
+        } else if !stale && was_stale {
+            self.header_word(LINE_STATE_WORD)
+                .store(state.code(), Ordering::Release);
             flags.fetch_and(!HEADER_STALE, Ordering::Release);
+            self.header_word(STALE_SINCE_WORD)
+                .store(0, Ordering::Release);
+        } else {
+            self.header_word(LINE_STATE_WORD)
+                .store(state.code(), Ordering::Release);
         }
+        if stale != was_stale {
+            for slot in 0..self.in_use {
+                self.write_fixed(slot, |payload| {
+                    payload.flags = if stale {
+                        payload.flags | SLOT_STALE
+                    } else {
+                        payload.flags & !SLOT_STALE
+                    };
+                });
+            }
+        }
+    }
+
+    /// The line state last recorded.
+    pub fn line_state(&self) -> LineState {
+        self.line
+    }
+
+    /// Records that the feed line declared `messages` lost at `at_ns` (wall-clock ns since the
+    /// Unix epoch): the header's `lost_messages` grows, and on the first loss `MAYBE_BAD` goes
+    /// on the header (with `maybe_bad_since_ns`) and on every slot, now and handed out later:
+    /// an ITCH gap can touch any book. Nothing clears it but a new file (a recovery that
+    /// rebuilds the books); cold.
+    pub fn declare_loss(&mut self, messages: u64, at_ns: u64) {
+        let lost = self.header_word(LOST_WORD);
+        lost.store(
+            lost.load(Ordering::Relaxed).saturating_add(messages),
+            Ordering::Release,
+        );
+        if self.maybe_bad {
+            return;
+        }
+        self.maybe_bad = true;
+        self.header_word(MAYBE_BAD_SINCE_WORD)
+            .store(at_ns, Ordering::Release);
+        self.header_word(FLAGS_WORD)
+            .fetch_or(HEADER_MAYBE_BAD, Ordering::Release);
+        for slot in 0..self.in_use {
+            self.write_fixed(slot, |payload| payload.flags |= SLOT_MAYBE_BAD);
+        }
+    }
+
+    /// Whether a loss was declared (the books are flagged `MAYBE_BAD`).
+    pub fn is_maybe_bad(&self) -> bool {
+        self.maybe_bad
+    }
+
+    /// Publications and trades refused so far because every slot was taken (the header's
+    /// `full_publications`).
+    pub fn full_publications(&self) -> u64 {
+        self.full
     }
 
     /// Stores how far publication lags the feed, in ns (0 when keeping up).
@@ -400,11 +517,13 @@ impl SnapshotWriter {
     }
 
     /// Marks the file closed (the writer exited cleanly), stamps a last heartbeat and writes
-    /// the mapping back to the file.
+    /// the mapping back to the file. If the line ended badly (see
+    /// [`SnapshotWriter::set_line_state`]) the file is not marked closed: it keeps `STALE` and
+    /// the line state that says why.
     ///
     /// # Errors
     ///
-    /// [`SnapshotError::Io`] if the write-back fails; the file is marked closed all the same.
+    /// [`SnapshotError::Io`] if the write-back fails; the flags are set all the same.
     pub fn close(mut self) -> Result<(), SnapshotError> {
         self.mark_closed().map_err(|source| SnapshotError::Io {
             path: self.path.clone(),
@@ -415,8 +534,10 @@ impl SnapshotWriter {
     fn mark_closed(&mut self) -> io::Result<()> {
         self.closed = true;
         self.heartbeat(wall_clock_ns());
-        self.header_word(FLAGS_WORD)
-            .fetch_or(HEADER_CLOSED, Ordering::Release);
+        if !self.line.is_failed_end() {
+            self.header_word(FLAGS_WORD)
+                .fetch_or(HEADER_CLOSED, Ordering::Release);
+        }
         self.map.flush()
     }
 
@@ -433,15 +554,23 @@ impl SnapshotWriter {
     fn allocate(&mut self, books: &Books, locate: Locate) -> Result<usize, PublishError> {
         let slot = self.in_use;
         if slot == self.geometry.capacity {
+            self.full += 1;
+            self.header_word(FULL_WORD)
+                .store(self.full, Ordering::Release);
             return Err(PublishError::Full {
                 capacity: self.geometry.capacity,
             });
         }
         // Written before it is counted in, so a reader scanning `0 .. instruments` never
         // meets a slot without its locate and symbol.
+        // A slot handed out while the line is stale, or after a loss, is as stale or as
+        // doubtful as the others.
+        let inherited = if self.line.is_stale() { SLOT_STALE } else { 0 }
+            | if self.maybe_bad { SLOT_MAYBE_BAD } else { 0 };
         self.write_fixed(slot, |payload| {
             payload.symbol = books.symbol_raw(locate).0;
             payload.locate = locate.0;
+            payload.flags |= inherited;
         });
         self.in_use = slot + 1;
         self.slot_of[usize::from(locate.0)] =
@@ -518,6 +647,50 @@ fn fill_side(ladder: Option<LadderView<'_>>, records: &mut [LevelRecord]) -> u32
     filled as u32
 }
 
+/// `PATH.lock`: the file whose `flock` says who writes `path`.
+fn lock_file_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Takes the exclusive lock on `path`'s lock file and writes this process's pid into it.
+fn lock_path(path: &Path) -> Result<File, SnapshotError> {
+    let lock_path = lock_file_path(path);
+    let io_err = |source| SnapshotError::Io {
+        path: lock_path.clone(),
+        source,
+    };
+    // Not truncated on open: the holder's pid must stay readable to a refused writer.
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_path)
+        .map_err(io_err)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let mut text = String::new();
+            // Best effort: the refusal matters, the pid only helps.
+            let _ = file.read_to_string(&mut text);
+            return Err(SnapshotError::Locked {
+                path: path.to_path_buf(),
+                lock: lock_path,
+                holder_pid: text.trim().parse().ok(),
+            });
+        }
+        Err(TryLockError::Error(source)) => return Err(io_err(source)),
+    }
+    let pid = std::process::id().to_string();
+    file.set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| file.write_all(pid.as_bytes()))
+        .map_err(io_err)?;
+    Ok(file)
+}
+
 /// `.NAME.tmp.PID` next to `path`: same directory, so the rename is atomic.
 fn temp_path(path: &Path) -> PathBuf {
     let name = path
@@ -556,7 +729,11 @@ fn build_file(path: &Path, geometry: Geometry) -> io::Result<WritableWords> {
         instruments: 0,
         flags: 0,
         behind_ns: 0,
-        reserved: [0; 5],
+        stale_since_ns: 0,
+        line_state: LineState::Live.code(),
+        maybe_bad_since_ns: 0,
+        lost_messages: 0,
+        full_publications: 0,
     };
     let words: [u64; HEADER_SIZE / 8] = bytemuck::cast(header);
     for (word, &value) in map.words().iter().zip(&words) {
@@ -838,18 +1015,18 @@ mod tests {
     fn header_words_move_on_their_own() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("s.snap");
-        let writer = SnapshotWriter::create(&path, 2, 1).expect("create");
+        let mut writer = SnapshotWriter::create(&path, 2, 1).expect("create");
         let reader = SnapshotReader::open(&path).expect("open");
         let header = reader.header();
         assert_eq!(header.writer_pid, std::process::id());
         assert!(header.heartbeat_ns > 0 && !header.is_stale() && !header.is_closed());
         writer.heartbeat(header.heartbeat_ns + 5);
-        writer.set_stale(true);
+        writer.set_line_state(LineState::Silent, 1_000);
         writer.set_behind(250);
         let header = reader.header();
         assert!(header.is_stale());
         assert_eq!(header.behind_ns, 250);
-        writer.set_stale(false);
+        writer.set_line_state(LineState::Live, 2_000);
         assert!(!reader.header().is_stale());
         // Dropping the writer closes the file, as `close` does.
         drop(writer);
@@ -902,6 +1079,137 @@ mod tests {
             .publish(&books, Locate(1), 2, Nanos(2))
             .expect("room");
         assert_eq!(reader.read(0).expect("repaired").feed_seq, 2);
+    }
+
+    #[test]
+    fn stale_and_maybe_bad_reach_every_slot_and_new_ones() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let books = books();
+        let mut writer = SnapshotWriter::create(&path, 4, 1).expect("create");
+        writer
+            .publish(&books, Locate(1), 1, Nanos(1))
+            .expect("room");
+        writer
+            .publish(&books, Locate(2), 2, Nanos(2))
+            .expect("room");
+        let reader = SnapshotReader::open(&path).expect("open");
+        writer.set_line_state(LineState::Silent, 111);
+        // A second stale state keeps the first since-when.
+        writer.set_line_state(LineState::Reconnecting, 222);
+        writer
+            .publish(&books, Locate(3), 3, Nanos(3))
+            .expect("room");
+        let header = reader.header();
+        assert_eq!(header.flags & HEADER_STALE, HEADER_STALE);
+        assert_eq!(header.stale_since(), Some(111));
+        assert_eq!(header.line(), Some(LineState::Reconnecting));
+        for slot in 0..3 {
+            let state = reader.read(slot).expect("consistent");
+            assert!(state.flags.is_stale(), "slot {slot}");
+            assert!(!state.flags.is_maybe_bad(), "slot {slot}");
+        }
+        writer.declare_loss(7, 333);
+        writer.declare_loss(5, 444);
+        writer.set_line_state(LineState::Live, 555);
+        writer
+            .publish(&books, Locate(4), 4, Nanos(4))
+            .expect("room");
+        let header = reader.header();
+        assert!(!header.is_stale() && header.stale_since().is_none());
+        assert_eq!(header.line(), Some(LineState::Live));
+        assert!(header.is_maybe_bad());
+        assert_eq!((header.maybe_bad_since_ns, header.lost_messages), (333, 12));
+        for slot in 0..4 {
+            let state = reader.read(slot).expect("consistent");
+            assert!(!state.flags.is_stale(), "slot {slot}");
+            assert!(
+                state.flags.is_maybe_bad(),
+                "slot {slot}: an ITCH gap can touch any book"
+            );
+        }
+    }
+
+    #[test]
+    fn a_full_file_counts_what_it_refused_in_the_header() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let books = books();
+        let mut writer = SnapshotWriter::create(&path, 1, 1).expect("create");
+        writer
+            .publish(&books, Locate(1), 1, Nanos(1))
+            .expect("room");
+        for seq in 2..5 {
+            assert!(writer.publish(&books, Locate(2), seq, Nanos(seq)).is_err());
+        }
+        let trade = Trade {
+            locate: Locate(3),
+            price: Price(1),
+            shares: 1,
+            timestamp: Nanos(9),
+        };
+        assert!(writer.record_trade(&books, trade).is_err());
+        assert_eq!(writer.full_publications(), 4);
+        let reader = SnapshotReader::open(&path).expect("open");
+        assert_eq!(reader.header().full_publications, 4);
+    }
+
+    #[test]
+    fn a_line_that_ended_badly_leaves_the_file_stale_not_closed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for (end, closed) in [
+            (LineState::EndedSilent, false),
+            (LineState::EndedError, false),
+            (LineState::Reconnecting, true),
+            (LineState::Live, true),
+        ] {
+            let path = dir.path().join(format!("{end:?}.snap"));
+            let mut writer = SnapshotWriter::create(&path, 1, 1).expect("create");
+            writer.set_line_state(end, 10);
+            drop(writer);
+            let header = SnapshotReader::open(&path).expect("open").header();
+            assert_eq!(header.is_closed(), closed, "{end:?}");
+            assert_eq!(header.is_stale(), end.is_stale(), "{end:?}");
+            assert_eq!(header.line(), Some(end));
+        }
+    }
+
+    #[test]
+    fn a_second_writer_on_the_same_path_is_refused_naming_the_holder() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("s.snap");
+        let first = SnapshotWriter::create(&path, 1, 1).expect("create");
+        let created = SnapshotReader::open(&path)
+            .expect("open")
+            .header()
+            .created_ns;
+        // flock locks belong to the open file description: a second open in this same
+        // process conflicts, as a second process would.
+        match SnapshotWriter::create(&path, 1, 1) {
+            Err(SnapshotError::Locked {
+                path: p,
+                holder_pid,
+                ..
+            }) => {
+                assert_eq!(p, path);
+                assert_eq!(holder_pid, Some(std::process::id()));
+            }
+            other => panic!("expected Locked, got {other:?}"),
+        }
+        let text = SnapshotWriter::create(&path, 1, 1)
+            .expect_err("still locked")
+            .to_string();
+        assert!(text.contains(&path.display().to_string()), "{text}");
+        assert!(
+            text.contains(&format!("pid {}", std::process::id())),
+            "{text}"
+        );
+        // Not replaced: the first writer's file is still the one at the path.
+        let header = SnapshotReader::open(&path).expect("open").header();
+        assert_eq!(header.created_ns, created);
+        assert!(!header.is_closed());
+        drop(first);
+        SnapshotWriter::create(&path, 1, 1).expect("the lock went with the first writer");
     }
 
     #[test]

@@ -81,7 +81,14 @@ pub fn write_line_run(out: &mut impl Write, run: &LineRun, unrecoverable: bool) 
         "receive -> published",
         &Percentiles::of(&latency.receive_to_published),
     )?;
-    write_overload(out, run.overload.as_ref())
+    write_overload(out, run.overload.as_ref())?;
+    if declared_lost(&report.source) > 0 && run.overload.is_some() {
+        writeln!(
+            out,
+            "  snapshot     every book flagged MAYBE_BAD since the first declared loss; the flags stay set to the end (nothing rebuilds a book yet)"
+        )?;
+    }
+    Ok(())
 }
 
 /// The status a finished line earns: a failure outranks loss (the loss count of a line that

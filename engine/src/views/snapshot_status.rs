@@ -1,5 +1,6 @@
 //! The state a snapshot reader should judge the data by: the header's engine-wide status
-//! (writer, heartbeat, behind, stale, closed) and a slot's flags. Ages are measured against
+//! (writer, heartbeat, behind, stale with since-when and why, maybe bad after a declared
+//! loss, publications lost to a full file, closed) and a slot's flags. Ages are measured against
 //! `now_ns` (wall-clock ns since the Unix epoch), which the caller reads once per frame.
 
 use crate::snapshot::{InstrumentState, SnapshotHeader};
@@ -18,7 +19,8 @@ pub fn age(then_ns: u64, now_ns: u64) -> String {
 }
 
 /// The header as one line: writer pid, heartbeat age, instruments, depth, then `BEHIND`,
-/// `STALE`, and `CLOSED` or `WRITER SILENT` where they apply.
+/// `STALE (why) since …`, `MAYBE_BAD since … (N messages lost)`, `FULL (N publications
+/// lost)`, and `CLOSED` or `WRITER SILENT` where they apply.
 pub fn header_status(h: &SnapshotHeader, now_ns: u64) -> String {
     let mut status = format!(
         "pid {}  heartbeat {}  {}/{} instruments  depth {}",
@@ -32,7 +34,29 @@ pub fn header_status(h: &SnapshotHeader, now_ns: u64) -> String {
         status.push_str(&format!("  BEHIND {} ns", group(h.behind_ns)));
     }
     if h.is_stale() {
-        status.push_str("  STALE (feed down)");
+        let why = h.line().map_or("feed down", |line| match line.as_str() {
+            "live" => "feed down",
+            why => why,
+        });
+        match h.stale_since() {
+            Some(since) => {
+                status.push_str(&format!("  STALE ({why}) since {}", age(since, now_ns)))
+            }
+            None => status.push_str(&format!("  STALE ({why})")),
+        }
+    }
+    if h.is_maybe_bad() {
+        status.push_str(&format!(
+            "  MAYBE_BAD since {} ({} messages lost)",
+            age(h.maybe_bad_since_ns, now_ns),
+            group(h.lost_messages)
+        ));
+    }
+    if h.full_publications > 0 {
+        status.push_str(&format!(
+            "  FULL ({} publications lost: no free slot)",
+            group(h.full_publications)
+        ));
     }
     if h.is_closed() {
         status.push_str("  CLOSED (writer exited)");
@@ -42,11 +66,15 @@ pub fn header_status(h: &SnapshotHeader, now_ns: u64) -> String {
     status
 }
 
-/// A slot's flags, space separated: `STALE`, `CROSSED`, `BEHIND since …`; empty when none.
+/// A slot's flags, space separated: `STALE`, `MAYBE_BAD`, `CROSSED`, `BEHIND since …`; empty
+/// when none.
 pub fn slot_flags(s: &InstrumentState, now_ns: u64) -> String {
     let mut flags = Vec::new();
     if s.flags.is_stale() {
         flags.push("STALE".to_string());
+    }
+    if s.flags.is_maybe_bad() {
+        flags.push("MAYBE_BAD".to_string());
     }
     if s.flags.is_crossed() {
         flags.push("CROSSED".to_string());
@@ -60,7 +88,10 @@ pub fn slot_flags(s: &InstrumentState, now_ns: u64) -> String {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::snapshot::layout::{HEADER_CLOSED, HEADER_STALE, SLOT_CROSSED, SLOT_STALE};
+    use crate::snapshot::layout::{
+        HEADER_CLOSED, HEADER_MAYBE_BAD, HEADER_STALE, SLOT_CROSSED, SLOT_MAYBE_BAD, SLOT_STALE,
+    };
+    use crate::snapshot::LineState;
     use crate::snapshot::SlotFlags;
     use ticklane_feed::itch::{Alpha, Locate, Nanos};
 
@@ -69,7 +100,7 @@ pub(super) mod tests {
     pub(in crate::views) fn header(flags: u64, heartbeat_ns: u64) -> SnapshotHeader {
         SnapshotHeader {
             magic: *b"TICKSNAP",
-            layout_version: 1,
+            layout_version: 2,
             byte_order: 0,
             header_size: 0,
             slot_size: 0,
@@ -83,7 +114,11 @@ pub(super) mod tests {
             instruments: 3,
             flags,
             behind_ns: 0,
-            reserved: [0; 5],
+            stale_since_ns: 0,
+            line_state: 0,
+            maybe_bad_since_ns: 0,
+            lost_messages: 0,
+            full_publications: 0,
         }
     }
 
@@ -139,14 +174,40 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn stale_with_why_and_since_maybe_bad_and_full() {
+        let mut h = header(HEADER_STALE | HEADER_MAYBE_BAD, NOW);
+        h.line_state = LineState::Reconnecting.code();
+        h.stale_since_ns = NOW - 3_250_000_000;
+        h.maybe_bad_since_ns = NOW - 10_000_000_000;
+        h.lost_messages = 43_000;
+        h.full_publications = 12;
+        assert_eq!(
+            header_status(&h, NOW),
+            "pid 4242  heartbeat 0.000 s ago  3/64 instruments  depth 10  \
+             STALE (reconnecting) since 3.250 s ago  \
+             MAYBE_BAD since 10.000 s ago (43,000 messages lost)  \
+             FULL (12 publications lost: no free slot)"
+        );
+        // A line that ended silent: stale, and not closed though the writer is gone.
+        let mut ended = header(HEADER_STALE, NOW - 60_000_000_000);
+        ended.line_state = LineState::EndedSilent.code();
+        ended.stale_since_ns = NOW - 62_000_000_000;
+        let text = header_status(&ended, NOW);
+        assert!(
+            text.contains("STALE (ended silent) since 62.000 s ago") && !text.contains("CLOSED"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn slot_flags_in_order() {
         let mut s = state(b"AAPL    ", 1);
         assert_eq!(slot_flags(&s, NOW), "");
-        s.flags = SlotFlags(SLOT_STALE | SLOT_CROSSED);
+        s.flags = SlotFlags(SLOT_STALE | SLOT_CROSSED | SLOT_MAYBE_BAD);
         s.behind_since_ns = Some(NOW - 2_000_000_000);
         assert_eq!(
             slot_flags(&s, NOW),
-            "STALE CROSSED BEHIND since 2.000 s ago"
+            "STALE MAYBE_BAD CROSSED BEHIND since 2.000 s ago"
         );
     }
 }
