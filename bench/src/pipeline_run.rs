@@ -155,7 +155,7 @@ impl QueueUser for &PipelineRun {
                 )
             }
         };
-        let _ = std::fs::remove_file(&self.snapshot);
+        let _ = ticklane_engine::snapshot::remove_snapshot_files(&self.snapshot);
         Ok(RunResult {
             offered,
             applied: book.messages,

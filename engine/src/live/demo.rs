@@ -25,7 +25,9 @@ use crate::book::{BookConfig, Books};
 use crate::csv::write_book_csv;
 use crate::overload::{OverloadConfig, OverloadCounters};
 use crate::pipeline::{MoldFeedConfig, MoldSource, Percentiles, PipelineConfig, SourceEnd};
-use crate::snapshot::{write_snapshot_book_csv, SnapshotError, SnapshotReader, SnapshotWriter};
+use crate::snapshot::{
+    remove_snapshot_files, write_snapshot_book_csv, SnapshotError, SnapshotReader, SnapshotWriter,
+};
 
 use super::line::{run_line, LineSource, LineSourceReport};
 
@@ -252,7 +254,8 @@ pub fn run_demo(config: DemoConfig, stop: &AtomicBool) -> Result<DemoReport, Dem
         }
         None => TransportCheck::Unknown,
     };
-    let _ = std::fs::remove_file(&snapshot);
+    // Best effort: a temp file left behind is no reason to fail the demo.
+    let _ = remove_snapshot_files(&snapshot);
     let interrupted = matches!(report.source.end(), SourceEnd::Stopped);
     let latency = &report.book.latency;
     Ok(DemoReport {

@@ -647,6 +647,23 @@ fn fill_side(ladder: Option<LadderView<'_>>, records: &mut [LevelRecord]) -> u32
     filled as u32
 }
 
+/// Removes a throwaway snapshot (a demo's, a benchmark's) and its lock file, once its writer
+/// is gone. A snapshot that readers may still open is left alone by its writer; this is for
+/// the caller that made one only for itself.
+///
+/// # Errors
+///
+/// The first removal that failed for a reason other than the file not being there.
+pub fn remove_snapshot_files(path: &Path) -> io::Result<()> {
+    for file in [path.to_path_buf(), lock_file_path(path)] {
+        match fs::remove_file(&file) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// `PATH.lock`: the file whose `flock` says who writes `path`.
 fn lock_file_path(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
