@@ -264,7 +264,7 @@ impl<'a> Checker<'a> {
         })
     }
 
-    /// A socket address written as a string; `connectable` ones refuse port 0 and the
+    /// A socket address written as a string; `connectable` ones must name a port and not the
     /// unspecified address. `None` when absent.
     ///
     /// # Errors
@@ -276,25 +276,12 @@ impl<'a> Checker<'a> {
         raw: &RawValue,
         connectable: bool,
     ) -> Result<Option<SocketAddr>, ConfigError> {
-        let Some(v) = raw else {
-            return Ok(None);
-        };
-        match v.get_ref() {
-            Value::String(s) => s
-                .parse::<SocketAddr>()
-                .ok()
-                .filter(|a| !connectable || (a.port() != 0 && !a.ip().is_unspecified())),
-            _ => None,
-        }
-        .map(Some)
-        .ok_or_else(|| {
-            self.refuse(
-                key,
-                v.get_ref(),
-                Some(v.span()),
-                Allowed::SocketAddr { connectable },
-            )
-        })
+        self.parsed(
+            key,
+            raw,
+            |a: &SocketAddr| !connectable || (a.port() != 0 && !a.ip().is_unspecified()),
+            Allowed::SocketAddr { connectable },
+        )
     }
 
     /// An IPv4 address written as a string; `multicast` ones must be a group. `None` when
@@ -309,25 +296,31 @@ impl<'a> Checker<'a> {
         raw: &RawValue,
         multicast: bool,
     ) -> Result<Option<Ipv4Addr>, ConfigError> {
+        self.parsed(
+            key,
+            raw,
+            |a: &Ipv4Addr| !multicast || a.is_multicast(),
+            Allowed::Ipv4 { multicast },
+        )
+    }
+
+    /// A string that parses as a `T` that `admits` accepts; `None` when absent.
+    fn parsed<T: std::str::FromStr>(
+        &self,
+        key: &'static str,
+        raw: &RawValue,
+        admits: impl Fn(&T) -> bool,
+        allowed: Allowed,
+    ) -> Result<Option<T>, ConfigError> {
         let Some(v) = raw else {
             return Ok(None);
         };
         match v.get_ref() {
-            Value::String(s) => s
-                .parse::<Ipv4Addr>()
-                .ok()
-                .filter(|a| !multicast || a.is_multicast()),
+            Value::String(s) => s.parse::<T>().ok().filter(|t| admits(t)),
             _ => None,
         }
         .map(Some)
-        .ok_or_else(|| {
-            self.refuse(
-                key,
-                v.get_ref(),
-                Some(v.span()),
-                Allowed::Ipv4 { multicast },
-            )
-        })
+        .ok_or_else(|| self.refuse(key, v.get_ref(), Some(v.span()), allowed))
     }
 
     /// A non-empty path written as a string; `None` when absent.
