@@ -28,6 +28,7 @@ use ticklane_engine::pipeline::{
 use ticklane_engine::snapshot::{write_snapshot_book_csv, SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
+use ticklane_feed::resilience::BackoffConfig;
 use ticklane_feed::sim::{
     Faults, GenConfig, MessageLog, MoldSimConfig, MoldSimulator, Rate, SoupSimConfig, SoupSimulator,
 };
@@ -198,6 +199,11 @@ fn soup_line(server: SocketAddr) -> SoupSource {
             client,
             connect_timeout: Duration::from_secs(5),
             max_reconnects: 20,
+            reconnect: BackoffConfig {
+                base: Duration::from_millis(20),
+                cap: Duration::from_millis(640),
+            },
+            reconnect_seed: Some(14),
             max_duration: Some(Duration::from_secs(60)),
         },
         PipelineConfig::default().wait,

@@ -100,6 +100,26 @@ pub const MAX_RECONNECTS: Allowed = Allowed::Integer {
     max: u32::MAX as u64,
 };
 
+/// `feed.connect_timeout_ms`: a connect needs at least a millisecond; ten minutes is
+/// longer than any TCP stack keeps trying.
+pub const CONNECT_TIMEOUT_MS: Allowed = Allowed::Integer {
+    min: 1,
+    max: 600_000,
+};
+
+/// `feed.reconnect_base_ms`: the ceiling of the first reconnect's wait; 0 reconnects at
+/// once (a tight loop against a failing server, so at least 1), a minute at most.
+pub const RECONNECT_BASE_MS: Allowed = Allowed::Integer {
+    min: 1,
+    max: 60_000,
+};
+
+/// `feed.reconnect_cap_ms`: the ceiling no reconnect wait exceeds, ten minutes at most.
+pub const RECONNECT_CAP_MS: Allowed = Allowed::Integer {
+    min: 1,
+    max: 600_000,
+};
+
 /// `feed.username`: SoupBinTCP's 6-byte alpha field; a login needs a name.
 pub const USERNAME: Allowed = Allowed::Ascii {
     min_len: 1,

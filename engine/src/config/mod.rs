@@ -39,6 +39,7 @@ use std::time::Duration;
 
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
+use ticklane_feed::resilience::BackoffConfig;
 use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
 
 use crate::book::BookConfig;
@@ -56,6 +57,10 @@ const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_secs(15);
 const DEFAULT_MAX_RECONNECTS: u32 = 5;
 /// How long a SoupBinTCP connect may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The ceiling of the first SoupBinTCP reconnect's wait (each after doubles it).
+const RECONNECT_BASE: Duration = Duration::from_millis(100);
+/// The ceiling of any SoupBinTCP reconnect's wait.
+const RECONNECT_CAP: Duration = Duration::from_secs(30);
 
 /// A checked configuration file.
 ///
@@ -477,10 +482,38 @@ fn feed_section(
                 &limits::MAX_RECONNECTS,
                 u64::from(DEFAULT_MAX_RECONNECTS),
             )?;
+            let ms =
+                |key: &'static str, value: &raw::RawValue, allowed: &Allowed, default: Duration| {
+                    check
+                        .integer(key, value, allowed, default.as_millis() as u64)
+                        .map(Duration::from_millis)
+                };
+            let connect_timeout = ms(
+                "feed.connect_timeout_ms",
+                &raw.connect_timeout_ms,
+                &limits::CONNECT_TIMEOUT_MS,
+                CONNECT_TIMEOUT,
+            )?;
+            let reconnect = BackoffConfig {
+                base: ms(
+                    "feed.reconnect_base_ms",
+                    &raw.reconnect_base_ms,
+                    &limits::RECONNECT_BASE_MS,
+                    RECONNECT_BASE,
+                )?,
+                cap: ms(
+                    "feed.reconnect_cap_ms",
+                    &raw.reconnect_cap_ms,
+                    &limits::RECONNECT_CAP_MS,
+                    RECONNECT_CAP,
+                )?,
+            };
             Ok(FeedConfig::Soup(SoupFeedConfig {
                 server,
                 client,
-                connect_timeout: CONNECT_TIMEOUT,
+                connect_timeout,
+                reconnect,
+                reconnect_seed: None,
                 max_reconnects: u32::try_from(max_reconnects)
                     .expect("invariant: the max_reconnects rule fits u32"),
                 max_duration,
@@ -523,6 +556,52 @@ mod tests {
         };
         assert_eq!(feed.client.server_timeout, Duration::from_secs(15));
         assert_eq!(feed.max_reconnects, 5);
+        assert_eq!(feed.connect_timeout, Duration::from_secs(5));
+        assert_eq!(
+            feed.reconnect,
+            BackoffConfig {
+                base: Duration::from_millis(100),
+                cap: Duration::from_secs(30),
+            }
+        );
+    }
+
+    /// A SoupBinTCP `[feed]` with `extra` lines, parsed.
+    fn soup_feed(extra: &str) -> Result<FeedConfig, ConfigError> {
+        let text = format!(
+            "[feed]\nkind = \"soupbintcp\"\nserver = \"127.0.0.1:26400\"\n\
+             username = \"u\"\npassword = \"p\"\n{extra}"
+        );
+        RunConfig::parse(&text, Path::new("t.toml"))?.feed_config()
+    }
+
+    #[test]
+    fn reconnect_keys_set_the_timeout_and_backoff_within_their_ranges() {
+        let Ok(FeedConfig::Soup(feed)) =
+            soup_feed("connect_timeout_ms = 250\nreconnect_base_ms = 7\nreconnect_cap_ms = 900\n")
+        else {
+            panic!("valid");
+        };
+        assert_eq!(feed.connect_timeout, Duration::from_millis(250));
+        assert_eq!(
+            feed.reconnect,
+            BackoffConfig {
+                base: Duration::from_millis(7),
+                cap: Duration::from_millis(900),
+            }
+        );
+        for bad in [
+            "connect_timeout_ms = 0",
+            "connect_timeout_ms = 600001",
+            "reconnect_base_ms = 0",
+            "reconnect_base_ms = 60001",
+            "reconnect_cap_ms = 0",
+            "reconnect_cap_ms = 600001",
+        ] {
+            let err = soup_feed(bad).expect_err(bad).to_string();
+            let key = bad.split(' ').next().expect("a key");
+            assert!(err.contains(&format!("feed.{key}")), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -69,6 +69,9 @@ pub struct RawFeed {
     pub next_sequence: RawValue,
     pub server_timeout_s: RawValue,
     pub max_reconnects: RawValue,
+    pub connect_timeout_ms: RawValue,
+    pub reconnect_base_ms: RawValue,
+    pub reconnect_cap_ms: RawValue,
 }
 
 impl RawFeed {
@@ -85,7 +88,7 @@ impl RawFeed {
     }
 
     /// The keys only a SoupBinTCP line has, by full name.
-    pub fn soup_only(&self) -> [(&'static str, &RawValue); 7] {
+    pub fn soup_only(&self) -> [(&'static str, &RawValue); 10] {
         [
             ("feed.server", &self.server),
             ("feed.username", &self.username),
@@ -94,6 +97,9 @@ impl RawFeed {
             ("feed.next_sequence", &self.next_sequence),
             ("feed.server_timeout_s", &self.server_timeout_s),
             ("feed.max_reconnects", &self.max_reconnects),
+            ("feed.connect_timeout_ms", &self.connect_timeout_ms),
+            ("feed.reconnect_base_ms", &self.reconnect_base_ms),
+            ("feed.reconnect_cap_ms", &self.reconnect_cap_ms),
         ]
     }
 }

@@ -1,5 +1,8 @@
 //! The reader stage of a SoupBinTCP feed: a TCP connection through the SoupBinTCP client
-//! machine into the ring; on a dropped connection it logs in again from the next sequence.
+//! machine into the ring; on a dropped connection (refused, connect timed out, closed, the
+//! server silent past its timeout, the session not available yet) it waits an exponential
+//! backoff with full jitter and logs in again from the next sequence. A login that is not
+//! authorised ends the source at once: trying again would be refused again.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -9,7 +12,11 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::net::{OsError, TcpFeed, TcpRead};
-use ticklane_feed::soupbintcp::{ClientConfig, ClientEvent, ClientState, SoupClient, TimerEvent};
+use ticklane_feed::resilience::{Backoff, BackoffConfig};
+use ticklane_feed::rng::SplitMix64;
+use ticklane_feed::soupbintcp::{
+    ClientConfig, ClientEvent, ClientState, RejectReason, SoupClient, TimerEvent,
+};
 
 use super::frame::Frame;
 use super::source_end::{Chain, DropCounts, DropReason, PollStep, SourceError};
@@ -25,6 +32,8 @@ pub const DROPS_KEPT: usize = 16;
 /// The longest silence on a connection before the books are flagged stale, whatever the
 /// server timeout: SoupBinTCP servers send a heartbeat every second.
 const STALE_AFTER_MAX: Duration = Duration::from_secs(2);
+/// The longest single sleep of a backoff wait, so that a stop or the time limit is seen.
+const WAIT_SLICE: Duration = Duration::from_millis(10);
 
 /// The line's state as the book thread last heard it, and the pushes that tell it more.
 struct LineTracker {
@@ -70,6 +79,12 @@ pub struct SoupFeedConfig {
     pub connect_timeout: Duration,
     /// Connections tried again after a drop (each resumes at the next sequence).
     pub max_reconnects: u32,
+    /// The wait before each reconnect: uniform in `[0, min(cap, base · 2^n)]` before
+    /// reconnect `n + 1` (full jitter), so lines that dropped together do not return together.
+    pub reconnect: BackoffConfig,
+    /// Seed of the jitter; `None` seeds from the wall clock (tests fix it to check the
+    /// schedule exactly).
+    pub reconnect_seed: Option<u64>,
     /// End after this long in any case (tests, demos); `None` runs until end of session.
     pub max_duration: Option<Duration>,
 }
@@ -96,6 +111,8 @@ pub struct DroppedConnection {
     pub at_ns: u64,
     /// Why.
     pub reason: DropReason,
+    /// The backoff waited before the next attempt; `None` when no attempt followed.
+    pub wait: Option<Duration>,
 }
 
 /// The connection attempts of a line that dropped: all counted by reason, the last
@@ -167,6 +184,44 @@ enum Outcome {
     Done(SourceEnd),
     /// The connection dropped or the server went silent: reconnect and resume.
     Dropped(DropReason),
+}
+
+/// What a refused login means for the line: a session not available yet is tried again
+/// with backoff; not authorised (or a code the specification does not define) would be
+/// refused again, so it ends the source after this one attempt.
+fn rejected(reason: RejectReason) -> Outcome {
+    match reason {
+        RejectReason::SessionNotAvailable => Outcome::Dropped(DropReason::Rejected(reason)),
+        RejectReason::NotAuthorized | RejectReason::Other(_) => {
+            Outcome::Done(SourceEnd::Error(SourceError::LoginRejected(reason)))
+        }
+    }
+}
+
+/// The seed of the reconnect jitter: the configured one, or one from the wall clock so that
+/// instances started together draw different waits.
+fn jitter_seed(configured: Option<u64>) -> u64 {
+    configured.unwrap_or_else(|| wall_clock_ns() ^ u64::from(std::process::id()).rotate_left(32))
+}
+
+/// Sleeps `wait` in slices, returning early (`false`) on a stop or past `deadline`.
+fn wait_for_reconnect(
+    wait: Duration,
+    clock: Clock,
+    stop: &AtomicBool,
+    deadline: Option<u64>,
+) -> bool {
+    let until = clock.now_ns().saturating_add(wait.as_nanos() as u64);
+    loop {
+        if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| clock.now_ns() > d) {
+            return false;
+        }
+        let now = clock.now_ns();
+        if now >= until {
+            return true;
+        }
+        std::thread::sleep(Duration::from_nanos(until - now).min(WAIT_SLICE));
+    }
 }
 
 fn poll_failed(step: PollStep, e: &std::io::Error) -> Outcome {
@@ -302,11 +357,7 @@ impl SoupSource {
                         Ok(ClientEvent::EndOfSession { .. }) => {
                             return Outcome::Done(SourceEnd::EndOfSession)
                         }
-                        Ok(ClientEvent::Rejected(reason)) => {
-                            return Outcome::Done(SourceEnd::Error(SourceError::LoginRejected(
-                                reason,
-                            )))
-                        }
+                        Ok(ClientEvent::Rejected(reason)) => return rejected(reason),
                         Ok(_) => {}
                         Err(e) => return Outcome::Dropped(DropReason::Protocol(e)),
                     }
@@ -346,6 +397,8 @@ impl FrameSource for SoupSource {
             .map(|d| clock.now_ns() + d.as_nanos() as u64);
         let mut client = SoupClient::new(self.config.client);
         let mut attempts = 0;
+        let backoff = Backoff::new(self.config.reconnect);
+        let mut jitter = SplitMix64::new(jitter_seed(self.config.reconnect_seed));
         let mut waiter = Waiter::new(self.wait);
         let mut line = LineTracker {
             state: FeedState::Live,
@@ -372,21 +425,33 @@ impl FrameSource for SoupSource {
                         FeedState::Reconnecting,
                         clock.now_ns(),
                     );
-                    report.drops.record(DroppedConnection {
+                    let mut drop = DroppedConnection {
                         attempt: attempts + 1,
                         at_ns: clock.now_ns(),
                         reason,
-                    });
+                        wait: None,
+                    };
                     if attempts >= self.config.max_reconnects {
+                        report.drops.record(drop);
                         break SourceEnd::Error(SourceError::ReconnectsExhausted {
                             reconnects: attempts,
                             last: reason,
                         });
                     }
+                    // Reconnect n + 1 waits uniform in [0, min(cap, base · 2^n)].
+                    let wait = backoff.delay(attempts, &mut jitter);
+                    drop.wait = Some(wait);
+                    report.drops.record(drop);
                     attempts += 1;
                     // Resume where the stream stopped, with a new client machine.
                     client = SoupClient::new(client.resume_config());
-                    std::thread::sleep(Duration::from_millis(20 << attempts.min(5)));
+                    if !wait_for_reconnect(wait, clock, stop, deadline) {
+                        break if stop.load(Ordering::Relaxed) {
+                            SourceEnd::Stopped
+                        } else {
+                            SourceEnd::TimeLimit(self.config.max_duration.unwrap_or_default())
+                        };
+                    }
                 }
             }
         };

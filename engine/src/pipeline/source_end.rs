@@ -167,6 +167,11 @@ pub enum DropReason {
     /// The server broke the protocol.
     #[error("the server broke the SoupBinTCP protocol")]
     Protocol(#[source] ProtocolError),
+    /// The server refused the login for a reason that may pass (`J` `S`: the session is not
+    /// available yet); a login that is not authorised is never retried and ends the source
+    /// with [`SourceError::LoginRejected`] instead.
+    #[error("the SoupBinTCP server rejected the login: {}", reject_text(*.0))]
+    Rejected(RejectReason),
 }
 
 /// ` (config key K)`, or nothing.
@@ -186,6 +191,7 @@ impl DropReason {
             DropReason::Write(_) => DropKind::Write,
             DropReason::ServerSilent { .. } => DropKind::ServerSilent,
             DropReason::Protocol(_) => DropKind::Protocol,
+            DropReason::Rejected(_) => DropKind::Rejected,
         }
     }
 }
@@ -207,6 +213,8 @@ pub enum DropKind {
     ServerSilent,
     /// [`DropReason::Protocol`].
     Protocol,
+    /// [`DropReason::Rejected`].
+    Rejected,
 }
 
 /// Dropped connections counted by reason.
@@ -226,6 +234,8 @@ pub struct DropCounts {
     pub server_silent: u64,
     /// Protocol violations.
     pub protocol: u64,
+    /// Logins refused for a reason that may pass (session not available).
+    pub rejected: u64,
 }
 
 impl DropCounts {
@@ -239,6 +249,7 @@ impl DropCounts {
             DropKind::Write => &mut self.write,
             DropKind::ServerSilent => &mut self.server_silent,
             DropKind::Protocol => &mut self.protocol,
+            DropKind::Rejected => &mut self.rejected,
         } += 1;
     }
 
@@ -251,6 +262,7 @@ impl DropCounts {
             + self.write
             + self.server_silent
             + self.protocol
+            + self.rejected
     }
 }
 
@@ -265,6 +277,7 @@ impl fmt::Display for DropCounts {
             ("write error", self.write),
             ("server silent", self.server_silent),
             ("protocol error", self.protocol),
+            ("login rejected", self.rejected),
         ];
         let mut first = true;
         for (name, n) in buckets.into_iter().filter(|&(_, n)| n > 0) {
