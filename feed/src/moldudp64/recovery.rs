@@ -12,6 +12,10 @@ use crate::resilience::{
 };
 use crate::rng::SplitMix64;
 
+/// The most request datagrams one try of one gap sends: enough for any gap a real line
+/// opens, and a bound on the work a gap of absurd width (a damaged header) can cause.
+const MAX_REQUESTS_PER_TRY: u64 = 64;
+
 /// Where [`MoldRecovery`] sends what it decides: messages in order, declared losses, and
 /// retransmission requests. The live feed reader implements it over its ring and its
 /// request socket; tests implement it over vectors.
@@ -555,9 +559,15 @@ impl MoldRecovery {
                 self.stats.ranges_requested += 1;
             }
             // Only the parts still missing are asked for.
+            // At most MAX_REQUESTS_PER_TRY datagrams: a gap announced by a corrupt or
+            // hostile header can span 2^64 sequence numbers, and asking for all of it at
+            // once would never finish. What stays missing is asked for on the retries.
             let mut datagrams = 0;
-            for hole in self.holes(gap.range) {
+            'ask: for hole in self.holes(gap.range) {
                 for request in hole.requests(session, self.config.max_per_request) {
+                    if datagrams == MAX_REQUESTS_PER_TRY {
+                        break 'ask;
+                    }
                     sink.request(request);
                     datagrams += 1;
                 }
