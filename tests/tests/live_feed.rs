@@ -131,21 +131,28 @@ fn check_mold(report: &LineSourceReport, messages: u64, log: &MessageLog) {
     assert_eq!(messages, log.len() as u64, "every message applied once");
 }
 
-#[test]
-fn moldudp64_paced_with_one_percent_loss_transports_the_replayed_book() {
-    let log = log(200_000, 11);
+/// Serves `log` over loopback MoldUDP64 at 400 k msg/s, dropping `drop_ratio` of the packets
+/// (seeded), with the simulator's retransmission server answering; runs the line into a
+/// snapshot. Asserts the fault really dropped packets and the line's own accounting
+/// ([`check_mold`]); returns the snapshot's depth CSV and the reader's report.
+fn lossy_mold_run(
+    log: &Arc<MessageLog>,
+    session: &[u8],
+    seed: u64,
+    drop_ratio: f64,
+) -> (String, LineSourceReport) {
     let mut source = mold_line(loopback(0), None);
     let mut sim = MoldSimConfig::new(
-        Session::new(b"E2E").expect("fits"),
+        Session::new(session).expect("fits"),
         source.local_addr().expect("bound"),
     );
     sim.rate = Rate::per_second(400_000);
     sim.faults = Faults {
-        seed: 5,
-        drop_ratio: 0.01,
+        seed,
+        drop_ratio,
         ..Faults::default()
     };
-    let sim = MoldSimulator::start(Arc::clone(&log), sim).expect("simulator");
+    let sim = MoldSimulator::start(Arc::clone(log), sim).expect("simulator");
     source.set_request_server(sim.request_addr());
     let (csv, report, messages) = run_into_snapshot(LineSource::Mold(source));
     let stats = sim.stop().expect("simulator stops");
@@ -153,7 +160,14 @@ fn moldudp64_paced_with_one_percent_loss_transports_the_replayed_book() {
         stats.packets_dropped > 0,
         "the fault really dropped packets"
     );
-    check_mold(&report, messages, &log);
+    check_mold(&report, messages, log);
+    (csv, report)
+}
+
+#[test]
+fn moldudp64_paced_with_one_percent_loss_transports_the_replayed_book() {
+    let log = log(200_000, 11);
+    let (csv, report) = lossy_mold_run(&log, b"E2E", 5, 0.01);
     let LineSourceReport::Mold(r) = &report else {
         unreachable!()
     };
@@ -274,26 +288,7 @@ fn moldudp64_with_recovered_loss_ends_on_itch_books_book() {
         return;
     };
     let log = log(100_000, 15);
-    let mut source = mold_line(loopback(0), None);
-    let mut sim = MoldSimConfig::new(
-        Session::new(b"ORACLE").expect("fits"),
-        source.local_addr().expect("bound"),
-    );
-    sim.rate = Rate::per_second(400_000);
-    sim.faults = Faults {
-        seed: 9,
-        drop_ratio: 0.03,
-        ..Faults::default()
-    };
-    let sim = MoldSimulator::start(Arc::clone(&log), sim).expect("simulator");
-    source.set_request_server(sim.request_addr());
-    let (live_depth, report, messages) = run_into_snapshot(LineSource::Mold(source));
-    let stats = sim.stop().expect("simulator stops");
-    assert!(
-        stats.packets_dropped > 0,
-        "the fault really dropped packets"
-    );
-    check_mold(&report, messages, &log);
+    let (live_depth, report) = lossy_mold_run(&log, b"ORACLE", 9, 0.03);
     let LineSourceReport::Mold(r) = &report else {
         unreachable!()
     };
