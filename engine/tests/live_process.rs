@@ -9,19 +9,14 @@
 //! and the tests wait for that line, bounded.
 
 use std::io::{BufRead, BufReader};
-use std::net::UdpSocket;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long a child may take to say it is ready.
-const READY_WITHIN: Duration = Duration::from_secs(10);
-
-fn ticklane() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ticklane"))
-}
+mod process_util;
+use process_util::{free_port, ticklane, wait_bounded, READY_WITHIN};
 
 fn ok(output: Output) -> String {
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -32,33 +27,6 @@ fn ok(output: Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     text
-}
-
-/// A free loopback UDP port (released at once; the race with other processes is benign
-/// here, and the test would fail loudly rather than pass wrongly).
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .map(|a| a.port())
-        .expect("probe port")
-}
-
-/// Waits for `child` at most `limit`, polling its status; kills it and fails if it runs
-/// longer.
-fn wait_bounded(mut child: Child, limit: Duration) -> Output {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if child.try_wait().expect("poll child").is_some() {
-            return child.wait_with_output().expect("collect output");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let out = child.wait_with_output().expect("collect output");
-    panic!(
-        "still running after {limit:?}:\n{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
 }
 
 /// A child whose stdout is read line by line as it comes, so a test can wait for one line

@@ -17,46 +17,19 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod process_util;
+use process_util::{free_port, ticklane, wait_bounded, READY_WITHIN};
+
 /// The documented exit status for "messages were declared lost".
 const DECLARED_LOST: i32 = 3;
 /// MoldUDP64's message count that marks an end-of-session packet.
 const END_OF_SESSION: u16 = 0xFFFF;
-const READY_WITHIN: Duration = Duration::from_secs(10);
-
-fn ticklane() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ticklane"))
-}
-
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .map(|a| a.port())
-        .expect("probe port")
-}
-
-/// Waits for `child` at most `limit`; kills it and fails if it runs longer.
-fn wait_bounded(mut child: Child, limit: Duration) -> Output {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if child.try_wait().expect("poll child").is_some() {
-            return child.wait_with_output().expect("collect output");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let out = child.wait_with_output().expect("collect output");
-    panic!(
-        "still running after {limit:?}:\n{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-}
-
 /// What the relay saw of the simulator's live stream.
 #[derive(Default)]
 struct Seen {
