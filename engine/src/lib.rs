@@ -8,7 +8,7 @@
 //!
 //! | floor | modules | what they hold |
 //! |---|---|---|
-//! | 0 | `sync`, `clock`, `digit_groups` | the atomics shim (loom or core), the monotonic clock, counts for people |
+//! | 0 | `sync`, `clock`, `digit_groups`, `health` | the atomics shim (loom or core), the monotonic clock, counts for people, three-valued health |
 //! | 1 | `ring`, `seqlock` | the SPSC ring and the seqlock slot protocol |
 //! | 2 | `book` | L3 books, their L2 view, and the per-message apply step |
 //! | 3 | `csv` | the CSV writers of the contracts (top-of-book stream, depth) |
@@ -34,6 +34,8 @@
 pub mod clock;
 #[cfg(not(loom))]
 pub mod digit_groups;
+#[cfg(not(loom))]
+pub mod health;
 mod sync;
 // Floor 1
 pub mod ring;

@@ -13,6 +13,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("sync", 0),
     ("clock", 0),
     ("digit_groups", 0),
+    ("health", 0),
     ("ring", 1),
     ("seqlock", 1),
     ("book", 2),
