@@ -8,7 +8,7 @@
 //!
 //! | floor | modules | what they hold |
 //! |---|---|---|
-//! | 0 | `sync`, `clock`, `digit_groups`, `health` | the atomics shim (loom or core), the monotonic clock, counts for people, three-valued health |
+//! | 0 | `sync`, `clock`, `digit_groups`, `health`, `dependency` | the atomics shim (loom or core), the monotonic clock, counts for people, three-valued health, the shared handle of each dependency (breaker mirror, manual commands, storm counters) |
 //! | 1 | `ring`, `seqlock` | the SPSC ring and the seqlock slot protocol |
 //! | 2 | `book` | L3 books, their L2 view, and the per-message apply step |
 //! | 3 | `csv` | the CSV writers of the contracts (top-of-book stream, depth) |
@@ -32,6 +32,8 @@
 // Floor 0
 #[cfg(not(loom))]
 pub mod clock;
+#[cfg(not(loom))]
+pub mod dependency;
 #[cfg(not(loom))]
 pub mod digit_groups;
 #[cfg(not(loom))]

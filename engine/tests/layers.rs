@@ -14,6 +14,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("clock", 0),
     ("digit_groups", 0),
     ("health", 0),
+    ("dependency", 0),
     ("ring", 1),
     ("seqlock", 1),
     ("book", 2),
