@@ -4,7 +4,8 @@
 //! ([`queues`]), the machine's floor ([`floor`]), the ring hop alone ([`hop`]), the two
 //! reader stages it drives the pipeline with ([`inproc_source`], [`udp_source`]), one
 //! pipeline run ([`pipeline_run`]), and its outputs ([`hgrm`], [`svg_plot`]); and the
-//! warmed books the criterion suites start from ([`warm_books`]).
+//! warmed books the criterion suites start from ([`warm_books`]); and the layered-retry
+//! chain model of `shared/storm-model.md` ([`storm_model`]).
 
 #![forbid(unsafe_code)]
 
@@ -14,6 +15,7 @@ pub mod hop;
 pub mod inproc_source;
 pub mod pipeline_run;
 pub mod queues;
+pub mod storm_model;
 pub mod svg_plot;
 pub mod udp_source;
 pub mod warm_books;
