@@ -184,6 +184,33 @@ const KEYS: &[(&str, &str, Scope, Rule)] = &[
     ),
     (
         "feed",
+        "b_bind",
+        Scope::Mold,
+        Rule::Addr { connectable: false },
+    ),
+    (
+        "feed",
+        "b_multicast_group",
+        Scope::Mold,
+        Rule::Ipv4 { multicast: true },
+    ),
+    (
+        "feed",
+        "b_interface",
+        Scope::Mold,
+        Rule::Ipv4 { multicast: false },
+    ),
+    (
+        "feed",
+        "arbitration_wait_us",
+        Scope::Mold,
+        Rule::Int {
+            min: 0,
+            max: 100_000,
+        },
+    ),
+    (
+        "feed",
         "server",
         Scope::Soup,
         Rule::Addr { connectable: true },
@@ -366,6 +393,13 @@ impl Doc {
                 faults.extend(["engine.reader_core".into(), "engine.book_core".into()]);
             }
         }
+        // Line B's group or interface without its bind address: the bind is missing.
+        if self.value("feed", "b_bind").is_none()
+            && (self.value("feed", "b_multicast_group").is_some()
+                || self.value("feed", "b_interface").is_some())
+        {
+            faults.push("feed.b_bind".into());
+        }
         // A kind switched to the other one: the base's keys of the old kind are foreign and
         // the new kind's required keys are missing.
         if let Some(V::Str(s)) = self.value("feed", "kind") {
@@ -384,6 +418,10 @@ impl Doc {
                     "request_server",
                     "silence_timeout_s",
                     "retransmit_timeout_ms",
+                    "b_bind",
+                    "b_multicast_group",
+                    "b_interface",
+                    "arbitration_wait_us",
                     "session",
                     "next_sequence",
                     "server_timeout_s",
@@ -423,6 +461,11 @@ fn assert_in_range(config: &RunConfig) {
             let ms = m.recovery.retransmit_timeout.as_millis();
             assert!((1..=60_000).contains(&ms), "{ms} ms");
             assert!(m.udp.multicast_group.iter().all(|g| g.is_multicast()));
+            assert!(m
+                .line_b
+                .iter()
+                .all(|b| b.multicast_group.iter().all(|g| g.is_multicast())));
+            assert!(m.recovery.arbitration_wait.as_micros() <= 100_000);
             assert!(m
                 .request_server
                 .iter()

@@ -82,6 +82,15 @@ pub const RETRANSMIT_TIMEOUT_MS: Allowed = Allowed::Integer {
     max: 60_000,
 };
 
+/// `feed.arbitration_wait_us`: how long a gap on one line waits for the other line's copy
+/// before it is counted and asked for. 0 asks at once; past 100 ms two lines are not an A/B
+/// pair but a line and a late replay, and every real loss (on both lines) would wait that
+/// long for its recovery.
+pub const ARBITRATION_WAIT_US: Allowed = Allowed::Integer {
+    min: 0,
+    max: 100_000,
+};
+
 /// `feed.max_duration_s`: a run of no time is no run; a week covers any session.
 pub const MAX_DURATION_S: Allowed = Allowed::Seconds {
     min: 0.001,

@@ -51,6 +51,11 @@ use validate::Checker;
 const DEFAULT_SILENCE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default wait for a retransmission before asking again.
 const DEFAULT_RETRANSMIT_TIMEOUT_MS: u64 = 100;
+/// Default arbitration wait of a line with an A and a B socket: A/B copies of a packet
+/// arrive within tens to a few hundred microseconds of each other (two paths from the same
+/// publisher), and the reader may take one socket's batch before the other's; 1 ms covers
+/// both, and adds only 1 ms to the recovery of a packet lost on both lines.
+const DEFAULT_ARBITRATION_WAIT_US: u64 = 1_000;
 /// Default seconds of SoupBinTCP server silence before it is declared gone.
 const DEFAULT_SERVER_TIMEOUT: Duration = Duration::from_secs(15);
 /// Default reconnects of a SoupBinTCP line.
@@ -406,6 +411,38 @@ fn feed_section(
                 .unwrap_or(Ipv4Addr::LOCALHOST);
             let request_server =
                 check.socket_addr("feed.request_server", &raw.request_server, true)?;
+            let b_bind = check.socket_addr("feed.b_bind", &raw.b_bind, false)?;
+            let b_group = check.ipv4("feed.b_multicast_group", &raw.b_multicast_group, true)?;
+            let b_interface = check.ipv4("feed.b_interface", &raw.b_interface, false)?;
+            let line_b = match b_bind {
+                Some(bind) => Some(UdpFeedConfig {
+                    bind,
+                    multicast_group: b_group,
+                    interface: b_interface.unwrap_or(interface),
+                    ..UdpFeedConfig::default()
+                }),
+                None => {
+                    if let Some(value) = raw.b_multicast_group.as_ref().or(raw.b_interface.as_ref())
+                    {
+                        return Err(check.missing(
+                            "feed.b_bind",
+                            Some(value.span()),
+                            Allowed::SocketAddr { connectable: false },
+                        ));
+                    }
+                    None
+                }
+            };
+            let arbitration_wait_us = check.integer(
+                "feed.arbitration_wait_us",
+                &raw.arbitration_wait_us,
+                &limits::ARBITRATION_WAIT_US,
+                if line_b.is_some() {
+                    DEFAULT_ARBITRATION_WAIT_US
+                } else {
+                    0
+                },
+            )?;
             let silence_timeout = check
                 .seconds(
                     "feed.silence_timeout_s",
@@ -426,9 +463,11 @@ fn feed_section(
                     interface,
                     ..UdpFeedConfig::default()
                 },
+                line_b,
                 request_server,
                 recovery: RecoveryConfig {
                     retransmit_timeout: Duration::from_millis(retransmit_ms),
+                    arbitration_wait: Duration::from_micros(arbitration_wait_us),
                     ..RecoveryConfig::default()
                 },
                 silence_timeout,
@@ -601,6 +640,59 @@ mod tests {
             let err = soup_feed(bad).expect_err(bad).to_string();
             let key = bad.split(' ').next().expect("a key");
             assert!(err.contains(&format!("feed.{key}")), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn line_b_keys_open_a_second_socket_and_an_arbitration_wait() {
+        let mold = |extra: &str| {
+            let text = format!(
+                "[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:26400\"\n\
+                 interface = \"127.0.0.2\"\n{extra}"
+            );
+            RunConfig::parse(&text, Path::new("ab.toml")).and_then(|c| c.feed_config())
+        };
+        let Ok(FeedConfig::Mold(one)) = mold("") else {
+            panic!("valid");
+        };
+        assert!(one.line_b.is_none());
+        assert_eq!(one.recovery.arbitration_wait, Duration::ZERO);
+        let Ok(FeedConfig::Mold(ab)) =
+            mold("b_bind = \"0.0.0.0:26401\"\nb_multicast_group = \"239.1.1.2\"\n")
+        else {
+            panic!("valid");
+        };
+        let b = ab.line_b.expect("line B");
+        assert_eq!(b.bind, "0.0.0.0:26401".parse().expect("address"));
+        assert_eq!(b.multicast_group, Some(Ipv4Addr::new(239, 1, 1, 2)));
+        assert_eq!(b.interface, Ipv4Addr::new(127, 0, 0, 2), "A's interface");
+        assert_eq!(ab.recovery.arbitration_wait, Duration::from_millis(1));
+        let Ok(FeedConfig::Mold(ab)) = mold(
+            "b_bind = \"127.0.0.1:26401\"\nb_interface = \"127.0.0.3\"\narbitration_wait_us = 0\n",
+        ) else {
+            panic!("valid");
+        };
+        assert_eq!(
+            ab.line_b.map(|b| b.interface),
+            Some(Ipv4Addr::new(127, 0, 0, 3))
+        );
+        assert_eq!(ab.recovery.arbitration_wait, Duration::ZERO);
+        for (bad, key) in [
+            ("b_bind = \"nowhere\"", "feed.b_bind"),
+            (
+                "b_bind = \"127.0.0.1:1\"\nb_multicast_group = \"10.0.0.1\"",
+                "feed.b_multicast_group",
+            ),
+            (
+                "b_bind = \"127.0.0.1:1\"\nb_interface = 7",
+                "feed.b_interface",
+            ),
+            ("b_multicast_group = \"239.1.1.2\"", "feed.b_bind"),
+            ("arbitration_wait_us = 100001", "feed.arbitration_wait_us"),
+            ("arbitration_wait_us = -1", "feed.arbitration_wait_us"),
+        ] {
+            let err = mold(bad).expect_err(bad);
+            assert_eq!(err.key(), Some(key), "{bad}: {err}");
         }
     }
 

@@ -61,6 +61,10 @@ pub struct RawFeed {
     pub request_server: RawValue,
     pub silence_timeout_s: RawValue,
     pub retransmit_timeout_ms: RawValue,
+    pub b_bind: RawValue,
+    pub b_multicast_group: RawValue,
+    pub b_interface: RawValue,
+    pub arbitration_wait_us: RawValue,
     // SoupBinTCP.
     pub server: RawValue,
     pub username: RawValue,
@@ -76,7 +80,7 @@ pub struct RawFeed {
 
 impl RawFeed {
     /// The keys only a MoldUDP64 line has, by full name.
-    pub fn mold_only(&self) -> [(&'static str, &RawValue); 6] {
+    pub fn mold_only(&self) -> [(&'static str, &RawValue); 10] {
         [
             ("feed.bind", &self.bind),
             ("feed.multicast_group", &self.multicast_group),
@@ -84,6 +88,10 @@ impl RawFeed {
             ("feed.request_server", &self.request_server),
             ("feed.silence_timeout_s", &self.silence_timeout_s),
             ("feed.retransmit_timeout_ms", &self.retransmit_timeout_ms),
+            ("feed.b_bind", &self.b_bind),
+            ("feed.b_multicast_group", &self.b_multicast_group),
+            ("feed.b_interface", &self.b_interface),
+            ("feed.arbitration_wait_us", &self.arbitration_wait_us),
         ]
     }
 

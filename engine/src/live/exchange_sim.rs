@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use ticklane_feed::moldudp64::Session;
 use ticklane_feed::sim::{
-    Faults, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimError, SimStats, SoupSimConfig,
-    SoupSimStats, SoupSimulator,
+    Faults, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimError, SimStats,
+    SoupSimConfig, SoupSimStats, SoupSimulator,
 };
 use ticklane_feed::soupbintcp::Credentials;
 
@@ -31,8 +31,12 @@ pub struct ExchangeSimConfig {
     pub tcp: Option<(SocketAddr, Credentials)>,
     /// Messages per second, the file's own timestamps sped up, or as fast as possible.
     pub rate: Rate,
-    /// Seeded faults on the MoldUDP64 stream.
+    /// Seeded faults on the MoldUDP64 stream (line A; its stall and disconnect silence both
+    /// lines).
     pub faults: Faults,
+    /// Line B: the same MoldUDP64 stream to a second address, with per-packet faults of its
+    /// own.
+    pub line_b: Option<LineB>,
     /// SoupBinTCP: close the connection after this many messages.
     pub disconnect_after: Option<u64>,
 }
@@ -70,6 +74,7 @@ impl ExchangeSim {
                 let mut c = MoldSimConfig::new(session, destination);
                 c.rate = config.rate;
                 c.faults = config.faults;
+                c.line_b = config.line_b;
                 c.request_bind = config.request;
                 Some(MoldSimulator::start(Arc::clone(log), c)?)
             }
@@ -133,6 +138,7 @@ mod tests {
             tcp: None,
             rate: Rate::Max,
             faults: Faults::default(),
+            line_b: None,
             disconnect_after: None,
         };
         assert!(matches!(
@@ -155,6 +161,7 @@ mod tests {
             tcp: None,
             rate: Rate::Max,
             faults: Faults::default(),
+            line_b: None,
             disconnect_after: None,
         };
         let sim = ExchangeSim::start(&log, config).expect("start");

@@ -5,6 +5,7 @@
 //! Live feeds, capture playback and tests differ only in the [`FrameSource`] that runs on
 //! the reader thread and the [`Publisher`] the book thread calls.
 
+mod arbitration;
 mod book_stage;
 mod capture_source;
 mod frame;
@@ -15,6 +16,7 @@ mod soup_source;
 mod source_end;
 mod wait;
 
+pub use arbitration::{Arbitration, ArbitrationReport, Line, LineCounters};
 pub use book_stage::{BookStage, BookStageReport};
 pub use capture_source::{CaptureSource, CaptureSourceReport, Pace};
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};

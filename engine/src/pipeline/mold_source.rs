@@ -14,6 +14,7 @@ use ticklane_feed::net::{
     FeedKeys, NetError, OsError, SocketError, SocketErrorCounts, UdpFeed, UdpFeedConfig,
 };
 
+use super::arbitration::{Arbitration, ArbitrationReport, Line};
 use super::frame::Frame;
 use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
@@ -24,6 +25,14 @@ use crate::snapshot::wall_clock_ns;
 
 const DATA: Token = Token(0);
 const REQUESTS: Token = Token(1);
+const DATA_B: Token = Token(2);
+/// The configuration keys of line B's socket, named in its errors.
+const LINE_B_KEYS: FeedKeys = FeedKeys {
+    bind: Some("feed.b_bind"),
+    multicast_group: Some("feed.b_multicast_group"),
+    interface: Some("feed.b_interface"),
+    server: None,
+};
 /// Largest datagram read.
 const DATAGRAM: usize = 65_536;
 /// The longest silence before the books are flagged stale, whatever the silence timeout:
@@ -35,6 +44,10 @@ const STALE_AFTER_MAX: Duration = Duration::from_secs(2);
 pub struct MoldFeedConfig {
     /// The data socket.
     pub udp: UdpFeedConfig,
+    /// Line B: the same session on a second socket, arbitrated with line A (the first copy
+    /// of each sequence wins); `None` for one line. Set
+    /// [`RecoveryConfig::arbitration_wait`] with it.
+    pub line_b: Option<UdpFeedConfig>,
     /// The retransmission (request) server, if the line has one.
     pub request_server: Option<SocketAddr>,
     /// Gap recovery: reorder store, timeouts, retries.
@@ -59,6 +72,7 @@ impl Default for MoldFeedConfig {
     fn default() -> Self {
         MoldFeedConfig {
             udp: UdpFeedConfig::default(),
+            line_b: None,
             request_server: None,
             recovery: RecoveryConfig::default(),
             silence_timeout: Duration::from_secs(5),
@@ -84,6 +98,8 @@ pub struct MoldSourceReport {
     /// Retransmission requests that could not be sent, by kind (the recovery machine's
     /// timer asks again).
     pub request_send_errors: SocketErrorCounts,
+    /// Per-line counters when the line has an A and a B socket (`None` for one line).
+    pub lines: Option<ArbitrationReport>,
     /// Why the source ended.
     pub end: SourceEnd,
 }
@@ -92,6 +108,7 @@ pub struct MoldSourceReport {
 pub struct MoldSource {
     config: MoldFeedConfig,
     data: UdpFeed,
+    data_b: Option<UdpFeed>,
     requests: UdpFeed,
     wait: WaitStrategy,
 }
@@ -120,6 +137,15 @@ impl MoldSource {
         keys: &FeedKeys,
     ) -> Result<Self, NetError> {
         let data = UdpFeed::open(&config.udp, keys)?;
+        let b_keys = if keys.bind.is_some() {
+            LINE_B_KEYS
+        } else {
+            FeedKeys::NONE
+        };
+        let data_b = match &config.line_b {
+            Some(b) => Some(UdpFeed::open(b, &b_keys)?),
+            None => None,
+        };
         let local = match config.udp.interface {
             i if i.is_unspecified() => std::net::Ipv4Addr::LOCALHOST,
             i => i,
@@ -128,6 +154,7 @@ impl MoldSource {
         Ok(MoldSource {
             config,
             data,
+            data_b,
             requests,
             wait,
         })
@@ -146,6 +173,15 @@ impl MoldSource {
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.data.local_addr()
     }
+
+    /// Line B's data socket's address, when the line has one.
+    ///
+    /// # Errors
+    ///
+    /// As `getsockname`.
+    pub fn local_addr_b(&self) -> std::io::Result<Option<SocketAddr>> {
+        self.data_b.as_ref().map(UdpFeed::local_addr).transpose()
+    }
 }
 
 /// Where the recovery machine's decisions go while one packet (or timer) is handled.
@@ -156,6 +192,8 @@ struct Sink<'a, Q> {
     requests: &'a UdpFeed,
     server: Option<SocketAddr>,
     report: &'a mut MoldSourceReport,
+    /// Which line each delivered message came from.
+    lines: &'a mut Arbitration,
     /// Set if the book thread went away: stop.
     abandoned: bool,
 }
@@ -210,6 +248,7 @@ impl<Q: FrameProducer> RecoverySink for Sink<'_, Q> {
             return;
         }
         self.report.messages += 1;
+        self.lines.on_delivered(m.origin);
     }
 
     fn lost(&mut self, gap: GapRange) {
@@ -250,6 +289,10 @@ impl FrameSource for MoldSource {
                     .and_then(|()| {
                         registry.register(self.requests.source(), REQUESTS, Interest::READABLE)
                     })
+                    .and_then(|()| match &mut self.data_b {
+                        Some(b) => registry.register(b.source(), DATA_B, Interest::READABLE),
+                        None => Ok(()),
+                    })
                     .map_err(|e| (PollStep::Register, e))?;
                 Ok(poll)
             });
@@ -268,6 +311,7 @@ impl FrameSource for MoldSource {
         let mut last_heard = started;
         let stale_after = self.config.stale_after().as_nanos() as u64;
         let mut line = FeedState::Live;
+        let mut lines = Arbitration::new(started, self.config.stale_after());
         let busy = self.wait == WaitStrategy::BusySpin;
         report.end = loop {
             if stop.load(Ordering::Relaxed) {
@@ -279,6 +323,10 @@ impl FrameSource for MoldSource {
             }
             if now_ns - last_heard > self.config.silence_timeout.as_nanos() as u64 {
                 break SourceEnd::Silent(self.config.silence_timeout);
+            }
+            if self.data_b.is_some() {
+                // One line silent while the other flows: counted, the books stay live.
+                lines.check_silence(now_ns);
             }
             if line == FeedState::Live && now_ns - last_heard > stale_after {
                 line = FeedState::Silent;
@@ -317,13 +365,14 @@ impl FrameSource for MoldSource {
                 requests: &self.requests,
                 server: self.config.request_server,
                 report: &mut report,
+                lines: &mut lines,
                 abandoned: false,
             };
             for event in events.iter() {
-                let socket = if event.token() == DATA {
-                    &self.data
-                } else {
-                    &self.requests
+                let (socket, from) = match (event.token(), &self.data_b) {
+                    (DATA, _) => (&self.data, Line::A),
+                    (DATA_B, Some(b)) => (b, Line::B),
+                    _ => (&self.requests, Line::Retransmission),
                 };
                 // Drain until WouldBlock, then back to poll. Every error is counted; after an
                 // interruption, a refusal or a cut datagram the socket still holds data, after
@@ -355,11 +404,21 @@ impl FrameSource for MoldSource {
                         }
                     }
                     match Packet::parse(datagram) {
-                        Ok(packet) => recovery.on_packet(
-                            &packet,
-                            Duration::from_nanos(sink.recv_ns),
-                            &mut sink,
-                        ),
+                        Ok(packet) => {
+                            sink.lines.on_packet(
+                                from,
+                                packet.session().0,
+                                packet.sequence(),
+                                packet.next_sequence(),
+                                sink.recv_ns,
+                            );
+                            recovery.on_packet_from(
+                                &packet,
+                                from.origin(),
+                                Duration::from_nanos(sink.recv_ns),
+                                &mut sink,
+                            );
+                        }
                         Err(_) => sink.report.bad_packets += 1,
                     }
                 }
@@ -372,6 +431,9 @@ impl FrameSource for MoldSource {
         };
         report.recovery = recovery.stats();
         report.lost = recovery.lost_ranges().clone();
+        if self.data_b.is_some() {
+            report.lines = Some(lines.report(clock.now_ns()));
+        }
         // A line that ended badly leaves its books stale, and the snapshot not closed.
         let ended_badly = match report.end {
             SourceEnd::Silent(_) => Some((FeedState::EndedSilent, last_heard)),

@@ -68,6 +68,9 @@ pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Resu
             r.recv_errors, r.request_send_errors
         )?;
     }
+    if let Some(lines) = &r.lines {
+        super::write_ab_lines(out, lines)?;
+    }
     if r.bad_packets > 0 {
         writeln!(out, "  not MoldUDP64 {:>13}", group(r.bad_packets))?;
     }
@@ -177,6 +180,7 @@ mod tests {
             bad_packets: 0,
             recv_errors: Default::default(),
             request_send_errors: Default::default(),
+            lines: None,
             end: SourceEnd::EndOfSession,
         };
         assert_eq!(

@@ -8,6 +8,7 @@
 //! line or the demo and the books and snapshot below, and never run anything. Times that age against the wall clock
 //! take the current time as an argument, so a test can pin it.
 
+mod ab_lines;
 mod book_ladder;
 mod book_view;
 mod exit_status;
@@ -19,6 +20,7 @@ mod time_of_day;
 mod top_frame;
 
 pub use crate::digit_groups::group;
+pub use ab_lines::{ab_lines_json, write_ab_lines};
 pub use book_ladder::{write_book_ladder, write_tops};
 pub use book_view::write_book_view;
 pub use exit_status::ExitStatus;

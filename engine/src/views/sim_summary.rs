@@ -22,7 +22,17 @@ pub fn write_mold_sim_stats(out: &mut impl Write, s: &SimStats) -> io::Result<()
         s.packets_reordered,
         group(s.messages_retransmitted),
         s.retransmit_requests
-    )
+    )?;
+    if s.b_packets_sent > 0 || s.b_packets_dropped > 0 {
+        writeln!(
+            out,
+            "MoldUDP64 line B: {} messages in {} packets; dropped {}",
+            group(s.b_messages_sent),
+            group(s.b_packets_sent),
+            s.b_packets_dropped
+        )?;
+    }
+    Ok(())
 }
 
 /// The SoupBinTCP server: logins, messages, disconnects.

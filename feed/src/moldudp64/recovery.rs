@@ -99,6 +99,12 @@ pub struct RecoveryConfig {
     /// after it fit the store, and is declared lost when the store would overflow or at
     /// [`MoldRecovery::end_of_input`].
     pub retransmission: bool,
+    /// How long a new gap waits before it is counted and asked for: the arbitration wait of
+    /// a session heard on two lines (A and B), where the other line's copy of the missing
+    /// packets usually comes a few microseconds later. A gap the other line fills within it
+    /// is no gap: never requested, never counted in [`RecoveryStats::gaps`] (it is counted
+    /// in [`RecoveryStats::gaps_arbitrated`]). Zero (the default, one line) asks at once.
+    pub arbitration_wait: Duration,
 }
 
 impl Default for RecoveryConfig {
@@ -107,7 +113,7 @@ impl Default for RecoveryConfig {
     /// full jitter, within a budget of 20 % of first requests plus 10 per 1 s window; a gap
     /// given up 5 s after it was detected; the limit's defaults
     /// ([`AdaptiveLimitConfig::default`]); requests of up to [`MAX_MESSAGES`] messages;
-    /// joining at the first packet seen; retransmission on.
+    /// joining at the first packet seen; retransmission on; no arbitration wait (one line).
     fn default() -> Self {
         RecoveryConfig {
             store_packets: 4096,
@@ -130,6 +136,7 @@ impl Default for RecoveryConfig {
             max_per_request: MAX_MESSAGES,
             start_sequence: None,
             retransmission: true,
+            arbitration_wait: Duration::ZERO,
         }
     }
 }
@@ -147,8 +154,12 @@ pub struct RecoveryStats {
     pub unsequenced_packets: u64,
     /// Messages delivered to the sink, sequenced or not.
     pub delivered: u64,
-    /// Gaps detected (each a range past the highest sequence seen).
+    /// Gaps detected (each a range past the highest sequence seen) and still missing, in
+    /// whole or in part, once the arbitration wait was over.
     pub gaps: u64,
+    /// Gaps filled within the arbitration wait (by the other line's copy, or a reordered
+    /// packet): never requested, not counted in `gaps`.
+    pub gaps_arbitrated: u64,
     /// Retransmission request datagrams sent, first tries and repeats (a request for a
     /// gap wider than `max_per_request` takes several).
     pub requests_sent: u64,
@@ -198,6 +209,9 @@ pub struct RecoveryStats {
 enum Phase {
     /// Nothing to do: retransmission is off, or all of it waits in the store.
     Idle,
+    /// Just detected: waits until `until` for the other line (or a reordered packet) to
+    /// fill it before it is counted and asked for.
+    Settling { until: Duration },
     /// Its first request waits for room under the in-flight limit.
     WantFirst,
     /// A retry waits for room under the in-flight limit.
@@ -614,12 +628,20 @@ impl MoldRecovery {
                 continue;
             }
             if now >= gap.detected_at.saturating_add(self.config.gap_deadline) {
-                self.leave_flight(i);
-                self.gaps[i].lost = true;
+                self.give_up(i);
                 newly_lost = true;
                 continue;
             }
             match gap.phase {
+                Phase::Settling { until } if now >= until => {
+                    if self.holes(gap.range).next().is_none() {
+                        self.stats.gaps_arbitrated += 1;
+                        self.gaps[i].phase = Phase::Idle;
+                    } else {
+                        self.stats.gaps += 1;
+                        self.gaps[i].phase = Phase::WantFirst;
+                    }
+                }
                 Phase::InFlight {
                     timeout_at,
                     answered,
@@ -669,6 +691,7 @@ impl MoldRecovery {
                 let deadline = g.detected_at.saturating_add(self.config.gap_deadline);
                 match g.phase {
                     Phase::InFlight { timeout_at, .. } => timeout_at.min(deadline),
+                    Phase::Settling { until } => until.min(deadline),
                     Phase::BackingOff { until } => until.min(deadline),
                     _ => deadline,
                 }
@@ -677,12 +700,18 @@ impl MoldRecovery {
     }
 
     fn open_gap(&mut self, range: GapRange, now: Duration) {
-        self.stats.gaps += 1;
-        let phase = if self.config.retransmission {
+        let phase = if !self.config.retransmission {
+            Phase::Idle
+        } else if self.config.arbitration_wait.is_zero() {
             Phase::WantFirst
         } else {
-            Phase::Idle
+            Phase::Settling {
+                until: now.saturating_add(self.config.arbitration_wait),
+            }
         };
+        if !matches!(phase, Phase::Settling { .. }) {
+            self.stats.gaps += 1;
+        }
         let full = self.gaps.len() == self.gaps.capacity();
         match self.gaps.back_mut() {
             // The table is full (only heartbeats revealing gap after gap get here, since
@@ -707,10 +736,19 @@ impl MoldRecovery {
 
     fn lose_oldest_gap(&mut self, sink: &mut impl RecoverySink) {
         if let Some(i) = self.gaps.iter().position(|g| !g.lost) {
-            self.leave_flight(i);
-            self.gaps[i].lost = true;
+            self.give_up(i);
         }
         self.drain(sink);
+    }
+
+    /// The gap at `i` is given up: out of flight, and counted now if it was still within
+    /// its arbitration wait (a gap given up is a gap, however young).
+    fn give_up(&mut self, i: usize) {
+        if matches!(self.gaps[i].phase, Phase::Settling { .. }) {
+            self.stats.gaps += 1;
+        }
+        self.leave_flight(i);
+        self.gaps[i].lost = true;
     }
 
     /// The parts of `range` neither delivered nor stored, in order.
@@ -817,6 +855,10 @@ impl MoldRecovery {
         }
         self.next_expected = Some(expected);
         while self.gaps.front().is_some_and(|g| g.range.last < expected) {
+            if matches!(self.gaps[0].phase, Phase::Settling { .. }) {
+                // Filled before its arbitration wait was over: no gap at all.
+                self.stats.gaps_arbitrated += 1;
+            }
             self.leave_flight(0);
             self.gaps.pop_front();
         }
@@ -889,8 +931,9 @@ impl MoldRecovery {
     /// so the sink sees the whole of it before the new one starts.
     fn finish_session(&mut self, sink: &mut impl RecoverySink) {
         for i in 0..self.gaps.len() {
-            self.leave_flight(i);
-            self.gaps[i].lost = true;
+            if !self.gaps[i].lost {
+                self.give_up(i);
+            }
         }
         self.drain(sink);
         // Whatever is left sits past holes no record covers; it cannot be delivered in
@@ -982,7 +1025,12 @@ fn deliver_messages(
     };
     let from = from.max(first);
     stats.delivered += end.saturating_sub(from);
-    for gap in gaps.iter().take_while(|g| g.range.first < end) {
+    // A gap still within its arbitration wait was never one: its fill is not a recovery.
+    for gap in gaps
+        .iter()
+        .take_while(|g| g.range.first < end)
+        .filter(|g| !matches!(g.phase, Phase::Settling { .. }))
+    {
         let lo = gap.range.first.max(from);
         let hi = gap.range.last.saturating_add(1).min(end);
         stats.recovered += hi.saturating_sub(lo);
@@ -1239,6 +1287,60 @@ mod tests {
         assert_eq!(sink.delivered(), msgs(1..=4));
         assert!(r.ended());
         assert_eq!(r.stats().recovered, 3);
+    }
+
+    #[test]
+    fn a_gap_the_other_line_fills_within_the_arbitration_wait_is_no_gap() {
+        let s = session(b"LIVE");
+        let wait = Duration::from_micros(500);
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            arbitration_wait: wait,
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        let asked =
+            |sink: &Recorder| -> Vec<u64> { sink.requests.iter().map(|q| q.first_seq).collect() };
+        let t0 = Duration::from_millis(1);
+        // Line A lost 3..=4; its 5 opens a gap that waits, unasked, for line B.
+        feed(&mut r, &data(s, 1, 2), t0, &mut sink);
+        feed(&mut r, &data(s, 5, 2), t0, &mut sink);
+        assert_eq!(r.next_deadline(), Some(t0 + wait));
+        r.poll_timers(t0 + wait / 2, &mut sink);
+        assert!(sink.requests.is_empty(), "asked within the wait");
+        // B's copies come 100 µs later (and its 1..=2 and 5..=6 are duplicates).
+        let tb = t0 + Duration::from_micros(100);
+        for bytes in [data(s, 1, 2), data(s, 3, 2), data(s, 5, 2)] {
+            feed(&mut r, &bytes, tb, &mut sink);
+        }
+        r.poll_timers(t0 + wait * 2, &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=6));
+        assert!(sink.requests.is_empty());
+        let stats = r.stats();
+        assert_eq!((stats.gaps, stats.gaps_arbitrated), (0, 1));
+        assert_eq!((stats.recovered, stats.first_requests), (0, 0));
+        assert_eq!(stats.duplicates, 4);
+
+        // 7..=8 lost on both lines: after the wait it is a gap, counted and asked for once.
+        feed(&mut r, &data(s, 9, 1), t0 + wait * 3, &mut sink);
+        r.poll_timers(t0 + wait * 3 + wait / 2, &mut sink);
+        assert!(sink.requests.is_empty());
+        r.poll_timers(t0 + wait * 4, &mut sink);
+        assert_eq!(asked(&sink), [7]);
+        assert_eq!(sink.requests[0].count, 2);
+        assert_eq!(r.stats().gaps, 1);
+        feed(&mut r, &data(s, 7, 2), t0 + wait * 5, &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=9));
+        assert_eq!(r.stats().recovered, 2);
+
+        // Half filled within the wait: one gap, and only the hole still missing is asked.
+        let t = t0 + wait * 8;
+        feed(&mut r, &data(s, 14, 1), t, &mut sink);
+        feed(&mut r, &data(s, 10, 2), t, &mut sink);
+        r.poll_timers(t + wait, &mut sink);
+        assert_eq!(asked(&sink), [7, 12]);
+        assert_eq!(sink.requests[1].count, 2);
+        let stats = r.stats();
+        assert_eq!((stats.gaps, stats.gaps_arbitrated), (2, 1));
     }
 
     #[test]

@@ -55,6 +55,18 @@ const END_OF_SESSION_SPACING: Duration = Duration::from_millis(2);
 /// Consecutive `WouldBlock`/`Interrupted` answers to one send before it counts as failed.
 const SEND_RETRIES: u32 = 10_000;
 
+/// Line B of an A/B pair: the same packets, heartbeats and end of session as the live
+/// stream (line A), to another destination, through faults of its own.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LineB {
+    /// Where line B goes: a unicast address, or an IPv4 multicast group.
+    pub destination: SocketAddr,
+    /// Its per-packet faults (drop, burst, duplicate, reorder), drawn independently of
+    /// line A's even with the same seed. Stalls and disconnects are the stream's, on both
+    /// lines at once, and are taken from [`MoldSimConfig::faults`].
+    pub faults: Faults,
+}
+
 /// How to run a [`MoldSimulator`]. [`MoldSimConfig::new`] fills in the defaults.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MoldSimConfig {
@@ -93,6 +105,8 @@ pub struct MoldSimConfig {
     pub end_of_session_repeats: u32,
     /// Faults to inject. Default none.
     pub faults: Faults,
+    /// A second line (B) serving the same stream. Default none.
+    pub line_b: Option<LineB>,
     /// `SO_SNDBUF` for both sockets, when set: room for bursts of full packets. The system
     /// caps it (`net.core.wmem_max`).
     pub send_buffer_bytes: Option<usize>,
@@ -116,6 +130,7 @@ impl MoldSimConfig {
             heartbeat_interval: Duration::from_secs(1),
             end_of_session_repeats: 3,
             faults: Faults::default(),
+            line_b: None,
             send_buffer_bytes: Some(4 << 20),
         }
     }
@@ -143,6 +158,12 @@ impl MoldSimConfig {
         }
         self.rate.validate()?;
         self.faults.validate()?;
+        if let Some(b) = &self.line_b {
+            b.faults.validate()?;
+            if b.destination.is_ipv6() && b.destination.ip().is_multicast() {
+                return invalid("line_b.destination: IPv6 multicast is not supported");
+            }
+        }
         let room = self.max_packet_len - HEADER_LEN - BLOCK_OVERHEAD;
         if log.max_message_len() > room {
             let seq = (1..=log.len() as u64)
@@ -174,6 +195,12 @@ pub struct SimStats {
     pub end_of_session_sent: u64,
     /// Packets lost to drop or burst faults (replies included when faulted).
     pub packets_dropped: u64,
+    /// Line B: data packets sent (each copy of a duplicate counts).
+    pub b_packets_sent: u64,
+    /// Line B: messages in the data packets sent.
+    pub b_messages_sent: u64,
+    /// Line B: packets lost to its drop or burst faults.
+    pub b_packets_dropped: u64,
     /// Packets sent twice by the duplicate fault (replies included when faulted).
     pub packets_duplicated: u64,
     /// Packets held back and sent after the next one (replies included when faulted).
@@ -209,6 +236,9 @@ struct Counters {
     heartbeats_sent: AtomicU64,
     end_of_session_sent: AtomicU64,
     packets_dropped: AtomicU64,
+    b_packets_sent: AtomicU64,
+    b_messages_sent: AtomicU64,
+    b_packets_dropped: AtomicU64,
     packets_duplicated: AtomicU64,
     packets_reordered: AtomicU64,
     stalls: AtomicU64,
@@ -284,6 +314,9 @@ impl Shared {
             heartbeats_sent: get(&c.heartbeats_sent),
             end_of_session_sent: get(&c.end_of_session_sent),
             packets_dropped: get(&c.packets_dropped),
+            b_packets_sent: get(&c.b_packets_sent),
+            b_messages_sent: get(&c.b_messages_sent),
+            b_packets_dropped: get(&c.b_packets_dropped),
             packets_duplicated: get(&c.packets_duplicated),
             packets_reordered: get(&c.packets_reordered),
             stalls: get(&c.stalls),
@@ -358,13 +391,28 @@ impl MoldSimulator {
         let live_faults = faults
             .affects_packets()
             .then(|| FaultInjector::new(&faults));
-        let live = LiveStream::new(
+        let mut live = LiveStream::new(
             log,
             Arc::clone(&shared),
             config,
             Outlet::new(live_socket, live_faults, config.max_packet_len),
             MonotonicClock::new(config.wait),
         );
+        if let Some(b) = config.line_b {
+            let socket = self::live_socket(&MoldSimConfig {
+                destination: b.destination,
+                ..config
+            })?;
+            // Stream 2: B's pattern is its own even with A's seed and ratios.
+            let faults = b
+                .faults
+                .affects_packets()
+                .then(|| FaultInjector::for_stream(&b.faults, 2));
+            live.line_b = Some((
+                Outlet::new(socket, faults, config.max_packet_len),
+                b.destination,
+            ));
+        }
         let mut sim = MoldSimulator {
             shared,
             request_addr,
@@ -553,6 +601,7 @@ fn request_socket(config: &MoldSimConfig) -> Result<UdpSocket, SimError> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stream {
     Live,
+    LineB,
     Replies,
 }
 
@@ -598,6 +647,7 @@ impl<S: Datagrams> Outlet<S> {
             .as_mut()
             .map_or(PacketFate::Send, FaultInjector::next_fate);
         match fate {
+            PacketFate::Drop if stream == Stream::LineB => bump(&counters.b_packets_dropped, 1),
             PacketFate::Drop => bump(&counters.packets_dropped, 1),
             PacketFate::HoldBack if self.held.is_none() => {
                 self.held_bytes[..packet.len()].copy_from_slice(packet);
@@ -648,6 +698,7 @@ impl<S: Datagrams> Outlet<S> {
 fn count_sent(stream: Stream, counters: &Counters, messages: u16) {
     let (packets, msgs) = match stream {
         Stream::Live => (&counters.packets_sent, &counters.messages_sent),
+        Stream::LineB => (&counters.b_packets_sent, &counters.b_messages_sent),
         Stream::Replies => (
             &counters.retransmit_packets,
             &counters.messages_retransmitted,
@@ -703,6 +754,8 @@ struct LiveStream<C = MonotonicClock, S = UdpSocket> {
     log: Arc<MessageLog>,
     shared: Arc<Shared>,
     outlet: Outlet<S>,
+    /// Line B's outlet and destination, when there is a line B.
+    line_b: Option<(Outlet<S>, SocketAddr)>,
     clock: C,
     config: MoldSimConfig,
     pacer: Pacer,
@@ -735,6 +788,7 @@ impl<C: SimClock, S: Datagrams> LiveStream<C, S> {
         let now = clock.now();
         LiveStream {
             outlet,
+            line_b: None,
             log,
             shared,
             config,
@@ -792,6 +846,17 @@ impl<C: SimClock, S: Datagrams> LiveStream<C, S> {
                     &self.shared.counters,
                 )
                 .map_err(|e| self.send_error(e))?;
+            if let Some((outlet, to)) = &mut self.line_b {
+                outlet
+                    .send_data(
+                        &self.packet[..built.len],
+                        built.messages,
+                        *to,
+                        Stream::LineB,
+                        &self.shared.counters,
+                    )
+                    .map_err(|source| SimError::Send { addr: *to, source })?;
+            }
             self.last_send = self.clock.now();
             self.next_index = released;
         }
@@ -908,8 +973,7 @@ impl<C: SimClock, S: Datagrams> LiveStream<C, S> {
         let next_seq = self.next_index as u64 + 1;
         let len = encode_heartbeat(&mut header, self.config.session, next_seq)
             .expect("invariant: a header fits HEADER_LEN bytes");
-        send_all(&self.outlet.socket, &header[..len], self.config.destination)
-            .map_err(|e| self.send_error(e))?;
+        self.send_header(&header[..len])?;
         bump(&self.shared.counters.heartbeats_sent, 1);
         self.last_send = self.clock.now();
         Ok(())
@@ -928,18 +992,34 @@ impl<C: SimClock, S: Datagrams> LiveStream<C, S> {
                     break;
                 }
             }
-            send_all(&self.outlet.socket, &header[..len], self.config.destination)
-                .map_err(|e| self.send_error(e))?;
+            self.send_header(&header[..len])?;
             bump(&self.shared.counters.end_of_session_sent, 1);
         }
         self.shared.end_live(LiveEnd::Finished);
         Ok(Flow::Go)
     }
 
+    /// Sends a heartbeat or end of session on line A, and on line B when there is one.
+    fn send_header(&self, header: &[u8]) -> Result<(), SimError> {
+        send_all(&self.outlet.socket, header, self.config.destination)
+            .map_err(|e| self.send_error(e))?;
+        if let Some((outlet, to)) = &self.line_b {
+            send_all(&outlet.socket, header, *to)
+                .map_err(|source| SimError::Send { addr: *to, source })?;
+        }
+        Ok(())
+    }
+
     fn flush_held(&mut self) -> Result<(), SimError> {
         self.outlet
             .flush_held(Stream::Live, &self.shared.counters)
-            .map_err(|e| self.send_error(e))
+            .map_err(|e| self.send_error(e))?;
+        if let Some((outlet, to)) = &mut self.line_b {
+            outlet
+                .flush_held(Stream::LineB, &self.shared.counters)
+                .map_err(|source| SimError::Send { addr: *to, source })?;
+        }
+        Ok(())
     }
 
     fn send_error(&self, source: io::Error) -> SimError {

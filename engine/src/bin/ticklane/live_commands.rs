@@ -22,7 +22,7 @@ use ticklane_engine::views::{
     write_line_run, write_mold_sim_stats, write_soup_sim_stats, ExitStatus, NO_REQUEST_SERVER,
 };
 use ticklane_feed::capture::ReadOptions;
-use ticklane_feed::sim::{BurstLoss, Faults, GenConfig, Interruption, MessageLog, Rate};
+use ticklane_feed::sim::{BurstLoss, Faults, GenConfig, Interruption, LineB, MessageLog, Rate};
 use ticklane_feed::soupbintcp::Credentials;
 
 use super::arg_values::{fraction, login};
@@ -97,6 +97,17 @@ pub struct SimArgs {
     /// Burst loss: packets lost per burst.
     #[arg(long, default_value_t = 10)]
     pub burst_packets: u32,
+    /// Line B: serve the same MoldUDP64 stream to this address too (A/B lines), with the
+    /// --*-b faults of its own.
+    #[arg(long, requires = "udp")]
+    pub udp_b: Option<SocketAddr>,
+    /// Line B: fraction of packets dropped (independently of line A's --drop).
+    #[arg(long, default_value_t = 0.0, value_parser = fraction)]
+    pub drop_b: f64,
+    /// Line B: burst loss, probability per packet that a burst starts (--burst-packets
+    /// long).
+    #[arg(long, default_value_t = 0.0, value_parser = fraction)]
+    pub burst_probability_b: f64,
     /// Fraction of packets sent twice.
     #[arg(long, default_value_t = 0.0, value_parser = fraction)]
     pub duplicate: f64,
@@ -214,11 +225,28 @@ pub fn sim(args: &SimArgs) -> Result<ExitStatus> {
             disconnect: interruption(args.disconnect_after, Duration::from_secs(1)),
             ..Faults::default()
         },
+        line_b: args.udp_b.map(|destination| LineB {
+            destination,
+            faults: Faults {
+                seed: args.seed,
+                drop_ratio: args.drop_b,
+                burst_loss: (args.burst_probability_b > 0.0).then_some(BurstLoss {
+                    probability: args.burst_probability_b,
+                    packets: args.burst_packets,
+                }),
+                ..Faults::default()
+            },
+        }),
         disconnect_after: args.disconnect_after,
     };
     let sim = ExchangeSim::start(&log, config)?;
     if let (Some(udp), Some(request)) = (args.udp, sim.request_addr()) {
-        println!("MoldUDP64 to {udp}, retransmissions on {request}");
+        match args.udp_b {
+            Some(b) => println!(
+                "MoldUDP64 to {udp} (line A) and {b} (line B), retransmissions on {request}"
+            ),
+            None => println!("MoldUDP64 to {udp}, retransmissions on {request}"),
+        }
     }
     if let Some(tcp) = sim.soup_addr() {
         println!("SoupBinTCP on {tcp}");
