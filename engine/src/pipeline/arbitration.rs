@@ -65,7 +65,7 @@ impl Line {
 
 /// What one line did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LineCounters {
+pub struct LineArbitration {
     /// Packets received, heartbeats included.
     pub packets: u64,
     /// Messages its data packets carried.
@@ -90,9 +90,9 @@ pub struct LineCounters {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ArbitrationReport {
     /// Line A.
-    pub a: LineCounters,
+    pub a: LineArbitration,
     /// Line B.
-    pub b: LineCounters,
+    pub b: LineArbitration,
     /// Messages delivered from retransmission replies: missing on both lines.
     pub retransmitted_won: u64,
 }
@@ -105,7 +105,7 @@ impl ArbitrationReport {
 
     /// `(name, value)` of each counter of `line`, in a fixed order; durations in
     /// nanoseconds.
-    pub fn fields(line: &LineCounters) -> [(&'static str, u64); 8] {
+    pub fn fields(line: &LineArbitration) -> [(&'static str, u64); 8] {
         let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         [
             ("packets", line.packets),
@@ -123,7 +123,7 @@ impl ArbitrationReport {
 /// One line's state between packets.
 #[derive(Clone, Copy, Debug, Default)]
 struct LineTrack {
-    counters: LineCounters,
+    counters: LineArbitration,
     /// One past the highest sequence this line carried or announced in its session.
     next: Option<u64>,
     session: [u8; 10],
@@ -247,7 +247,7 @@ impl Arbitration {
     pub fn report(&self, now_ns: u64) -> ArbitrationReport {
         let at = |t: &LineTrack| {
             let quiet = Duration::from_nanos(now_ns.saturating_sub(t.last_heard_ns));
-            LineCounters {
+            LineArbitration {
                 silence_now: quiet,
                 longest_silence: t.counters.longest_silence.max(quiet),
                 ..t.counters

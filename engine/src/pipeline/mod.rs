@@ -16,7 +16,7 @@ mod soup_source;
 mod source_end;
 mod wait;
 
-pub use arbitration::{Arbitration, ArbitrationReport, Line, LineCounters};
+pub use arbitration::{Arbitration, ArbitrationReport, Line, LineArbitration};
 pub use book_stage::{BookStage, BookStageReport};
 pub use capture_source::{CaptureSource, CaptureSourceReport, Pace};
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::digit_groups::group;
-use crate::pipeline::{ArbitrationReport, LineCounters};
+use crate::pipeline::{ArbitrationReport, LineArbitration};
 
 /// One row per line: packets, messages carried, messages won (delivered from its copy),
 /// gaps on that line alone, and silence; then what retransmission delivered.
@@ -42,7 +42,7 @@ pub fn write_ab_lines(out: &mut impl Write, r: &ArbitrationReport) -> io::Result
 /// The counters as one JSON object: `{"a":{...},"b":{...},"retransmitted_won":N}`, each
 /// line's keys as in [`ArbitrationReport::fields`] (durations in nanoseconds).
 pub fn ab_lines_json(r: &ArbitrationReport) -> String {
-    let line = |l: &LineCounters| {
+    let line = |l: &LineArbitration| {
         let mut out = String::from("{");
         for (i, (key, value)) in ArbitrationReport::fields(l).into_iter().enumerate() {
             let _ = write!(out, "{}\"{key}\":{value}", if i == 0 { "" } else { "," });
@@ -65,19 +65,19 @@ mod tests {
 
     fn report() -> ArbitrationReport {
         ArbitrationReport {
-            a: LineCounters {
+            a: LineArbitration {
                 packets: 1_200,
                 messages: 9_000,
                 won: 8_000,
                 gaps: 12,
                 messages_missed: 40,
                 longest_silence: Duration::from_millis(250),
-                ..LineCounters::default()
+                ..LineArbitration::default()
             },
-            b: LineCounters {
+            b: LineArbitration {
                 won: 990,
                 silent_while_other_flowed: 1,
-                ..LineCounters::default()
+                ..LineArbitration::default()
             },
             retransmitted_won: 10,
         }
