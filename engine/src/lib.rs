@@ -8,7 +8,7 @@
 //!
 //! | floor | modules | what they hold |
 //! |---|---|---|
-//! | 0 | `sync`, `clock`, `digit_groups`, `health`, `dependency` | the atomics shim (loom or core), the monotonic clock, counts for people, three-valued health, the shared handle of each dependency (breaker mirror, manual commands, storm counters) |
+//! | 0 | `sync`, `clock`, `digit_groups`, `health`, `dependency`, `admin_token` | the atomics shim (loom or core), the monotonic clock, counts for people, three-valued health, the shared handle of each dependency (breaker mirror, manual commands, storm counters), the admin's redacted bearer token |
 //! | 1 | `ring`, `seqlock` | the SPSC ring and the seqlock slot protocol |
 //! | 2 | `book` | L3 books, their L2 view, and the per-message apply step |
 //! | 3 | `csv` | the CSV writers of the contracts (top-of-book stream, depth) |
@@ -16,7 +16,7 @@
 //! | 5 | `overload` | sojourn detection, shedding publisher, subscriber fan-out |
 //! | 6 | `pipeline` | threads, ring, sources (capture, MoldUDP64, SoupBinTCP), the book stage |
 //! | 7 | `config` | the run configuration file |
-//! | 8 | `replay`, `live`, `tail` | the applications that wire the floors below |
+//! | 8 | `replay`, `live`, `tail`, `admin` | the applications that wire the floors below; the HTTP server for health, metrics and admin calls |
 //! | 9 | `views` | what the binary prints of their reports, and the exit status each earns |
 //!
 //! The `ticklane` binary sits above them all: it parses arguments, calls one application
@@ -30,6 +30,8 @@
 #![deny(unsafe_code)]
 
 // Floor 0
+#[cfg(not(loom))]
+pub mod admin_token;
 #[cfg(not(loom))]
 pub mod clock;
 #[cfg(not(loom))]
@@ -63,6 +65,8 @@ pub mod pipeline;
 #[cfg(not(loom))]
 pub mod config;
 // Floor 8
+#[cfg(not(loom))]
+pub mod admin;
 #[cfg(not(loom))]
 pub mod live;
 #[cfg(not(loom))]

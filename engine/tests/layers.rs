@@ -15,6 +15,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("digit_groups", 0),
     ("health", 0),
     ("dependency", 0),
+    ("admin_token", 0),
     ("ring", 1),
     ("seqlock", 1),
     ("book", 2),
@@ -26,6 +27,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("config", 7),
     ("replay", 8),
     ("live", 8),
+    ("admin", 8),
     ("tail", 8),
     ("views", 9),
 ];

@@ -55,6 +55,12 @@ pub enum Allowed {
     },
     /// A non-empty path.
     Path,
+    /// A name that goes into a URL path and a metrics label: 1 to `max_len` ASCII letters,
+    /// digits, `-`, `_` and `.`.
+    Name {
+        /// Most characters.
+        max_len: usize,
+    },
 }
 
 impl Allowed {
@@ -77,6 +83,18 @@ impl Allowed {
             Allowed::Ascii { min_len, max_len } => {
                 (min_len..=max_len).contains(&s.len())
                     && s.bytes().all(|b| (b' '..=b'~').contains(&b))
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a name rule admits `s` (`false` for a rule of another kind).
+    pub fn admits_name(&self, s: &str) -> bool {
+        match *self {
+            Allowed::Name { max_len } => {
+                (1..=max_len).contains(&s.len())
+                    && s.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
             }
             _ => false,
         }
@@ -135,6 +153,10 @@ impl fmt::Display for Allowed {
                 "an IPv4 multicast group, 224.0.0.0 to 239.255.255.255, such as \"239.1.1.1\"",
             ),
             Allowed::Path => f.write_str("a non-empty path"),
+            Allowed::Name { max_len } => write!(
+                f,
+                "1 to {max_len} characters of ASCII letters, digits, '-', '_' and '.'"
+            ),
         }
     }
 }
@@ -196,6 +218,17 @@ mod tests {
         }
         for s in [0.5, 1.0, 2.0] {
             assert!(rule.admits_seconds(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn names_are_url_and_label_safe() {
+        let rule = Allowed::Name { max_len: 8 };
+        for good in ["feed", "nasdaq-A", "itch_5.0", "12345678"] {
+            assert!(rule.admits_name(good), "{good}");
+        }
+        for bad in ["", "123456789", "a b", "a/b", "a%2F", "é", "a\"b"] {
+            assert!(!rule.admits_name(bad), "{bad}");
         }
     }
 

@@ -147,6 +147,17 @@ pub const SESSION: Allowed = Allowed::Ascii {
     max_len: 10,
 };
 
+/// `feed.name`: it goes into the admin URL (`/feeds/{name}/isolate`) and the metrics'
+/// `feed` label, so only characters that need no escaping in either.
+pub const FEED_NAME: Allowed = Allowed::Name { max_len: 64 };
+
+/// `admin.token`: at least 16 characters, so that a guessable word is refused; printable
+/// ASCII, which an `Authorization: Bearer` header carries as it is.
+pub const ADMIN_TOKEN: Allowed = Allowed::Ascii {
+    min_len: 16,
+    max_len: 256,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

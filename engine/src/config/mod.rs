@@ -33,7 +33,7 @@ mod validate;
 pub use allowed::Allowed;
 pub use error::{ConfigError, Conflict, Location, Place};
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -42,9 +42,10 @@ use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::resilience::BackoffConfig;
 use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
 
+use crate::admin_token::AdminToken;
 use crate::book::BookConfig;
 use crate::pipeline::{MoldFeedConfig, PipelineConfig, SoupFeedConfig, WaitStrategy};
-use raw::{RawEngine, RawFeed, RawFile, RawSnapshot};
+use raw::{RawAdmin, RawEngine, RawFeed, RawFile, RawSnapshot};
 use validate::Checker;
 
 /// Default seconds of silence before a MoldUDP64 feed is declared dead.
@@ -80,6 +81,11 @@ pub struct RunConfig {
     pub snapshot: SnapshotSection,
     /// The feed line.
     pub feed: FeedConfig,
+    /// `feed.name`: the feed's name in the admin URLs and the metrics' labels (default
+    /// [`DEFAULT_FEED_NAME`]).
+    pub feed_name: String,
+    /// `[admin]`: the HTTP server.
+    pub admin: AdminSection,
     /// The file it was read from, for errors.
     file: PathBuf,
 }
@@ -141,6 +147,19 @@ impl Default for SnapshotSection {
     }
 }
 
+/// The feed's name when `feed.name` is absent.
+pub const DEFAULT_FEED_NAME: &str = "feed";
+
+/// `[admin]`, checked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AdminSection {
+    /// Where the HTTP server listens (health, metrics, admin calls); no server when absent.
+    pub listen: Option<SocketAddr>,
+    /// The bearer token the admin calls need (`TICKLANE_ADMIN_TOKEN` wins over it); admin
+    /// calls are refused when neither is set. Its `Debug` is redacted.
+    pub token: Option<AdminToken>,
+}
+
 /// A feed line ready to open.
 #[derive(Clone, Debug)]
 pub enum FeedConfig {
@@ -189,10 +208,25 @@ impl RunConfig {
             Some(section) => feed_section(&check, section.get_ref(), section.span())?,
             None => return Err(check.missing("feed.kind", None, limits::KIND)),
         };
+        let feed_name = match &raw.feed {
+            Some(section) => check.name(
+                "feed.name",
+                &section.get_ref().name,
+                &limits::FEED_NAME,
+                DEFAULT_FEED_NAME,
+            )?,
+            None => DEFAULT_FEED_NAME.to_owned(),
+        };
+        let admin = match &raw.admin {
+            Some(section) => admin_section(&check, section.get_ref())?,
+            None => AdminSection::default(),
+        };
         Ok(RunConfig {
             engine,
             snapshot,
             feed,
+            feed_name,
+            admin,
             file: path.to_path_buf(),
         })
     }
@@ -350,6 +384,15 @@ fn snapshot_section(
             defaults.capacity,
         )?,
     })
+}
+
+/// `[admin]`: an address to bind, and a token that never prints.
+fn admin_section(check: &Checker<'_>, raw: &RawAdmin) -> Result<AdminSection, ConfigError> {
+    let listen = check.socket_addr("admin.listen", &raw.listen, false)?;
+    let token = check
+        .secret("admin.token", &raw.token, &limits::ADMIN_TOKEN)?
+        .map(|t| AdminToken::new(t).expect("invariant: the token rule refuses empty tokens"));
+    Ok(AdminSection { listen, token })
 }
 
 /// `[feed]`: its kind, then only that kind's keys, each checked.
@@ -641,6 +684,49 @@ mod tests {
             let key = bad.split(' ').next().expect("a key");
             assert!(err.contains(&format!("feed.{key}")), "{bad}: {err}");
         }
+    }
+
+    /// A MoldUDP64 `[feed]` with `extra` lines after it, parsed.
+    fn mold_with(extra: &str) -> Result<RunConfig, ConfigError> {
+        let text = format!("[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:1\"\n{extra}");
+        RunConfig::parse(&text, Path::new("t.toml"))
+    }
+
+    #[test]
+    fn admin_and_feed_name_keys_are_checked() {
+        let c = mold_with("").expect("valid");
+        assert_eq!(c.feed_name, "feed");
+        assert_eq!(c.admin, AdminSection::default());
+        let c = mold_with("name = \"nasdaq-a\"\n[admin]\nlisten = \"127.0.0.1:9100\"\ntoken = \"0123456789abcdef\"\n")
+            .expect("valid");
+        assert_eq!(c.feed_name, "nasdaq-a");
+        assert_eq!(
+            c.admin.listen,
+            Some("127.0.0.1:9100".parse().expect("addr"))
+        );
+        assert_eq!(c.admin.token, AdminToken::new("0123456789abcdef"));
+        for (bad, key) in [
+            ("name = \"\"", "feed.name"),
+            ("name = \"a/b\"", "feed.name"),
+            ("name = 3", "feed.name"),
+            ("[admin]\nlisten = \"localhost\"", "admin.listen"),
+            ("[admin]\nlisten = 9100", "admin.listen"),
+            ("[admin]\ntoken = 5", "admin.token"),
+            ("[admin]\nbogus = 1", "bogus"),
+        ] {
+            let err = mold_with(bad).expect_err(bad).to_string();
+            assert!(err.contains(key), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_refused_token_is_not_printed() {
+        let err = mold_with("[admin]\ntoken = \"short-secret\"\n").expect_err("too short");
+        assert_eq!(err.key(), Some("admin.token"));
+        let shown = format!("{err} {err:?}");
+        assert!(!shown.contains("short-secret"), "{shown}");
+        let c = mold_with("[admin]\ntoken = \"a-long-enough-secret\"\n").expect("valid");
+        assert!(!format!("{c:?}").contains("a-long-enough-secret"));
     }
 
     #[test]

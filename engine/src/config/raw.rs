@@ -23,6 +23,16 @@ pub struct RawFile {
     pub snapshot: Option<Spanned<RawSnapshot>>,
     /// `[feed]`.
     pub feed: Option<Spanned<RawFeed>>,
+    /// `[admin]`.
+    pub admin: Option<Spanned<RawAdmin>>,
+}
+
+/// `[admin]`: the HTTP server for health, metrics and admin calls.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAdmin {
+    pub listen: RawValue,
+    pub token: RawValue,
 }
 
 /// `[engine]`.
@@ -53,6 +63,7 @@ pub struct RawSnapshot {
 pub struct RawFeed {
     pub kind: RawValue,
     // Both kinds.
+    pub name: RawValue,
     pub max_duration_s: RawValue,
     // MoldUDP64.
     pub bind: RawValue,

@@ -195,6 +195,55 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// A secret string that `rule` (an ASCII rule) admits; `None` when absent. A refused
+    /// secret's error says `"<redacted>"` where other errors print the value.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Value`] for a value that is not a string, too long, too short, or not
+    /// printable ASCII.
+    pub fn secret(
+        &self,
+        key: &'static str,
+        raw: &RawValue,
+        rule: &Allowed,
+    ) -> Result<Option<String>, ConfigError> {
+        let Some(v) = raw else {
+            return Ok(None);
+        };
+        match v.get_ref() {
+            Value::String(s) if rule.admits_text(s) => Ok(Some(s.clone())),
+            _ => Err(self.refuse(
+                key,
+                &Value::String("<redacted>".into()),
+                Some(v.span()),
+                rule.clone(),
+            )),
+        }
+    }
+
+    /// A name that `rule` (a name rule) admits; `default` when absent.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Value`] for a value that is not a string, empty, too long, or with a
+    /// character the rule does not admit.
+    pub fn name(
+        &self,
+        key: &'static str,
+        raw: &RawValue,
+        rule: &Allowed,
+        default: &str,
+    ) -> Result<String, ConfigError> {
+        let Some(v) = raw else {
+            return Ok(default.to_owned());
+        };
+        match v.get_ref() {
+            Value::String(s) if rule.admits_name(s) => Ok(s.clone()),
+            other => Err(self.refuse(key, other, Some(v.span()), rule.clone())),
+        }
+    }
+
     /// A string naming one of `rule`'s choices, parsed by `parse`; `default` when absent.
     ///
     /// # Errors

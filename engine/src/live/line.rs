@@ -1,15 +1,17 @@
 //! One feed line, MoldUDP64 or SoupBinTCP, through the pipeline.
 
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use ticklane_feed::net::{FeedKeys, NetError};
 
+use super::line_handles::LineHandles;
 use crate::clock::Clock;
 use crate::config::FeedConfig;
 use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
 use crate::pipeline::{
-    run_pipeline, FrameProducer, FrameSource, MoldSource, MoldSourceReport, PipelineConfig,
-    PipelineReport, SoupSource, SoupSourceReport, SourceEnd,
+    run_pipeline, FrameProducer, FrameSource, LineCounters, MoldSource, MoldSourceReport,
+    PipelineConfig, PipelineReport, SoupSource, SoupSourceReport, SourceEnd,
 };
 use crate::publish::NoPublisher;
 use crate::snapshot::SnapshotWriter;
@@ -80,6 +82,16 @@ impl LineSource {
     }
 }
 
+impl LineSource {
+    /// Has the reader copy its stats into `counters` (about once a millisecond).
+    pub fn attach_counters(&mut self, counters: Arc<LineCounters>) {
+        match self {
+            LineSource::Mold(s) => s.set_counters(counters),
+            LineSource::Soup(s) => s.set_counters(counters),
+        }
+    }
+}
+
 impl FrameSource for LineSource {
     type Report = LineSourceReport;
 
@@ -118,9 +130,34 @@ pub fn run_line(
     overload: OverloadConfig,
     stop: &AtomicBool,
 ) -> std::io::Result<LineRun> {
+    let handles = LineHandles {
+        name: String::new(),
+        counters: Arc::new(LineCounters::new()),
+        overload: Arc::default(),
+        dependencies: Vec::new(),
+    };
+    run_observed_line(source, pipeline, snapshot, overload, stop, &handles)
+}
+
+/// [`run_line`], with the reader's counters and the publisher's overload counters kept in
+/// `handles` while it runs, for the admin server to read.
+///
+/// # Errors
+///
+/// As [`run_line`].
+pub fn run_observed_line(
+    mut source: LineSource,
+    pipeline: PipelineConfig,
+    snapshot: Option<SnapshotWriter>,
+    overload: OverloadConfig,
+    stop: &AtomicBool,
+    handles: &LineHandles,
+) -> std::io::Result<LineRun> {
+    source.attach_counters(Arc::clone(&handles.counters));
     match snapshot {
         Some(writer) => {
-            let publisher = SheddingPublisher::new(SnapshotSink::new(writer), overload);
+            let publisher = SheddingPublisher::new(SnapshotSink::new(writer), overload)
+                .with_shared_counters(Arc::clone(&handles.overload));
             let counters = publisher.shared_counters();
             let report = run_pipeline(pipeline, source, publisher, stop)?;
             Ok(LineRun {

@@ -5,11 +5,15 @@
 mod demo;
 mod exchange_sim;
 mod line;
+mod line_handles;
 mod record;
 mod shutdown;
 
 pub use demo::{run_demo, DemoConfig, DemoError, DemoReport, TransportCheck};
 pub use exchange_sim::{ExchangeSim, ExchangeSimConfig, ExchangeSimReport};
-pub use line::{run_line, LineReport, LineRun, LineSource, LineSourceReport, FEED_KEYS};
+pub use line::{
+    run_line, run_observed_line, LineReport, LineRun, LineSource, LineSourceReport, FEED_KEYS,
+};
+pub use line_handles::{LineHandles, RETRANSMISSION_SUFFIX};
 pub use record::{record_udp, RecordError, RecordReport};
 pub use shutdown::install_shutdown;

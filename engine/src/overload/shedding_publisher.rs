@@ -186,6 +186,13 @@ impl<S: StateSink> SheddingPublisher<S> {
         self
     }
 
+    /// Stores its counters into `shared` (one made before the run, handed to a metrics
+    /// endpoint) instead of a block of its own.
+    pub fn with_shared_counters(mut self, shared: Arc<SharedCounters>) -> Self {
+        self.shared = shared;
+        self
+    }
+
     /// The counters, readable from any thread while the engine runs (updated each batch).
     pub fn shared_counters(&self) -> Arc<SharedCounters> {
         Arc::clone(&self.shared)

@@ -10,6 +10,7 @@ mod book_stage;
 mod capture_source;
 mod frame;
 mod latency;
+mod line_counters;
 mod mold_source;
 mod queue;
 mod soup_source;
@@ -21,6 +22,7 @@ pub use book_stage::{BookStage, BookStageReport};
 pub use capture_source::{CaptureSource, CaptureSourceReport, Pace};
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
 pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
+pub use line_counters::{LineCounters, LineCountersWriter, LineCountsNow, COPY_EVERY_NS};
 pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
 pub use queue::{FrameConsumer, FrameProducer};
 pub use soup_source::{

@@ -16,6 +16,7 @@ use ticklane_feed::net::{
 
 use super::arbitration::{Arbitration, ArbitrationReport, Line};
 use super::frame::Frame;
+use super::line_counters::{LineCounters, LineCountersWriter};
 use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
@@ -111,6 +112,7 @@ pub struct MoldSource {
     data_b: Option<UdpFeed>,
     requests: UdpFeed,
     wait: WaitStrategy,
+    counters: Option<LineCountersWriter>,
 }
 
 impl MoldSource {
@@ -157,12 +159,18 @@ impl MoldSource {
             data_b,
             requests,
             wait,
+            counters: None,
         })
     }
 
     /// Sets the retransmission server (when it is started after the feed's port is known).
     pub fn set_request_server(&mut self, server: SocketAddr) {
         self.config.request_server = Some(server);
+    }
+
+    /// Copies the reader's stats into `counters` about once a millisecond while it runs.
+    pub fn set_counters(&mut self, counters: std::sync::Arc<LineCounters>) {
+        self.counters = Some(LineCountersWriter::new(counters));
     }
 
     /// The data socket's address (its port, when bound to port 0).
@@ -318,6 +326,9 @@ impl FrameSource for MoldSource {
                 break SourceEnd::Stopped;
             }
             let now_ns = clock.now_ns();
+            if let Some(c) = self.counters.as_ref().filter(|c| c.due(now_ns)) {
+                c.shared().store_mold(&recovery.stats(), report.messages);
+            }
             if recovery.ended() && recovery.open_gaps() == 0 {
                 break SourceEnd::EndOfSession;
             }
@@ -433,6 +444,9 @@ impl FrameSource for MoldSource {
         report.lost = recovery.lost_ranges().clone();
         if self.data_b.is_some() {
             report.lines = Some(lines.report(clock.now_ns()));
+        }
+        if let Some(c) = &self.counters {
+            c.shared().store_mold(&report.recovery, report.messages);
         }
         // A line that ended badly leaves its books stale, and the snapshot not closed.
         let ended_badly = match report.end {

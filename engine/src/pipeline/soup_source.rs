@@ -19,6 +19,7 @@ use ticklane_feed::soupbintcp::{
 };
 
 use super::frame::Frame;
+use super::line_counters::{LineCounters, LineCountersWriter};
 use super::source_end::{Chain, DropCounts, DropReason, PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
@@ -158,6 +159,7 @@ pub struct SoupSource {
     config: SoupFeedConfig,
     wait: WaitStrategy,
     server_key: Option<&'static str>,
+    counters: Option<LineCountersWriter>,
 }
 
 impl SoupSource {
@@ -167,7 +169,13 @@ impl SoupSource {
             config,
             wait,
             server_key: None,
+            counters: None,
         }
+    }
+
+    /// Copies the reader's counts into `counters` about once a millisecond while it runs.
+    pub fn set_counters(&mut self, counters: std::sync::Arc<LineCounters>) {
+        self.counters = Some(LineCountersWriter::new(counters));
     }
 
     /// Names the configuration key the server address came from (if any), for connect
@@ -298,6 +306,9 @@ impl SoupSource {
                 if e.kind() != std::io::ErrorKind::Interrupted {
                     return poll_failed(PollStep::Wait, &e);
                 }
+            }
+            if let Some(c) = self.counters.as_ref().filter(|c| c.due(clock.now_ns())) {
+                c.shared().store_soup(report);
             }
             if !connected {
                 match feed.connected() {
@@ -464,6 +475,9 @@ impl FrameSource for SoupSource {
                 FeedState::EndedError,
                 clock.now_ns(),
             );
+        }
+        if let Some(c) = &self.counters {
+            c.shared().store_soup(&report);
         }
         frames.push_end(&mut waiter, clock.now_ns());
         report

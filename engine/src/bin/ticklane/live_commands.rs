@@ -10,10 +10,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use ticklane_engine::admin::{AdminServer, AdminState, FeedHandles, ServerLimits};
+use ticklane_engine::admin_token::AdminToken;
 use ticklane_engine::config::{FeedConfig, RunConfig};
+use ticklane_engine::health::Health;
 use ticklane_engine::live::{
-    install_shutdown, record_udp, run_demo, run_line, DemoConfig, ExchangeSim, ExchangeSimConfig,
-    LineSource,
+    install_shutdown, record_udp, run_demo, run_observed_line, DemoConfig, ExchangeSim,
+    ExchangeSimConfig, LineHandles, LineSource,
 };
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::snapshot::SnapshotWriter;
@@ -34,6 +37,10 @@ pub struct RunArgs {
     /// demo runs: a simulated exchange on loopback feeding the real pipeline.
     #[arg(long, conflicts_with_all = ["messages", "rate", "drop"])]
     pub config: Option<PathBuf>,
+    /// Serve health, metrics and admin calls over HTTP on this address (overrides the
+    /// file's `admin.listen`; loopback is the safe choice).
+    #[arg(long, requires = "config", value_name = "ADDR")]
+    pub admin: Option<SocketAddr>,
     /// Demo only: messages in the simulated day.
     #[arg(long, default_value_t = 1_000_000)]
     pub messages: u64,
@@ -51,6 +58,7 @@ impl RunArgs {
         let demo = DemoConfig::default();
         RunArgs {
             config: None,
+            admin: None,
             messages: demo.messages,
             rate: demo.rate,
             drop: demo.drop_ratio,
@@ -157,10 +165,61 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
         eprintln!("ticklane run: {}: {NO_REQUEST_SERVER}", path.display());
     }
     let source = LineSource::open(&feed, &pipeline)?;
+    let health = Arc::new(Health::new());
+    let handles = LineHandles::new(&config.feed_name, &feed);
+    // Started before the line, on the unpinned main thread's behalf: the server's thread is
+    // never one of the pinned stages. Dropped (stopped) when `run` returns.
+    let _admin = match args.admin.or(config.admin.listen) {
+        Some(listen) => Some(start_admin(listen, &config, &health, &handles)?),
+        None => None,
+    };
     println!("{}", ready_line(path, &source)?);
-    let run = run_line(source, pipeline, snapshot, OverloadConfig::default(), &stop)?;
+    let run = run_observed_line(
+        source,
+        pipeline,
+        snapshot,
+        OverloadConfig::default(),
+        &stop,
+        &handles,
+    )?;
     write_line_run(&mut io::stdout().lock(), &run, unrecoverable)?;
     Ok(line_run_status(&run))
+}
+
+/// Starts the admin server on `listen` and says where.
+fn start_admin(
+    listen: SocketAddr,
+    config: &RunConfig,
+    health: &Arc<Health>,
+    handles: &LineHandles,
+) -> Result<AdminServer> {
+    let state = Arc::new(AdminState {
+        health: Arc::clone(health),
+        feeds: vec![FeedHandles {
+            name: handles.name.clone(),
+            line: Arc::clone(&handles.counters),
+            dependencies: handles.dependencies.clone(),
+            // Overload control runs only when there is a snapshot to publish into.
+            overload: config
+                .snapshot
+                .path
+                .is_some()
+                .then(|| Arc::clone(&handles.overload)),
+        }],
+        token: AdminToken::from_env_or(config.admin.token.clone()),
+    });
+    let admin_calls = if state.token.is_some() {
+        "admin calls need the token"
+    } else {
+        "admin calls off: no token"
+    };
+    let server = AdminServer::start(listen, state, ServerLimits::default())
+        .with_context(|| format!("admin server on {listen} (admin.listen or --admin)"))?;
+    println!(
+        "ticklane run: admin on http://{} (/health, /metrics; {admin_calls})",
+        server.local_addr()
+    );
+    Ok(server)
 }
 
 fn demo(args: &RunArgs, stop: &AtomicBool) -> Result<ExitStatus> {

@@ -1,0 +1,249 @@
+//! The admin server of a real `ticklane run` process fed by `ticklane sim` over loopback:
+//! `/metrics` passes `promtool check metrics` (Prometheus's own linter, from the Debian
+//! package `prometheus`) and counts the messages flowing, `/health` is the documented JSON,
+//! and the admin calls answer 401 without a token, 403 with a wrong one (the file's token
+//! too: `TICKLANE_ADMIN_TOKEN` wins), 200 with the right one.
+//!
+//! Here rather than in `tests/`: only this crate's tests are handed the `ticklane` binary
+//! cargo built for them (`CARGO_BIN_EXE_ticklane`); a path guessed from `tests/` could run a
+//! stale one.
+//!
+//! Bounded: every wait has a limit; the process is stopped with SIGTERM at the end.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+mod process_util;
+use process_util::{free_port, ticklane, wait_bounded, READY_WITHIN};
+
+const FILE_TOKEN: &str = "file-token-0123456789";
+const ENV_TOKEN: &str = "env-token-9876543210";
+
+/// One HTTP exchange: status and body.
+fn http(addr: SocketAddr, method: &str, path: &str, auth: Option<&str>) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("connect to the admin server");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let auth = auth.map_or(String::new(), |a| format!("Authorization: {a}\r\n"));
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: test\r\n{auth}\r\n").expect("send");
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("read answer");
+    let status = answer
+        .get(9..12)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status line: {answer:?}"));
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
+    (status, body)
+}
+
+/// The value of the sample `series` (name and labels, as written) in an exposition.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// Waits, at most `limit`, for a stdout line starting with `prefix`.
+fn wait_line(lines: &Receiver<String>, prefix: &str, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.starts_with(prefix) => return line,
+            Ok(line) => seen.push(line),
+            Err(_) => panic!("no `{prefix}` within {limit:?}; saw:\n{}", seen.join("\n")),
+        }
+    }
+}
+
+fn spawn_watched(command: &mut Command) -> (Child, Receiver<String>) {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start ticklane");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (send, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, lines)
+}
+
+/// `promtool check metrics` on `text`; `None` when promtool is not installed.
+fn promtool_check(text: &str) -> Option<(bool, String)> {
+    let mut child = match Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => panic!("promtool: {e}"),
+    };
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("feed promtool");
+    let out = wait_bounded(child, Duration::from_secs(30));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some((out.status.success(), said))
+}
+
+fn write_config(path: &Path, data: u16, request: u16) {
+    let toml = format!(
+        "[engine]\nmax_orders = 262144\nmax_books = 256\nlevels_per_side = 2048\n\n\
+         [feed]\nkind = \"moldudp64\"\nname = \"nasdaq\"\nbind = \"127.0.0.1:{data}\"\n\
+         request_server = \"127.0.0.1:{request}\"\nsilence_timeout_s = 10.0\nmax_duration_s = 60.0\n\n\
+         [admin]\nlisten = \"127.0.0.1:0\"\ntoken = \"{FILE_TOKEN}\"\n"
+    );
+    std::fs::write(path, toml).expect("write config");
+}
+
+#[test]
+fn a_running_engine_serves_lint_clean_metrics_health_and_guarded_admin_calls() {
+    const MESSAGES: u64 = 2_000_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = dir.path().join("day.itch50");
+    let gen = ticklane()
+        .args(["gen", day.to_str().expect("utf-8")])
+        .args(["--messages", &MESSAGES.to_string(), "--stocks", "10"])
+        .output()
+        .expect("gen");
+    assert!(gen.status.success(), "gen failed");
+    let (data, request) = (free_port(), free_port());
+    let config = dir.path().join("line.toml");
+    write_config(&config, data, request);
+
+    let (run, lines) = spawn_watched(
+        ticklane()
+            .args(["run", "--config", config.to_str().expect("utf-8")])
+            .env("TICKLANE_ADMIN_TOKEN", ENV_TOKEN),
+    );
+    let admin_line = wait_line(&lines, "ticklane run: admin on http://", READY_WITHIN);
+    let addr: SocketAddr = admin_line
+        .trim_start_matches("ticklane run: admin on http://")
+        .split(' ')
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {admin_line:?}"));
+    wait_line(&lines, "ticklane run: ready (", READY_WITHIN);
+    // About 20 s of feed at this rate: the checks below finish long before its end.
+    let mut sim = ticklane()
+        .args(["sim", day.to_str().expect("utf-8")])
+        .args(["--udp", &format!("127.0.0.1:{data}")])
+        .args(["--request", &format!("127.0.0.1:{request}")])
+        .args(["--rate", "100000", "--drop", "0.01", "--seed", "5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start sim");
+
+    // /metrics: poll (bounded) until the reader's counters have been copied in.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let metrics = loop {
+        let (status, body) = http(addr, "GET", "/metrics", None);
+        assert_eq!(status, 200, "{body}");
+        let messages = sample(&body, "ticklane_messages_total{feed=\"nasdaq\"}");
+        if messages.is_some_and(|m| m > 0.0) {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "no messages counted:\n{body}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let messages = sample(&metrics, "ticklane_messages_total{feed=\"nasdaq\"}").expect("series");
+    assert!(
+        messages <= MESSAGES as f64,
+        "{messages} > the day's {MESSAGES}"
+    );
+    for series in [
+        "ticklane_health_state",
+        "ticklane_packets_total{feed=\"nasdaq\"}",
+        "ticklane_retransmission_reply_timeout_seconds{feed=\"nasdaq\"}",
+        "ticklane_snapshot_publications_total{feed=\"nasdaq\"}",
+        "ticklane_dependency_breaker_state{feed=\"nasdaq\",dependency=\"nasdaq\"}",
+        "ticklane_dependency_breaker_state{feed=\"nasdaq\",dependency=\"nasdaq.retransmission\"}",
+    ] {
+        // Snapshot publications exist only with a snapshot; this line has none.
+        let expected = !series.starts_with("ticklane_snapshot");
+        assert_eq!(
+            sample(&metrics, series).is_some(),
+            expected,
+            "{series}:\n{metrics}"
+        );
+    }
+    match promtool_check(&metrics) {
+        Some((passed, said)) => assert!(passed, "promtool check metrics:\n{said}\n{metrics}"),
+        None if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("promtool is not installed (.ci/run installs the Debian package prometheus)")
+        }
+        None => {
+            let _ = std::io::stderr().write_all(
+                b"\n!!!! SKIPPED the promtool check: promtool is not installed \
+                  (apt-get install prometheus)\n",
+            );
+        }
+    }
+
+    // /health: the documented JSON, 200 unless Unhealthy or draining.
+    let (status, body) = http(addr, "GET", "/health", None);
+    let health: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    let state = health["state"].as_str().expect("state");
+    assert!(
+        ["Starting", "Healthy", "Degraded"].contains(&state),
+        "{body}"
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(health["draining"], serde_json::Value::Bool(false));
+    assert!(health["reasons"].is_array(), "{body}");
+
+    // Admin calls: the environment's token wins over the file's.
+    let isolate = "/feeds/nasdaq/isolate";
+    assert_eq!(http(addr, "POST", isolate, None).0, 401);
+    assert_eq!(http(addr, "POST", isolate, Some("Bearer wrong")).0, 403);
+    let file = format!("Bearer {FILE_TOKEN}");
+    assert_eq!(http(addr, "POST", isolate, Some(&file)).0, 403);
+    let env = format!("Bearer {ENV_TOKEN}");
+    let (status, body) = http(addr, "POST", isolate, Some(&env));
+    assert_eq!(status, 200, "{body}");
+    let answer: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(
+        answer["dependencies"],
+        serde_json::json!(["nasdaq", "nasdaq.retransmission"])
+    );
+    assert_eq!(http(addr, "POST", "/feeds/nasdaq/close", Some(&env)).0, 200);
+    assert_eq!(http(addr, "POST", "/feeds/other/close", Some(&env)).0, 404);
+
+    let _ = sim.kill();
+    let _ = sim.wait();
+    assert!(Command::new("kill")
+        .args(["-TERM", &run.id().to_string()])
+        .status()
+        .expect("kill")
+        .success());
+    let out = wait_bounded(run, Duration::from_secs(10));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for token in [FILE_TOKEN, ENV_TOKEN] {
+        assert!(!err.contains(token), "the token was logged:\n{err}");
+    }
+    assert!(err.contains("POST /feeds/nasdaq/isolate -> 403"), "{err}");
+}
