@@ -1,15 +1,18 @@
 //! One feed line, MoldUDP64 or SoupBinTCP, through the pipeline.
 
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use ticklane_feed::net::{FeedKeys, NetError};
 
 use crate::clock::Clock;
 use crate::config::FeedConfig;
+use crate::health::Health;
 use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
 use crate::pipeline::{
-    run_pipeline, FrameProducer, FrameSource, MoldSource, MoldSourceReport, PipelineConfig,
-    PipelineReport, SoupSource, SoupSourceReport, SourceEnd,
+    run_pipeline, ContractViolations, FrameProducer, FrameSource, HealthWatch, MoldSource,
+    MoldSourceReport, PipelineConfig, PipelineReport, SoupSource, SoupSourceReport, SourceEnd,
+    ViolationCounts,
 };
 use crate::publish::NoPublisher;
 use crate::snapshot::SnapshotWriter;
@@ -78,6 +81,14 @@ impl LineSource {
             ),
         })
     }
+
+    /// Counts the reader's contract violations (malformed packets or frames) in `violations`.
+    pub fn watch_violations(&mut self, violations: Arc<ContractViolations>) {
+        match self {
+            LineSource::Mold(s) => s.watch_violations(violations),
+            LineSource::Soup(s) => s.watch_violations(violations),
+        }
+    }
 }
 
 impl FrameSource for LineSource {
@@ -101,12 +112,14 @@ pub struct LineRun {
     pub report: LineReport,
     /// Published, shed, conflated, expired, time in overload, maximum sojourn.
     pub overload: Option<OverloadCounters>,
+    /// Input that broke the protocol, by kind (never retried; health Degraded).
+    pub violations: ViolationCounts,
 }
 
 /// Runs a line into `snapshot` (if any) until its session ends, `stop` is set, or its time
 /// limit passes; then closes the snapshot. Publication goes through overload control:
 /// in order while the book thread keeps up, newest first with conflation while its input
-/// queue stands (see `overload`).
+/// queue stands (see `overload`). [`run_line_watched`] without health.
 ///
 /// # Errors
 ///
@@ -118,19 +131,47 @@ pub fn run_line(
     overload: OverloadConfig,
     stop: &AtomicBool,
 ) -> std::io::Result<LineRun> {
+    run_line_watched(source, pipeline, snapshot, overload, stop, None)
+}
+
+/// [`run_line`], raising and clearing `health`'s conditions as the line goes: `Starting`
+/// until its first message, `LineStale` while it is down, `MessagesLost`, `LineEnded`,
+/// `ContractViolation`, `PublicationsMissed` (see `pipeline::HealthWatch`).
+///
+/// # Errors
+///
+/// If the books cannot be allocated or the threads cannot start.
+pub fn run_line_watched(
+    mut source: LineSource,
+    pipeline: PipelineConfig,
+    snapshot: Option<SnapshotWriter>,
+    overload: OverloadConfig,
+    stop: &AtomicBool,
+    health: Option<Arc<Health>>,
+) -> std::io::Result<LineRun> {
+    let violations = Arc::new(ContractViolations::new(health.clone()));
+    source.watch_violations(Arc::clone(&violations));
     match snapshot {
         Some(writer) => {
             let publisher = SheddingPublisher::new(SnapshotSink::new(writer), overload);
             let counters = publisher.shared_counters();
-            let report = run_pipeline(pipeline, source, publisher, stop)?;
+            let watched = HealthWatch::new(publisher, health, Arc::clone(&violations))
+                .with_overload(Arc::clone(&counters));
+            let report = run_pipeline(pipeline, source, watched, stop)?;
             Ok(LineRun {
                 report,
                 overload: Some(counters.load()),
+                violations: violations.counts(),
             })
         }
-        None => Ok(LineRun {
-            report: run_pipeline(pipeline, source, NoPublisher, stop)?,
-            overload: None,
-        }),
+        None => {
+            let watched = HealthWatch::new(NoPublisher, health, Arc::clone(&violations));
+            let report = run_pipeline(pipeline, source, watched, stop)?;
+            Ok(LineRun {
+                report,
+                overload: None,
+                violations: violations.counts(),
+            })
+        }
     }
 }

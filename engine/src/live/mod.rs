@@ -10,6 +10,8 @@ mod shutdown;
 
 pub use demo::{run_demo, DemoConfig, DemoError, DemoReport, TransportCheck};
 pub use exchange_sim::{ExchangeSim, ExchangeSimConfig, ExchangeSimReport};
-pub use line::{run_line, LineReport, LineRun, LineSource, LineSourceReport, FEED_KEYS};
+pub use line::{
+    run_line, run_line_watched, LineReport, LineRun, LineSource, LineSourceReport, FEED_KEYS,
+};
 pub use record::{record_udp, RecordError, RecordReport};
 pub use shutdown::install_shutdown;

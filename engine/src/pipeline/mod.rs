@@ -7,7 +7,9 @@
 
 mod book_stage;
 mod capture_source;
+mod contract_violations;
 mod frame;
+mod health_watch;
 mod latency;
 mod mold_source;
 mod queue;
@@ -17,7 +19,12 @@ mod wait;
 
 pub use book_stage::{BookStage, BookStageReport};
 pub use capture_source::{CaptureSource, CaptureSourceReport, Pace};
+pub use contract_violations::{
+    mold_error_offset, ContractViolations, ViolationAt, ViolationCounts, ViolationKind,
+    LOG_INTERVAL_NS,
+};
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
+pub use health_watch::HealthWatch;
 pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
 pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
 pub use queue::{FrameConsumer, FrameProducer};

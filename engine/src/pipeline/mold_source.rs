@@ -3,17 +3,21 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::moldudp64::{
-    Delivered, GapRange, LostRanges, MoldRecovery, Packet, RecoveryConfig, RecoverySink,
+    Delivered, GapRange, LostRanges, MoldError, MoldRecovery, Packet, RecoveryConfig, RecoverySink,
     RecoveryStats, RetransmitRequest,
 };
 use ticklane_feed::net::{
     FeedKeys, NetError, OsError, SocketError, SocketErrorCounts, UdpFeed, UdpFeedConfig,
 };
 
+use super::contract_violations::{
+    mold_error_offset, ContractViolations, ViolationAt, ViolationKind,
+};
 use super::frame::Frame;
 use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
@@ -94,6 +98,7 @@ pub struct MoldSource {
     data: UdpFeed,
     requests: UdpFeed,
     wait: WaitStrategy,
+    violations: Option<Arc<ContractViolations>>,
 }
 
 impl MoldSource {
@@ -130,7 +135,14 @@ impl MoldSource {
             data,
             requests,
             wait,
+            violations: None,
         })
+    }
+
+    /// Counts malformed packets in `violations` too (contract violations: logged, health
+    /// Degraded).
+    pub fn watch_violations(&mut self, violations: Arc<ContractViolations>) {
+        self.violations = Some(violations);
     }
 
     /// Sets the retransmission server (when it is started after the feed's port is known).
@@ -268,6 +280,8 @@ impl FrameSource for MoldSource {
         let mut last_heard = started;
         let stale_after = self.config.stale_after().as_nanos() as u64;
         let mut line = FeedState::Live;
+        // Datagrams received on either socket, for the position of a malformed one.
+        let mut datagrams = 0u64;
         let busy = self.wait == WaitStrategy::BusySpin;
         report.end = loop {
             if stop.load(Ordering::Relaxed) {
@@ -343,6 +357,7 @@ impl FrameSource for MoldSource {
                             }
                         }
                     };
+                    datagrams += 1;
                     sink.recv_ns = clock.now_ns();
                     last_heard = sink.recv_ns;
                     if line != FeedState::Live {
@@ -360,7 +375,12 @@ impl FrameSource for MoldSource {
                             Duration::from_nanos(sink.recv_ns),
                             &mut sink,
                         ),
-                        Err(_) => sink.report.bad_packets += 1,
+                        Err(e) => {
+                            sink.report.bad_packets += 1;
+                            if let Some(v) = &self.violations {
+                                malformed_packet(v, &e, datagram.len(), datagrams, sink.recv_ns);
+                            }
+                        }
                     }
                 }
             }
@@ -385,4 +405,26 @@ impl FrameSource for MoldSource {
         frames.push_end(&mut waiter, clock.now_ns());
         report
     }
+}
+
+/// Records a malformed datagram (the `packet`-th received) as a contract violation.
+#[cold]
+fn malformed_packet(
+    violations: &ContractViolations,
+    error: &MoldError,
+    len: usize,
+    packet: u64,
+    now_ns: u64,
+) {
+    let at = ViolationAt::Packet {
+        packet,
+        offset: mold_error_offset(error, len),
+    };
+    violations.record(
+        ViolationKind::MalformedPacket,
+        at,
+        error,
+        now_ns,
+        wall_clock_ns(),
+    );
 }

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
@@ -15,9 +16,10 @@ use ticklane_feed::net::{OsError, TcpFeed, TcpRead};
 use ticklane_feed::resilience::{Backoff, BackoffConfig};
 use ticklane_feed::rng::SplitMix64;
 use ticklane_feed::soupbintcp::{
-    ClientConfig, ClientEvent, ClientState, RejectReason, SoupClient, TimerEvent,
+    ClientConfig, ClientEvent, ClientState, ProtocolError, RejectReason, SoupClient, TimerEvent,
 };
 
+use super::contract_violations::{ContractViolations, ViolationAt, ViolationKind};
 use super::frame::Frame;
 use super::source_end::{Chain, DropCounts, DropReason, PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
@@ -158,6 +160,7 @@ pub struct SoupSource {
     config: SoupFeedConfig,
     wait: WaitStrategy,
     server_key: Option<&'static str>,
+    violations: Option<Arc<ContractViolations>>,
 }
 
 impl SoupSource {
@@ -167,6 +170,7 @@ impl SoupSource {
             config,
             wait,
             server_key: None,
+            violations: None,
         }
     }
 
@@ -176,6 +180,33 @@ impl SoupSource {
         self.server_key = key;
         self
     }
+
+    /// Counts malformed frames in `violations` too (contract violations: logged, health
+    /// Degraded).
+    pub fn watch_violations(&mut self, violations: Arc<ContractViolations>) {
+        self.violations = Some(violations);
+    }
+}
+
+/// A frame that breaks SoupBinTCP is a contract violation: counted, logged, and the line
+/// ends in error. It is never retried: a reconnect would resume into the same bytes.
+#[cold]
+fn broke_protocol(
+    violations: Option<&ContractViolations>,
+    error: ProtocolError,
+    messages: u64,
+) -> Outcome {
+    if let Some(v) = violations {
+        let wall = wall_clock_ns();
+        v.record(
+            ViolationKind::MalformedFrame,
+            ViolationAt::AfterMessages { messages },
+            &error,
+            wall,
+            wall,
+        );
+    }
+    Outcome::Done(SourceEnd::Error(SourceError::Protocol(error)))
 }
 
 /// How one connection ended.
@@ -359,7 +390,9 @@ impl SoupSource {
                         }
                         Ok(ClientEvent::Rejected(reason)) => return rejected(reason),
                         Ok(_) => {}
-                        Err(e) => return Outcome::Dropped(DropReason::Protocol(e)),
+                        Err(e) => {
+                            return broke_protocol(self.violations.as_deref(), e, report.messages)
+                        }
                     }
                 }
             }

@@ -11,9 +11,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use ticklane_engine::config::{FeedConfig, RunConfig};
+use ticklane_engine::health::Health;
 use ticklane_engine::live::{
-    install_shutdown, record_udp, run_demo, run_line, DemoConfig, ExchangeSim, ExchangeSimConfig,
-    LineSource,
+    install_shutdown, record_udp, run_demo, run_line_watched, DemoConfig, ExchangeSim,
+    ExchangeSimConfig, LineSource,
 };
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::snapshot::SnapshotWriter;
@@ -147,7 +148,15 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     }
     let source = LineSource::open(&feed, &pipeline)?;
     println!("{}", ready_line(path, &source)?);
-    let run = run_line(source, pipeline, snapshot, OverloadConfig::default(), &stop)?;
+    let health = Arc::new(Health::new());
+    let run = run_line_watched(
+        source,
+        pipeline,
+        snapshot,
+        OverloadConfig::default(),
+        &stop,
+        Some(health),
+    )?;
     write_line_run(&mut io::stdout().lock(), &run, unrecoverable)?;
     Ok(line_run_status(&run))
 }
