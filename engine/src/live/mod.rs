@@ -7,6 +7,7 @@ mod exchange_sim;
 mod line;
 mod record;
 mod shutdown;
+mod stagger;
 
 pub use demo::{run_demo, DemoConfig, DemoError, DemoReport, TransportCheck};
 pub use exchange_sim::{ExchangeSim, ExchangeSimConfig, ExchangeSimReport};
@@ -15,3 +16,4 @@ pub use line::{
 };
 pub use record::{record_udp, RecordError, RecordReport};
 pub use shutdown::install_shutdown;
+pub use stagger::{process_seed, stagger_delay, stagger_start, wait_out_stagger};

@@ -13,8 +13,8 @@ use clap::Args;
 use ticklane_engine::config::{FeedConfig, RunConfig};
 use ticklane_engine::health::Health;
 use ticklane_engine::live::{
-    install_shutdown, record_udp, run_demo, run_line_watched, DemoConfig, ExchangeSim,
-    ExchangeSimConfig, LineSource,
+    install_shutdown, process_seed, record_udp, run_demo, run_line_watched, stagger_delay,
+    stagger_start, DemoConfig, ExchangeSim, ExchangeSimConfig, LineSource,
 };
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::snapshot::SnapshotWriter;
@@ -146,9 +146,24 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     if unrecoverable {
         eprintln!("ticklane run: {}: {NO_REQUEST_SERVER}", path.display());
     }
+    let health = Arc::new(Health::new());
+    let engine = &config.engine;
+    let delay = stagger_delay(
+        engine.instance.index(),
+        engine.stagger_step,
+        engine.stagger_cap,
+        process_seed(engine.instance.seed()),
+    );
+    if !delay.is_zero() {
+        println!(
+            "staggered start: instance {} waits {} ms before it connects",
+            engine.instance,
+            delay.as_millis()
+        );
+    }
+    stagger_start(Some(&health), delay, &stop);
     let source = LineSource::open(&feed, &pipeline)?;
     println!("{}", ready_line(path, &source)?);
-    let health = Arc::new(Health::new());
     let run = run_line_watched(
         source,
         pipeline,
