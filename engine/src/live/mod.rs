@@ -15,5 +15,8 @@ pub use line::{
     run_line, run_line_watched, LineReport, LineRun, LineSource, LineSourceReport, FEED_KEYS,
 };
 pub use record::{record_udp, RecordError, RecordReport};
-pub use shutdown::install_shutdown;
+pub use shutdown::{
+    install_draining_shutdown, install_shutdown, DrainControl, SignalAction, DRAIN_TIMED_OUT,
+    SECOND_SIGNAL,
+};
 pub use stagger::{process_seed, stagger_delay, stagger_start, wait_out_stagger};

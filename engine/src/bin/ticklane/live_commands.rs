@@ -13,8 +13,9 @@ use clap::Args;
 use ticklane_engine::config::{FeedConfig, RunConfig};
 use ticklane_engine::health::Health;
 use ticklane_engine::live::{
-    install_shutdown, process_seed, record_udp, run_demo, run_line_watched, stagger_delay,
-    stagger_start, DemoConfig, ExchangeSim, ExchangeSimConfig, LineSource,
+    install_draining_shutdown, install_shutdown, process_seed, record_udp, run_demo,
+    run_line_watched, stagger_delay, stagger_start, DemoConfig, ExchangeSim, ExchangeSimConfig,
+    LineSource,
 };
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::snapshot::SnapshotWriter;
@@ -128,11 +129,18 @@ pub struct RecordArgs {
 
 /// `ticklane run`.
 pub fn run(args: &RunArgs) -> Result<ExitStatus> {
-    let stop = install_shutdown()?;
     let Some(path) = &args.config else {
+        let stop = install_shutdown()?;
         return demo(args, &stop);
     };
     let config = RunConfig::load(path)?;
+    // Health exists before anything runs: draining starts at the first signal, whatever the
+    // line is doing then (waiting out its stagger included).
+    let health = Arc::new(Health::new());
+    let stop = install_draining_shutdown(
+        Some(Arc::clone(&health)),
+        Some(config.engine.shutdown_timeout),
+    )?;
     let pipeline = config.pipeline()?;
     let feed = config.feed_config()?;
     let snapshot = match &config.snapshot.path {
@@ -146,7 +154,6 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     if unrecoverable {
         eprintln!("ticklane run: {}: {NO_REQUEST_SERVER}", path.display());
     }
-    let health = Arc::new(Health::new());
     let engine = &config.engine;
     let delay = stagger_delay(
         engine.instance.index(),
