@@ -213,7 +213,7 @@ fn read_continuously(path: PathBuf, done: Arc<AtomicBool>, seen: Arc<AtomicU32>)
     let mut pass = 0u64;
     while !done.load(Ordering::Acquire) {
         pass += 1;
-        if reader.is_none() || pass % 64 == 0 {
+        if reader.is_none() || pass.is_multiple_of(64) {
             if let Ok(fresh) = SnapshotReader::open(&path) {
                 let pid = fresh.header().writer_pid;
                 if log.writers.last() != Some(&pid) {
