@@ -226,4 +226,20 @@ mod tests {
         assert!(text.contains("at 500,000 msg/s"), "{text}");
         assert!(text.contains("dropping 0.2% of packets"), "{text}");
     }
+
+    #[test]
+    fn violations_are_listed_by_kind_only_when_there_are_any() {
+        let mut out = Vec::new();
+        write_violations(&mut out, &ViolationCounts::default()).expect("Vec");
+        assert!(out.is_empty());
+        let counts = ViolationCounts {
+            by_kind: [1_200, 3, 0],
+        };
+        write_violations(&mut out, &counts).expect("Vec");
+        assert_eq!(
+            String::from_utf8(out).expect("UTF-8"),
+            "  violations   malformed_packet=1,200 message_length=3 malformed_frame=0 \
+             (never retried; health Degraded)\n"
+        );
+    }
 }
