@@ -5,7 +5,7 @@
 //! It sits below the pipeline so that what publishes never needs to know about threads or
 //! rings: it sees the books, what one message changed, and when that message arrived.
 
-use ticklane_feed::itch::Message;
+use ticklane_feed::itch::{DecodeError, Message};
 
 use crate::book::{Applied, Books};
 
@@ -115,6 +115,9 @@ pub trait Publisher {
     fn line_state(&mut self, _books: &Books, _state: FeedState, _since_ns: u64) {}
     /// The feed line declared messages lost, in order with the messages around it. Cold.
     fn declared_loss(&mut self, _books: &Books, _loss: DeclaredLoss) {}
+    /// The message numbered `seq` could not be decoded: its bytes break ITCH 5.0 (a
+    /// contract violation, skipped and counted). Cold.
+    fn decode_error(&mut self, _seq: u64, _error: DecodeError) {}
     /// The feed ended: flush and close.
     fn finish(&mut self, _books: &Books) {}
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
-use ticklane_engine::config::{ConfigError, FeedConfig, RunConfig};
+use ticklane_engine::config::{ConfigError, FeedConfig, Instance, RunConfig};
 
 /// A TOML value to write at a key.
 #[derive(Clone, Debug)]
@@ -49,16 +49,34 @@ impl V {
 /// What a key accepts, as documented in `engine/ticklane.example.toml`.
 #[derive(Clone, Copy, Debug)]
 enum Rule {
-    Int { min: i128, max: i128 },
-    PowerOfTwo { min: i128, max: i128 },
-    Seconds { min: f64, max: f64 },
+    Int {
+        min: i128,
+        max: i128,
+    },
+    PowerOfTwo {
+        min: i128,
+        max: i128,
+    },
+    Seconds {
+        min: f64,
+        max: f64,
+    },
     Core,
     OneOf(&'static [&'static str]),
-    Ascii { min: usize, max: usize },
-    Addr { connectable: bool },
-    Ipv4 { multicast: bool },
+    Ascii {
+        min: usize,
+        max: usize,
+    },
+    Addr {
+        connectable: bool,
+    },
+    Ipv4 {
+        multicast: bool,
+    },
     Path,
     Kind,
+    /// `engine.instance`: an index 0 ..= 65,535, or a name of 1 ..= 64 printable ASCII bytes.
+    Instance,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +130,34 @@ const KEYS: &[(&str, &str, Scope, Rule)] = &[
         Rule::Int {
             min: 1,
             max: 1_048_576,
+        },
+    ),
+    ("engine", "instance", Scope::Both, Rule::Instance),
+    (
+        "engine",
+        "stagger_step_ms",
+        Scope::Both,
+        Rule::Int {
+            min: 0,
+            max: 60_000,
+        },
+    ),
+    (
+        "engine",
+        "stagger_cap_ms",
+        Scope::Both,
+        Rule::Int {
+            min: 0,
+            max: 600_000,
+        },
+    ),
+    (
+        "engine",
+        "shutdown_timeout_s",
+        Scope::Both,
+        Rule::Seconds {
+            min: 0.1,
+            max: 600.0,
         },
     ),
     ("snapshot", "path", Scope::Both, Rule::Path),
@@ -308,6 +354,8 @@ fn admits(rule: Rule, v: &V, kind: Scope) -> bool {
             .parse::<Ipv4Addr>()
             .is_ok_and(|a| !multicast || a.is_multicast()),
         (Rule::Path, V::Str(s)) => !s.is_empty(),
+        (Rule::Instance, V::Int(n)) => (0..=65_535).contains(n),
+        (Rule::Instance, V::Str(s)) => (1..=64).contains(&s.len()) && is_printable_ascii(s),
         (Rule::Kind, V::Str(s)) => match kind {
             Scope::Soup => s == "soupbintcp",
             _ => s == "moldudp64",
@@ -443,6 +491,13 @@ fn assert_in_range(config: &RunConfig) {
     assert!((1..=65_536).contains(&e.max_books));
     assert!((1..=1_048_576).contains(&e.levels_per_side));
     assert!(e.max_books as u128 * 2 * e.levels_per_side as u128 * 16 <= MAX_LEVEL_BYTES as u128);
+    assert!(e.stagger_step <= Duration::from_secs(60));
+    assert!(e.stagger_cap <= Duration::from_secs(600));
+    assert!((0.1..=600.0).contains(&e.shutdown_timeout.as_secs_f64()));
+    match &e.instance {
+        Instance::Index(i) => assert!(*i <= 65_535),
+        Instance::Name(n) => assert!((1..=64).contains(&n.len()) && is_printable_ascii(n)),
+    }
     for core in [e.reader_core, e.book_core].into_iter().flatten() {
         assert!(cores().contains(&core), "core {core}");
     }
@@ -676,6 +731,18 @@ fn edges(rule: Rule) -> BoxedStrategy<V> {
             .to_vec(),
         ),
         Rule::Path => strs(vec![String::new(), "x".into()]),
+        Rule::Instance => prop::sample::select(vec![
+            V::Int(-1),
+            V::Int(0),
+            V::Int(65_535),
+            V::Int(65_536),
+            V::Str(String::new()),
+            V::Str("host-a".into()),
+            V::Str("a".repeat(64)),
+            V::Str("a".repeat(65)),
+            V::Str("h\u{e9}".into()),
+        ])
+        .boxed(),
         Rule::Kind => strs(
             ["moldudp64", "soupbintcp", "MoldUDP64"]
                 .map(String::from)

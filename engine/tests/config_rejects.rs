@@ -262,3 +262,52 @@ fn the_largest_snapshot_geometry_accepted_is_one_the_writer_creates() {
     assert!(ticklane_engine::snapshot::SnapshotWriter::create(&path, capacity, depth + 1).is_err());
     assert!(ticklane_engine::snapshot::SnapshotWriter::create(&path, capacity + 1, depth).is_err());
 }
+
+#[test]
+fn the_staggered_start_and_shutdown_keys_are_checked_with_their_rules() {
+    let e = refused(&mold("stagger_step_ms = 60001", "", ""));
+    assert_names(
+        &e,
+        "engine.stagger_step_ms",
+        "60001",
+        "an integer in 0 ..= 60000",
+        2,
+    );
+    let e = refused(&mold("stagger_cap_ms = -1", "", ""));
+    assert_names(
+        &e,
+        "engine.stagger_cap_ms",
+        "-1",
+        "an integer in 0 ..= 600000",
+        2,
+    );
+    let e = refused(&mold("shutdown_timeout_s = 0.05", "", ""));
+    assert_names(
+        &e,
+        "engine.shutdown_timeout_s",
+        "0.05",
+        "a finite number of seconds in 0.1 ..= 600",
+        2,
+    );
+    let e = refused(&mold("instance = 65536", "", ""));
+    assert_names(
+        &e,
+        "engine.instance",
+        "65536",
+        "an integer in 0 ..= 65535",
+        2,
+    );
+    let e = refused(&mold("instance = \"\"", "", ""));
+    assert_eq!(e.key(), Some("engine.instance"), "{e}");
+    // A name is accepted and hashed; an index is taken as it is.
+    let named = RunConfig::parse(
+        &mold("instance = \"host-a\"\nstagger_step_ms = 250", "", ""),
+        Path::new("conf/case.toml"),
+    )
+    .expect("a named instance");
+    assert_eq!(
+        named.engine.stagger_step,
+        std::time::Duration::from_millis(250)
+    );
+    assert!(named.engine.instance.index() < 1024);
+}

@@ -8,15 +8,12 @@
 //! `ticklane run: ready (...)` once its sockets are bound and its signal handlers installed,
 //! and the tests wait for that line, bounded.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::thread::JoinHandle;
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod process_util;
-use process_util::{free_port, ticklane, wait_bounded, READY_WITHIN};
+use process_util::{free_port, ticklane, wait_bounded, Watched, READY_WITHIN};
 
 fn ok(output: Output) -> String {
     let text = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -27,83 +24,6 @@ fn ok(output: Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     text
-}
-
-/// A child whose stdout is read line by line as it comes, so a test can wait for one line
-/// and still see everything it printed at the end.
-struct Watched {
-    child: Child,
-    lines: Receiver<String>,
-    reader: JoinHandle<()>,
-    seen: Vec<String>,
-}
-
-impl Watched {
-    fn spawn(command: &mut Command) -> Watched {
-        let mut child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start ticklane");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (send, lines) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Watched {
-            child,
-            lines,
-            reader,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Waits, at most `limit`, for a line that starts with `prefix`; returns it.
-    fn wait_for_line(&mut self, prefix: &str, limit: Duration) -> String {
-        let deadline = Instant::now() + limit;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.seen.push(line.clone());
-                    if line.starts_with(prefix) {
-                        return line;
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    let _ = self.child.kill();
-                    panic!(
-                        "no `{prefix}` line within {limit:?}; saw:\n{}",
-                        self.seen.join("\n")
-                    );
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    let status = self.child.wait().expect("child status");
-                    panic!(
-                        "exited ({status}) before printing `{prefix}`; saw:\n{}",
-                        self.seen.join("\n")
-                    );
-                }
-            }
-        }
-    }
-
-    /// Waits for the child to end (at most `limit`): its status, every stdout line as
-    /// text, and its stderr.
-    fn finish(mut self, limit: Duration) -> Output {
-        let mut output = wait_bounded(self.child, limit);
-        self.reader.join().expect("stdout reader");
-        self.seen.extend(self.lines.try_iter());
-        let mut text = self.seen.join("\n");
-        text.push('\n');
-        output.stdout = text.into_bytes();
-        output
-    }
 }
 
 /// `ticklane run --config CONFIG`, once it has said it is ready.

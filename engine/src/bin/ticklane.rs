@@ -2,7 +2,8 @@
 //!
 //! Exit statuses (`ticklane_engine::views::ExitStatus`): 0 a clean end with nothing lost; 1 a
 //! runtime failure; 2 a usage or configuration error (clap's and every `ConfigError`); 3 the
-//! command ran to its end but messages were declared lost; 130 stopped by a signal; 141
+//! command ran to its end but messages were declared lost; 4 a signal's drain outlasted
+//! `engine.shutdown_timeout_s`; 130 stopped by a signal (a second signal, or the demo); 141
 //! stdout closed. A failure outranks loss.
 
 use std::process::ExitCode;
@@ -31,7 +32,9 @@ mod snapshot_commands;
     about,
     after_help = "Exit status: 0 clean end with nothing lost, 1 runtime failure, 2 usage or \
                   configuration error, 3 messages declared lost (the summary lists the \
-                  ranges; a failure outranks it), 130 stopped by a signal, 141 stdout closed."
+                  ranges; a failure outranks it), 4 a signal's drain outlasted \
+                  engine.shutdown_timeout_s, 130 stopped by a signal (a second signal, or \
+                  the demo), 141 stdout closed."
 )]
 struct Cli {
     #[command(subcommand)]

@@ -61,6 +61,41 @@ pub const SNAPSHOT_CAPACITY: Allowed = Allowed::Integer {
     max: MAX_CAPACITY as u64,
 };
 
+/// `engine.instance` as an integer: an index among the engines started together. A
+/// thousand per host group is far more than any exchange spreads its logins over.
+pub const INSTANCE_INDEX: Allowed = Allowed::Integer {
+    min: 0,
+    max: 65_535,
+};
+
+/// `engine.instance` as a string: a host or partition name, hashed to an index.
+pub const INSTANCE_NAME: Allowed = Allowed::Ascii {
+    min_len: 1,
+    max_len: 64,
+};
+
+/// `engine.stagger_step_ms`: the wait per instance index before the first connect. 0 turns
+/// the stagger off; more than a minute per instance is a queue, not a stagger.
+pub const STAGGER_STEP_MS: Allowed = Allowed::Integer {
+    min: 0,
+    max: 60_000,
+};
+
+/// `engine.stagger_cap_ms`: the most any instance waits before its jitter (which adds up to
+/// one step). Ten minutes: a health check must cover cap plus step while it says Starting.
+pub const STAGGER_CAP_MS: Allowed = Allowed::Integer {
+    min: 0,
+    max: 600_000,
+};
+
+/// `engine.shutdown_timeout_s`: how long SIGTERM's drain (stop reading, drain the ring,
+/// flush and close the snapshot) may take before the process exits anyway, non-zero. At
+/// least 0.1 s (a ring of 4 Mi frames drains in well under that); at most 10 minutes.
+pub const SHUTDOWN_TIMEOUT_S: Allowed = Allowed::Seconds {
+    min: 0.1,
+    max: 600.0,
+};
+
 /// `engine.wait`: the names `WaitStrategy` parses (it also takes `spin`, `yield`, `sleep`).
 pub const WAIT: Allowed = Allowed::OneOf(&["busy-spin", "spin-yield", "park"]);
 

@@ -26,12 +26,14 @@
 
 mod allowed;
 mod error;
+mod instance;
 mod limits;
 mod raw;
 mod validate;
 
 pub use allowed::Allowed;
 pub use error::{ConfigError, Conflict, Location, Place};
+pub use instance::{Instance, NAME_INDICES};
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -108,6 +110,15 @@ pub struct EngineSection {
     /// Most price levels per side of a book: 1 ..= 2^20, and the level table
     /// (`max_books * 2 * levels_per_side * 16` bytes) at most 16 GiB.
     pub levels_per_side: usize,
+    /// Which of the engines started together this is (default index 0).
+    pub instance: Instance,
+    /// The staggered start's wait per instance index (0: no stagger; 0 ..= 60,000 ms).
+    pub stagger_step: Duration,
+    /// The most the staggered start waits before its jitter (0 ..= 600,000 ms; default 30 s).
+    pub stagger_cap: Duration,
+    /// How long SIGTERM's drain may take before the process exits anyway (0.1 ..= 600 s;
+    /// default 10 s).
+    pub shutdown_timeout: Duration,
 }
 
 impl Default for EngineSection {
@@ -121,9 +132,18 @@ impl Default for EngineSection {
             max_orders: books.max_orders,
             max_books: books.max_books,
             levels_per_side: books.levels_per_side,
+            instance: Instance::default(),
+            stagger_step: Duration::ZERO,
+            stagger_cap: DEFAULT_STAGGER_CAP,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
         }
     }
 }
+
+/// `engine.stagger_cap_ms` when absent.
+pub const DEFAULT_STAGGER_CAP: Duration = Duration::from_secs(30);
+/// `engine.shutdown_timeout_s` when absent.
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `[snapshot]`, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -352,6 +372,31 @@ fn engine_section(check: &Checker<'_>, raw: &RawEngine) -> Result<EngineSection,
     validate::core_pair(wait, reader_core, book_core).map_err(|conflict| {
         check.conflict(conflict, second_span(&raw.reader_core, &raw.book_core))
     })?;
+    let instance = check.instance(&raw.instance)?;
+    let ms = |key, raw, rule, default: Duration| {
+        check
+            .integer(key, raw, rule, default.as_millis() as u64)
+            .map(Duration::from_millis)
+    };
+    let stagger_step = ms(
+        "engine.stagger_step_ms",
+        &raw.stagger_step_ms,
+        &limits::STAGGER_STEP_MS,
+        defaults.stagger_step,
+    )?;
+    let stagger_cap = ms(
+        "engine.stagger_cap_ms",
+        &raw.stagger_cap_ms,
+        &limits::STAGGER_CAP_MS,
+        defaults.stagger_cap,
+    )?;
+    let shutdown_timeout = check
+        .seconds(
+            "engine.shutdown_timeout_s",
+            &raw.shutdown_timeout_s,
+            &limits::SHUTDOWN_TIMEOUT_S,
+        )?
+        .unwrap_or(defaults.shutdown_timeout);
     Ok(EngineSection {
         wait,
         reader_core,
@@ -360,6 +405,10 @@ fn engine_section(check: &Checker<'_>, raw: &RawEngine) -> Result<EngineSection,
         max_orders,
         max_books,
         levels_per_side,
+        instance,
+        stagger_step,
+        stagger_cap,
+        shutdown_timeout,
     })
 }
 

@@ -46,6 +46,10 @@ pub struct RawEngine {
     pub max_orders: RawValue,
     pub max_books: RawValue,
     pub levels_per_side: RawValue,
+    pub instance: RawValue,
+    pub stagger_step_ms: RawValue,
+    pub stagger_cap_ms: RawValue,
+    pub shutdown_timeout_s: RawValue,
 }
 
 /// `[snapshot]`.

@@ -10,6 +10,7 @@ use toml::{Spanned, Value};
 
 use super::allowed::Allowed;
 use super::error::{ConfigError, Conflict, Location, Place};
+use super::instance::Instance;
 use super::limits;
 use super::raw::RawValue;
 use crate::pipeline::WaitStrategy;
@@ -265,6 +266,29 @@ impl<'a> Checker<'a> {
             _ => None,
         }
         .ok_or_else(|| self.refuse(key, v.get_ref(), Some(v.span()), rule.clone()))
+    }
+
+    /// `engine.instance`: an integer index, or a name hashed to one; index 0 when absent.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Value`] for an integer out of range (with the index rule), a string
+    /// that is empty, too long or not printable ASCII (with the name rule), or any other
+    /// value (with the index rule).
+    pub fn instance(&self, raw: &RawValue) -> Result<Instance, ConfigError> {
+        const KEY: &str = "engine.instance";
+        let Some(v) = raw else {
+            return Ok(Instance::default());
+        };
+        match v.get_ref() {
+            Value::String(_) => Ok(Instance::Name(
+                self.ascii(KEY, raw, &limits::INSTANCE_NAME)?
+                    .expect("invariant: the value is present"),
+            )),
+            _ => self
+                .required_integer(KEY, v, &limits::INSTANCE_INDEX)
+                .map(Instance::Index),
+        }
     }
 
     /// The wait strategy; spin-yield when absent.

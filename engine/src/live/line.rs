@@ -8,10 +8,12 @@ use ticklane_feed::net::{FeedKeys, NetError};
 use super::line_handles::LineHandles;
 use crate::clock::Clock;
 use crate::config::FeedConfig;
+use crate::health::Health;
 use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
 use crate::pipeline::{
-    run_pipeline, FrameProducer, FrameSource, LineCounters, MoldSource, MoldSourceReport,
-    PipelineConfig, PipelineReport, SoupSource, SoupSourceReport, SourceEnd,
+    run_pipeline, ContractViolations, FrameProducer, FrameSource, HealthWatch, LineCounters,
+    MoldSource, MoldSourceReport, PipelineConfig, PipelineReport, SoupSource, SoupSourceReport,
+    SourceEnd, ViolationCounts,
 };
 use crate::publish::NoPublisher;
 use crate::snapshot::SnapshotWriter;
@@ -80,6 +82,14 @@ impl LineSource {
             ),
         })
     }
+
+    /// Counts the reader's contract violations (malformed packets or frames) in `violations`.
+    pub fn watch_violations(&mut self, violations: Arc<ContractViolations>) {
+        match self {
+            LineSource::Mold(s) => s.watch_violations(violations),
+            LineSource::Soup(s) => s.watch_violations(violations),
+        }
+    }
 }
 
 impl LineSource {
@@ -113,12 +123,14 @@ pub struct LineRun {
     pub report: LineReport,
     /// Published, shed, conflated, expired, time in overload, maximum sojourn.
     pub overload: Option<OverloadCounters>,
+    /// Input that broke the protocol, by kind (never retried; health Degraded).
+    pub violations: ViolationCounts,
 }
 
 /// Runs a line into `snapshot` (if any) until its session ends, `stop` is set, or its time
 /// limit passes; then closes the snapshot. Publication goes through overload control:
 /// in order while the book thread keeps up, newest first with conflation while its input
-/// queue stands (see `overload`).
+/// queue stands (see `overload`). [`run_line_watched`] without health.
 ///
 /// # Errors
 ///
@@ -130,17 +142,35 @@ pub fn run_line(
     overload: OverloadConfig,
     stop: &AtomicBool,
 ) -> std::io::Result<LineRun> {
+    run_line_watched(source, pipeline, snapshot, overload, stop, None)
+}
+
+/// [`run_line`], raising and clearing `health`'s conditions as the line goes: `Starting`
+/// until its first message, `LineStale` while it is down, `MessagesLost`, `LineEnded`,
+/// `ContractViolation`, `PublicationsMissed` (see `pipeline::HealthWatch`).
+///
+/// # Errors
+///
+/// As [`run_line`].
+pub fn run_line_watched(
+    source: LineSource,
+    pipeline: PipelineConfig,
+    snapshot: Option<SnapshotWriter>,
+    overload: OverloadConfig,
+    stop: &AtomicBool,
+    health: Option<Arc<Health>>,
+) -> std::io::Result<LineRun> {
     let handles = LineHandles {
         name: String::new(),
         counters: Arc::new(LineCounters::new()),
         overload: Arc::default(),
         dependencies: Vec::new(),
     };
-    run_observed_line(source, pipeline, snapshot, overload, stop, &handles)
+    run_observed_line(source, pipeline, snapshot, overload, stop, &handles, health)
 }
 
-/// [`run_line`], with the reader's counters and the publisher's overload counters kept in
-/// `handles` while it runs, for the admin server to read.
+/// [`run_line_watched`], with the reader's counters and the publisher's overload counters
+/// kept in `handles` while it runs, for the admin server to read.
 ///
 /// # Errors
 ///
@@ -152,22 +182,33 @@ pub fn run_observed_line(
     overload: OverloadConfig,
     stop: &AtomicBool,
     handles: &LineHandles,
+    health: Option<Arc<Health>>,
 ) -> std::io::Result<LineRun> {
     source.attach_counters(Arc::clone(&handles.counters));
+    let violations = Arc::new(ContractViolations::new(health.clone()));
+    source.watch_violations(Arc::clone(&violations));
     match snapshot {
         Some(writer) => {
             let publisher = SheddingPublisher::new(SnapshotSink::new(writer), overload)
                 .with_shared_counters(Arc::clone(&handles.overload));
             let counters = publisher.shared_counters();
-            let report = run_pipeline(pipeline, source, publisher, stop)?;
+            let watched = HealthWatch::new(publisher, health, Arc::clone(&violations))
+                .with_overload(Arc::clone(&counters));
+            let report = run_pipeline(pipeline, source, watched, stop)?;
             Ok(LineRun {
                 report,
                 overload: Some(counters.load()),
+                violations: violations.counts(),
             })
         }
-        None => Ok(LineRun {
-            report: run_pipeline(pipeline, source, NoPublisher, stop)?,
-            overload: None,
-        }),
+        None => {
+            let watched = HealthWatch::new(NoPublisher, health, Arc::clone(&violations));
+            let report = run_pipeline(pipeline, source, watched, stop)?;
+            Ok(LineRun {
+                report,
+                overload: None,
+                violations: violations.counts(),
+            })
+        }
     }
 }

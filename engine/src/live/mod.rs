@@ -8,12 +8,18 @@ mod line;
 mod line_handles;
 mod record;
 mod shutdown;
+mod stagger;
 
 pub use demo::{run_demo, DemoConfig, DemoError, DemoReport, TransportCheck};
 pub use exchange_sim::{ExchangeSim, ExchangeSimConfig, ExchangeSimReport};
 pub use line::{
-    run_line, run_observed_line, LineReport, LineRun, LineSource, LineSourceReport, FEED_KEYS,
+    run_line, run_line_watched, run_observed_line, LineReport, LineRun, LineSource,
+    LineSourceReport, FEED_KEYS,
 };
 pub use line_handles::{LineHandles, RETRANSMISSION_SUFFIX};
 pub use record::{record_udp, RecordError, RecordReport};
-pub use shutdown::install_shutdown;
+pub use shutdown::{
+    install_draining_shutdown, install_shutdown, DrainControl, SignalAction, DRAIN_TIMED_OUT,
+    SECOND_SIGNAL,
+};
+pub use stagger::{process_seed, stagger_delay, stagger_start, wait_out_stagger};

@@ -47,6 +47,7 @@ mod codel;
 mod counters;
 mod dirty_set;
 mod events;
+mod jittered_period;
 mod shedding_publisher;
 mod snapshot_sink;
 mod subscribers;
@@ -55,6 +56,7 @@ pub use codel::{CodelConfig, SojournDetector, Transition};
 pub use counters::{OverloadCounters, SharedCounters};
 pub use dirty_set::{DirtyEntry, DirtySet};
 pub use events::{Event, EventBody, EventDeriver, Refresh, REFRESH_DEPTH};
+pub use jittered_period::JitteredPeriod;
 pub use shedding_publisher::{Change, OverloadConfig, ServicePolicy, SheddingPublisher, StateSink};
 pub use snapshot_sink::SnapshotSink;
 pub use subscribers::{

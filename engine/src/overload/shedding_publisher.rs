@@ -12,6 +12,7 @@ use super::codel::{CodelConfig, SojournDetector, Transition};
 use super::counters::{OverloadCounters, SharedCounters};
 use super::dirty_set::DirtySet;
 use super::events::EventDeriver;
+use super::jittered_period::JitteredPeriod;
 use super::subscribers::EventFanout;
 use crate::book::Applied;
 use crate::book::Books;
@@ -150,11 +151,13 @@ pub struct SheddingPublisher<S: StateSink> {
     engine_behind: bool,
     /// The latest time the book stage gave (ns, pipeline clock).
     now_ns: u64,
-    /// When the sink last had its idle work (ns, pipeline clock).
-    last_idle_ns: u64,
+    /// When the sink's idle work (the snapshot heartbeat) is due: about every
+    /// `IDLE_PERIOD_NS`, jittered.
+    heartbeat: JitteredPeriod,
 }
 
-/// How often an idle book thread lets the sink do its periodic work: the snapshot's
+/// How often, on average (each period is jittered by half of it either way), an idle book
+/// thread lets the sink do its periodic work: the snapshot's
 /// heartbeat reads the wall clock, which an empty poll must not pay every time (it was a
 /// quarter of the book thread's samples at 1 M msg/s, and a message arriving meanwhile
 /// waited for it).
@@ -175,7 +178,8 @@ impl<S: StateSink> SheddingPublisher<S> {
             last_sojourn_ns: 0,
             engine_behind: false,
             now_ns: 0,
-            last_idle_ns: 0,
+            // Seeded by the process, so that engines on one host beat out of step.
+            heartbeat: JitteredPeriod::new(IDLE_PERIOD_NS, u64::from(std::process::id())),
         }
     }
 
@@ -422,8 +426,7 @@ impl<S: StateSink> Publisher for SheddingPublisher<S> {
     }
 
     fn idle(&mut self, now_ns: u64) {
-        if now_ns.saturating_sub(self.last_idle_ns) >= IDLE_PERIOD_NS {
-            self.last_idle_ns = now_ns;
+        if self.heartbeat.due(now_ns) {
             self.sink.idle();
         }
     }

@@ -121,6 +121,7 @@ impl<P: Publisher> BookStage<P> {
                         );
                     }
                     Err(ApplyError::Decode(e)) => {
+                        self.publisher.decode_error(frame.seq, e);
                         decode_errors += 1;
                         if first_decode_error.is_none() {
                             first_decode_error = Some(format!("sequence {}: {e}", frame.seq));

@@ -8,7 +8,9 @@
 mod arbitration;
 mod book_stage;
 mod capture_source;
+mod contract_violations;
 mod frame;
+mod health_watch;
 mod latency;
 mod line_counters;
 mod mold_source;
@@ -20,7 +22,12 @@ mod wait;
 pub use arbitration::{Arbitration, ArbitrationReport, Line, LineArbitration};
 pub use book_stage::{BookStage, BookStageReport};
 pub use capture_source::{CaptureSource, CaptureSourceReport, Pace};
+pub use contract_violations::{
+    mold_error_offset, ContractViolations, ViolationAt, ViolationCounts, ViolationKind,
+    LOG_INTERVAL_NS,
+};
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
+pub use health_watch::HealthWatch;
 pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
 pub use line_counters::{LineCounters, LineCountersWriter, LineCountsNow, COPY_EVERY_NS};
 pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};

@@ -3,11 +3,12 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::moldudp64::{
-    Delivered, GapRange, LostRanges, MoldRecovery, Packet, RecoveryConfig, RecoverySink,
+    Delivered, GapRange, LostRanges, MoldError, MoldRecovery, Packet, RecoveryConfig, RecoverySink,
     RecoveryStats, RetransmitRequest,
 };
 use ticklane_feed::net::{
@@ -15,6 +16,9 @@ use ticklane_feed::net::{
 };
 
 use super::arbitration::{Arbitration, ArbitrationReport, Line};
+use super::contract_violations::{
+    mold_error_offset, ContractViolations, ViolationAt, ViolationKind,
+};
 use super::frame::Frame;
 use super::line_counters::{LineCounters, LineCountersWriter};
 use super::source_end::{PollStep, SourceError};
@@ -113,6 +117,7 @@ pub struct MoldSource {
     requests: UdpFeed,
     wait: WaitStrategy,
     counters: Option<LineCountersWriter>,
+    violations: Option<Arc<ContractViolations>>,
 }
 
 impl MoldSource {
@@ -160,7 +165,14 @@ impl MoldSource {
             requests,
             wait,
             counters: None,
+            violations: None,
         })
+    }
+
+    /// Counts malformed packets in `violations` too (contract violations: logged, health
+    /// Degraded).
+    pub fn watch_violations(&mut self, violations: Arc<ContractViolations>) {
+        self.violations = Some(violations);
     }
 
     /// Sets the retransmission server (when it is started after the feed's port is known).
@@ -320,6 +332,8 @@ impl FrameSource for MoldSource {
         let stale_after = self.config.stale_after().as_nanos() as u64;
         let mut line = FeedState::Live;
         let mut lines = Arbitration::new(started, self.config.stale_after());
+        // Datagrams received on either socket, for the position of a malformed one.
+        let mut datagrams = 0u64;
         let busy = self.wait == WaitStrategy::BusySpin;
         report.end = loop {
             if stop.load(Ordering::Relaxed) {
@@ -403,6 +417,7 @@ impl FrameSource for MoldSource {
                             }
                         }
                     };
+                    datagrams += 1;
                     sink.recv_ns = clock.now_ns();
                     last_heard = sink.recv_ns;
                     if line != FeedState::Live {
@@ -430,7 +445,12 @@ impl FrameSource for MoldSource {
                                 &mut sink,
                             );
                         }
-                        Err(_) => sink.report.bad_packets += 1,
+                        Err(e) => {
+                            sink.report.bad_packets += 1;
+                            if let Some(v) = &self.violations {
+                                malformed_packet(v, &e, datagram.len(), datagrams, sink.recv_ns);
+                            }
+                        }
                     }
                 }
             }
@@ -461,4 +481,26 @@ impl FrameSource for MoldSource {
         frames.push_end(&mut waiter, clock.now_ns());
         report
     }
+}
+
+/// Records a malformed datagram (the `packet`-th received) as a contract violation.
+#[cold]
+fn malformed_packet(
+    violations: &ContractViolations,
+    error: &MoldError,
+    len: usize,
+    packet: u64,
+    now_ns: u64,
+) {
+    let at = ViolationAt::Packet {
+        packet,
+        offset: mold_error_offset(error, len),
+    };
+    violations.record(
+        ViolationKind::MalformedPacket,
+        at,
+        error,
+        now_ns,
+        wall_clock_ns(),
+    );
 }

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
@@ -15,9 +16,10 @@ use ticklane_feed::net::{OsError, TcpFeed, TcpRead};
 use ticklane_feed::resilience::{Backoff, BackoffConfig};
 use ticklane_feed::rng::SplitMix64;
 use ticklane_feed::soupbintcp::{
-    ClientConfig, ClientEvent, ClientState, RejectReason, SoupClient, TimerEvent,
+    ClientConfig, ClientEvent, ClientState, ProtocolError, RejectReason, SoupClient, TimerEvent,
 };
 
+use super::contract_violations::{ContractViolations, ViolationAt, ViolationKind};
 use super::frame::Frame;
 use super::line_counters::{LineCounters, LineCountersWriter};
 use super::source_end::{Chain, DropCounts, DropReason, PollStep, SourceError};
@@ -160,6 +162,7 @@ pub struct SoupSource {
     wait: WaitStrategy,
     server_key: Option<&'static str>,
     counters: Option<LineCountersWriter>,
+    violations: Option<Arc<ContractViolations>>,
 }
 
 impl SoupSource {
@@ -170,6 +173,7 @@ impl SoupSource {
             wait,
             server_key: None,
             counters: None,
+            violations: None,
         }
     }
 
@@ -184,6 +188,33 @@ impl SoupSource {
         self.server_key = key;
         self
     }
+
+    /// Counts malformed frames in `violations` too (contract violations: logged, health
+    /// Degraded).
+    pub fn watch_violations(&mut self, violations: Arc<ContractViolations>) {
+        self.violations = Some(violations);
+    }
+}
+
+/// A frame that breaks SoupBinTCP is a contract violation: counted, logged, and the line
+/// ends in error. It is never retried: a reconnect would resume into the same bytes.
+#[cold]
+fn broke_protocol(
+    violations: Option<&ContractViolations>,
+    error: ProtocolError,
+    messages: u64,
+) -> Outcome {
+    if let Some(v) = violations {
+        let wall = wall_clock_ns();
+        v.record(
+            ViolationKind::MalformedFrame,
+            ViolationAt::AfterMessages { messages },
+            &error,
+            wall,
+            wall,
+        );
+    }
+    Outcome::Done(SourceEnd::Error(SourceError::Protocol(error)))
 }
 
 /// How one connection ended.
@@ -370,7 +401,9 @@ impl SoupSource {
                         }
                         Ok(ClientEvent::Rejected(reason)) => return rejected(reason),
                         Ok(_) => {}
-                        Err(e) => return Outcome::Dropped(DropReason::Protocol(e)),
+                        Err(e) => {
+                            return broke_protocol(self.violations.as_deref(), e, report.messages)
+                        }
                     }
                 }
             }

@@ -103,6 +103,10 @@ pub enum SourceError {
     /// The SoupBinTCP server refused the login; reconnecting would be refused again.
     #[error("the SoupBinTCP server rejected the login: {}", reject_text(*.0))]
     LoginRejected(RejectReason),
+    /// The SoupBinTCP server broke the protocol: a contract violation, never retried (a
+    /// reconnect would resume into the same bytes, or mask them).
+    #[error("the SoupBinTCP server broke the protocol; not retried")]
+    Protocol(#[source] ProtocolError),
     /// The login request could not be queued.
     #[error("cannot send the SoupBinTCP login")]
     Login(#[source] SendError),

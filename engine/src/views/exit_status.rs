@@ -24,6 +24,11 @@ pub enum ExitStatus {
     /// sequencer found sequences missing. The summary lists how many and which ranges.
     /// (SoupBinTCP cannot declare loss: TCP delivers in order or fails.)
     DeclaredLost,
+    /// 4: `run --config` was told to stop (SIGTERM or SIGINT) and its drain (stop reading,
+    /// drain the ring, close the snapshot) took longer than `engine.shutdown_timeout_s`; the
+    /// snapshot is not marked `CLOSED`. Exited by the drain's watchdog
+    /// ([`crate::live::DRAIN_TIMED_OUT`]), so no command returns it.
+    DrainTimedOut,
     /// 130: stopped by SIGINT or SIGTERM before the end (128 + SIGINT), as shells report it.
     Interrupted,
     /// 141: stdout was closed under us (`ticklane … | head`), as a SIGPIPE death reports it
@@ -39,6 +44,7 @@ impl ExitStatus {
             ExitStatus::Failure => 1,
             ExitStatus::Usage => 2,
             ExitStatus::DeclaredLost => 3,
+            ExitStatus::DrainTimedOut => crate::live::DRAIN_TIMED_OUT as u8,
             ExitStatus::Interrupted => 130,
             ExitStatus::ClosedStdout => 141,
         }
@@ -93,11 +99,12 @@ mod tests {
             ExitStatus::Failure,
             ExitStatus::Usage,
             ExitStatus::DeclaredLost,
+            ExitStatus::DrainTimedOut,
             ExitStatus::Interrupted,
             ExitStatus::ClosedStdout,
         ]
         .map(ExitStatus::code);
-        assert_eq!(codes, [0, 1, 2, 3, 130, 141]);
+        assert_eq!(codes, [0, 1, 2, 3, 4, 130, 141]);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::digit_groups::group;
 use crate::live::{DemoReport, LineRun, LineSource, LineSourceReport, TransportCheck};
-use crate::pipeline::{human_ns, Percentiles};
+use crate::pipeline::{human_ns, Percentiles, ViolationCounts, ViolationKind};
 
 use super::exit_status::ExitStatus;
 use super::line_summary::{
@@ -82,6 +82,7 @@ pub fn write_line_run(out: &mut impl Write, run: &LineRun, unrecoverable: bool) 
         &Percentiles::of(&latency.receive_to_published),
     )?;
     write_overload(out, run.overload.as_ref())?;
+    write_violations(out, &run.violations)?;
     if declared_lost(&report.source) > 0 && run.overload.is_some() {
         writeln!(
             out,
@@ -89,6 +90,19 @@ pub fn write_line_run(out: &mut impl Write, run: &LineRun, unrecoverable: bool) 
         )?;
     }
     Ok(())
+}
+
+/// The contract violations by kind, when there were any (each kind's first is in the log,
+/// with its position): the input broke the protocol, and health said Degraded.
+pub fn write_violations(out: &mut impl Write, violations: &ViolationCounts) -> io::Result<()> {
+    if violations.total() == 0 {
+        return Ok(());
+    }
+    write!(out, "  violations  ")?;
+    for kind in ViolationKind::ALL {
+        write!(out, " {}={}", kind.name(), group(violations.of(kind)))?;
+    }
+    writeln!(out, " (never retried; health Degraded)")
 }
 
 /// The status a finished line earns: a failure outranks loss (the loss count of a line that
@@ -211,5 +225,21 @@ mod tests {
         assert!(text.contains("sends 1,000,000 messages"), "{text}");
         assert!(text.contains("at 500,000 msg/s"), "{text}");
         assert!(text.contains("dropping 0.2% of packets"), "{text}");
+    }
+
+    #[test]
+    fn violations_are_listed_by_kind_only_when_there_are_any() {
+        let mut out = Vec::new();
+        write_violations(&mut out, &ViolationCounts::default()).expect("Vec");
+        assert!(out.is_empty());
+        let counts = ViolationCounts {
+            by_kind: [1_200, 3, 0],
+        };
+        write_violations(&mut out, &counts).expect("Vec");
+        assert_eq!(
+            String::from_utf8(out).expect("UTF-8"),
+            "  violations   malformed_packet=1,200 message_length=3 malformed_frame=0 \
+             (never retried; health Degraded)\n"
+        );
     }
 }

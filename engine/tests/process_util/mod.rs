@@ -1,8 +1,11 @@
 //! Helpers for the tests that run `ticklane` as a child process: bounded waits, free ports.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::net::UdpSocket;
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long a child may take to say it is ready.
@@ -38,4 +41,84 @@ pub fn wait_bounded(mut child: Child, limit: Duration) -> Output {
         "still running after {limit:?}:\n{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// A child whose stdout is read line by line as it comes, so a test can wait for one line
+/// and still see everything it printed at the end.
+pub struct Watched {
+    /// The child process.
+    pub child: Child,
+    lines: Receiver<String>,
+    reader: JoinHandle<()>,
+    seen: Vec<String>,
+}
+
+impl Watched {
+    /// Starts `command` with stdout and stderr piped.
+    pub fn spawn(command: &mut Command) -> Watched {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start ticklane");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (send, lines) = mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Watched {
+            child,
+            lines,
+            reader,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits, at most `limit`, for a line that starts with `prefix`; returns it.
+    pub fn wait_for_line(&mut self, prefix: &str, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.starts_with(prefix) {
+                        return line;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    let _ = self.child.kill();
+                    panic!(
+                        "no `{prefix}` line within {limit:?}; saw:\n{}",
+                        self.seen.join("\n")
+                    );
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait().expect("child status");
+                    panic!(
+                        "exited ({status}) before printing `{prefix}`; saw:\n{}",
+                        self.seen.join("\n")
+                    );
+                }
+            }
+        }
+    }
+
+    /// Waits for the child to end (at most `limit`): its status, every stdout line as
+    /// text, and its stderr.
+    /// Waits for the child, at most `limit`; its stdout is every line it printed.
+    pub fn finish(mut self, limit: Duration) -> Output {
+        let mut output = wait_bounded(self.child, limit);
+        self.reader.join().expect("stdout reader");
+        self.seen.extend(self.lines.try_iter());
+        let mut text = self.seen.join("\n");
+        text.push('\n');
+        output.stdout = text.into_bytes();
+        output
+    }
 }

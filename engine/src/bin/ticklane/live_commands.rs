@@ -15,8 +15,9 @@ use ticklane_engine::admin_token::AdminToken;
 use ticklane_engine::config::{FeedConfig, RunConfig};
 use ticklane_engine::health::Health;
 use ticklane_engine::live::{
-    install_shutdown, record_udp, run_demo, run_observed_line, DemoConfig, ExchangeSim,
-    ExchangeSimConfig, LineHandles, LineSource,
+    install_draining_shutdown, install_shutdown, process_seed, record_udp, run_demo,
+    run_observed_line, stagger_delay, stagger_start, DemoConfig, ExchangeSim, ExchangeSimConfig,
+    LineHandles, LineSource,
 };
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::snapshot::SnapshotWriter;
@@ -146,11 +147,18 @@ pub struct RecordArgs {
 
 /// `ticklane run`.
 pub fn run(args: &RunArgs) -> Result<ExitStatus> {
-    let stop = install_shutdown()?;
     let Some(path) = &args.config else {
+        let stop = install_shutdown()?;
         return demo(args, &stop);
     };
     let config = RunConfig::load(path)?;
+    // Health exists before anything runs: draining starts at the first signal, whatever the
+    // line is doing then (waiting out its stagger included).
+    let health = Arc::new(Health::new());
+    let stop = install_draining_shutdown(
+        Some(Arc::clone(&health)),
+        Some(config.engine.shutdown_timeout),
+    )?;
     let pipeline = config.pipeline()?;
     let feed = config.feed_config()?;
     let snapshot = match &config.snapshot.path {
@@ -164,15 +172,30 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     if unrecoverable {
         eprintln!("ticklane run: {}: {NO_REQUEST_SERVER}", path.display());
     }
-    let source = LineSource::open(&feed, &pipeline)?;
-    let health = Arc::new(Health::new());
     let handles = LineHandles::new(&config.feed_name, &feed);
-    // Started before the line, on the unpinned main thread's behalf: the server's thread is
-    // never one of the pinned stages. Dropped (stopped) when `run` returns.
+    // Started before the stagger and the line, so that /health says Starting meanwhile; its
+    // thread is the main thread's child, never one of the pinned stages. Dropped (stopped)
+    // when `run` returns.
     let _admin = match args.admin.or(config.admin.listen) {
         Some(listen) => Some(start_admin(listen, &config, &health, &handles)?),
         None => None,
     };
+    let engine = &config.engine;
+    let delay = stagger_delay(
+        engine.instance.index(),
+        engine.stagger_step,
+        engine.stagger_cap,
+        process_seed(engine.instance.seed()),
+    );
+    if !delay.is_zero() {
+        println!(
+            "staggered start: instance {} waits {} ms before it connects",
+            engine.instance,
+            delay.as_millis()
+        );
+    }
+    stagger_start(Some(&health), delay, &stop);
+    let source = LineSource::open(&feed, &pipeline)?;
     println!("{}", ready_line(path, &source)?);
     let run = run_observed_line(
         source,
@@ -181,6 +204,7 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
         OverloadConfig::default(),
         &stop,
         &handles,
+        Some(health),
     )?;
     write_line_run(&mut io::stdout().lock(), &run, unrecoverable)?;
     Ok(line_run_status(&run))
