@@ -9,6 +9,7 @@ mod book_stage;
 mod capture_source;
 mod frame;
 mod latency;
+mod line_guard;
 mod mold_source;
 mod queue;
 mod soup_source;
@@ -19,6 +20,9 @@ pub use book_stage::{BookStage, BookStageReport};
 pub use capture_source::{CaptureSource, CaptureSourceReport, Pace};
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
 pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
+pub use line_guard::{
+    retransmission_counts, LineCalls, LineGuard, LineHandles, DEFAULT_LINE_BREAKER,
+};
 pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
 pub use queue::{FrameConsumer, FrameProducer};
 pub use soup_source::{

@@ -13,8 +13,10 @@ use ticklane_feed::moldudp64::{
 use ticklane_feed::net::{
     FeedKeys, NetError, OsError, SocketError, SocketErrorCounts, UdpFeed, UdpFeedConfig,
 };
+use ticklane_feed::resilience::BreakerConfig;
 
 use super::frame::Frame;
+use super::line_guard::{LineCalls, LineGuard, LineHandles, DEFAULT_LINE_BREAKER};
 use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
@@ -44,6 +46,8 @@ pub struct MoldFeedConfig {
     pub silence_timeout: Duration,
     /// End after this long in any case (tests, demos); `None` runs until end of session.
     pub max_duration: Option<Duration>,
+    /// The line's circuit breaker (`line_guard`: a call is one stale-threshold interval).
+    pub line_breaker: BreakerConfig,
 }
 
 impl MoldFeedConfig {
@@ -63,6 +67,7 @@ impl Default for MoldFeedConfig {
             recovery: RecoveryConfig::default(),
             silence_timeout: Duration::from_secs(5),
             max_duration: None,
+            line_breaker: DEFAULT_LINE_BREAKER,
         }
     }
 }
@@ -86,6 +91,10 @@ pub struct MoldSourceReport {
     pub request_send_errors: SocketErrorCounts,
     /// Why the source ended.
     pub end: SourceEnd,
+    /// Data packets ignored while the line was isolated by hand.
+    pub ignored_packets: u64,
+    /// The line breaker's calls (stale-threshold listening intervals).
+    pub line_calls: LineCalls,
 }
 
 /// The live MoldUDP64 reader.
@@ -94,6 +103,7 @@ pub struct MoldSource {
     data: UdpFeed,
     requests: UdpFeed,
     wait: WaitStrategy,
+    handles: LineHandles,
 }
 
 impl MoldSource {
@@ -130,7 +140,15 @@ impl MoldSource {
             data,
             requests,
             wait,
+            handles: LineHandles::default(),
         })
+    }
+
+    /// Reports to these handles: manual isolate/close, breaker mirrors, storm counters,
+    /// health (the line's, and its retransmission server's).
+    pub fn with_handles(mut self, handles: LineHandles) -> Self {
+        self.handles = handles;
+        self
     }
 
     /// Sets the retransmission server (when it is started after the feed's port is known).
@@ -269,11 +287,26 @@ impl FrameSource for MoldSource {
         let stale_after = self.config.stale_after().as_nanos() as u64;
         let mut line = FeedState::Live;
         let busy = self.wait == WaitStrategy::BusySpin;
+        let mut guard = LineGuard::new(self.config.line_breaker, self.handles.clone());
+        let mut listening = Listening::new(started);
         report.end = loop {
             if stop.load(Ordering::Relaxed) {
                 break SourceEnd::Stopped;
             }
             let now_ns = clock.now_ns();
+            listening.tick(&mut guard, &mut recovery, now_ns, stale_after);
+            let isolated = guard.isolated();
+            if isolated != (line == FeedState::Isolated) {
+                // Isolated: stale until closed by hand; closed: stale until a packet comes.
+                line = if isolated {
+                    FeedState::Isolated
+                } else {
+                    FeedState::Silent
+                };
+                if !push_line_state(&mut frames, &mut waiter, clock, line, now_ns) {
+                    break SourceEnd::BookThreadGone;
+                }
+            }
             if recovery.ended() && recovery.open_gaps() == 0 {
                 break SourceEnd::EndOfSession;
             }
@@ -345,6 +378,11 @@ impl FrameSource for MoldSource {
                     };
                     sink.recv_ns = clock.now_ns();
                     last_heard = sink.recv_ns;
+                    listening.heard = true;
+                    if line == FeedState::Isolated && event.token() == DATA {
+                        sink.report.ignored_packets += 1;
+                        continue;
+                    }
                     if line != FeedState::Live {
                         // Any packet, a heartbeat too, says the line is up again; it goes
                         // ahead of the packet's messages.
@@ -370,6 +408,8 @@ impl FrameSource for MoldSource {
                 break SourceEnd::BookThreadGone;
             }
         };
+        guard.sync(clock.now_ns(), Some(&recovery), true);
+        report.line_calls = guard.calls();
         report.recovery = recovery.stats();
         report.lost = recovery.lost_ranges().clone();
         // A line that ended badly leaves its books stale, and the snapshot not closed.
@@ -384,5 +424,42 @@ impl FrameSource for MoldSource {
         }
         frames.push_end(&mut waiter, clock.now_ns());
         report
+    }
+}
+
+/// The line breaker's calls on a multicast line, where nothing is asked: one call per
+/// stale-threshold interval, a success if a packet was heard in it, a fault if not; and
+/// the once-per-loop upkeep of the guard (manual commands, mirrors).
+struct Listening {
+    since_ns: u64,
+    heard: bool,
+}
+
+impl Listening {
+    fn new(now_ns: u64) -> Self {
+        Listening {
+            since_ns: now_ns,
+            heard: false,
+        }
+    }
+
+    fn tick(
+        &mut self,
+        guard: &mut LineGuard,
+        recovery: &mut MoldRecovery,
+        now_ns: u64,
+        interval_ns: u64,
+    ) {
+        let now = Duration::from_nanos(now_ns);
+        guard.take_commands(now, Some(recovery));
+        if now_ns.saturating_sub(self.since_ns) >= interval_ns.max(1) {
+            if guard.try_call(now, false) {
+                let outcome = guard.outcome_of(self.heard.then_some(Duration::ZERO));
+                guard.record(now, outcome);
+            }
+            self.since_ns = now_ns;
+            self.heard = false;
+        }
+        guard.sync(now_ns, Some(recovery), false);
     }
 }

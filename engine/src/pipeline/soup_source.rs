@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::net::{OsError, TcpFeed, TcpRead};
-use ticklane_feed::resilience::{Backoff, BackoffConfig};
+use ticklane_feed::resilience::{Backoff, BackoffConfig, BreakerConfig};
 use ticklane_feed::rng::SplitMix64;
 use ticklane_feed::soupbintcp::{
     ClientConfig, ClientEvent, ClientState, RejectReason, SoupClient, TimerEvent,
@@ -87,6 +87,8 @@ pub struct SoupFeedConfig {
     pub reconnect_seed: Option<u64>,
     /// End after this long in any case (tests, demos); `None` runs until end of session.
     pub max_duration: Option<Duration>,
+    /// The line's circuit breaker (`line_guard`: a call is one connect and login).
+    pub breaker: BreakerConfig,
 }
 
 /// What the SoupBinTCP source did.

@@ -178,6 +178,7 @@ mod tests {
             recv_errors: Default::default(),
             request_send_errors: Default::default(),
             end: SourceEnd::EndOfSession,
+            ..MoldSourceReport::default()
         };
         assert_eq!(
             text(|out| write_mold_source(out, &report)),
