@@ -26,6 +26,37 @@ pub struct RecordReport {
     pub recv_errors: SocketErrorCounts,
     /// Why the recording ended: end of session, stopped, time limit, or silence.
     pub end: SourceEnd,
+    /// The sequence of the first sequenced packet recorded: where the recording joined the
+    /// line (past 1, what came before is not in the file).
+    pub joined_at: Option<u64>,
+    /// Gaps in the recorded sequence numbers (packets the line lost, or, with
+    /// `feed.start_sequence = 1`, a late join): a recording does not ask for them again.
+    pub gaps: u64,
+    /// Messages missing from the file in those gaps.
+    pub missing: u64,
+}
+
+/// The sequence numbers a recording saw: where it joined and what it is missing.
+#[derive(Debug)]
+struct SequenceWatch {
+    /// The next sequence expected; `None` before the first packet of a `join` line.
+    next: Option<u64>,
+}
+
+impl SequenceWatch {
+    fn see(&mut self, packet: &Packet<'_>, report: &mut RecordReport) {
+        if packet.session().is_blank() && packet.sequence() == 0 {
+            return; // unsequenced (sanitized)
+        }
+        let first = packet.sequence();
+        report.joined_at.get_or_insert(first);
+        let next = *self.next.get_or_insert(first);
+        if first > next {
+            report.gaps += 1;
+            report.missing += first - next;
+        }
+        self.next = Some(next.max(packet.next_sequence()));
+    }
 }
 
 /// Why a recording failed.
@@ -94,6 +125,9 @@ pub fn record_udp(
     let started = Instant::now();
     let mut last_heard = Instant::now();
     let mut report = RecordReport::default();
+    let mut watch = SequenceWatch {
+        next: feed.recovery.start_sequence,
+    };
     report.end = loop {
         if stop.load(Ordering::Relaxed) {
             break SourceEnd::Stopped;
@@ -131,7 +165,10 @@ pub fn record_udp(
                 .write_udp(wall_clock_ns(), src, dst, bytes)
                 .map_err(write_failed)?;
             report.packets += 1;
-            ended |= Packet::parse(bytes).is_ok_and(|p| p.kind() == PacketKind::EndOfSession);
+            if let Ok(packet) = Packet::parse(bytes) {
+                watch.see(&packet, &mut report);
+                ended |= packet.kind() == PacketKind::EndOfSession;
+            }
         }
         if ended {
             break SourceEnd::EndOfSession;

@@ -8,6 +8,7 @@
 mod book_stage;
 mod capture_source;
 mod frame;
+mod join_notice;
 mod latency;
 mod line_guard;
 mod mold_source;

@@ -16,6 +16,7 @@ use ticklane_feed::net::{
 use ticklane_feed::resilience::BreakerConfig;
 
 use super::frame::Frame;
+use super::join_notice::JoinNotice;
 use super::line_guard::{LineCalls, LineGuard, LineHandles, DEFAULT_LINE_BREAKER};
 use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
@@ -289,6 +290,7 @@ impl FrameSource for MoldSource {
         let busy = self.wait == WaitStrategy::BusySpin;
         let mut guard = LineGuard::new(self.config.line_breaker, self.handles.clone());
         let mut listening = Listening::new(started);
+        let mut join = JoinNotice::default();
         report.end = loop {
             if stop.load(Ordering::Relaxed) {
                 break SourceEnd::Stopped;
@@ -404,6 +406,7 @@ impl FrameSource for MoldSource {
             }
             sink.recv_ns = clock.now_ns();
             recovery.poll_timers(Duration::from_nanos(sink.recv_ns), &mut sink);
+            join.check(&recovery, sink.server.is_some());
             if sink.abandoned {
                 break SourceEnd::BookThreadGone;
             }

@@ -208,6 +208,11 @@ pub struct RecoveryStats {
     pub store_overflows: u64,
     /// Times a packet named a different session.
     pub session_changes: u64,
+    /// The sequence the first sequenced packet carried (its first message, or the next
+    /// sequence a heartbeat announced): where the machine joined the line. Past 1, a
+    /// handler joining at the first packet seen never saw what came before (the stock
+    /// directory among it); with `start_sequence` 1 it is a gap.
+    pub joined_at: Option<u64>,
 }
 
 /// Where a gap's recovery stands.
@@ -480,6 +485,7 @@ impl MoldRecovery {
                     self.stats.session_changes += 1;
                     self.finish_session(sink);
                 }
+                self.stats.joined_at.get_or_insert(first);
                 let start = self.config.start_sequence.unwrap_or(first);
                 self.session = Some(packet.session());
                 self.end_of_session = None;
@@ -997,6 +1003,16 @@ impl MoldRecovery {
     /// The current session, once a sequenced packet has been seen.
     pub fn session(&self) -> Option<Session> {
         self.session
+    }
+
+    /// Where the machine joined the line ([`RecoveryStats::joined_at`]).
+    pub fn joined_at(&self) -> Option<u64> {
+        self.stats.joined_at
+    }
+
+    /// Where each session is expected to start ([`RecoveryConfig::start_sequence`]).
+    pub fn start_sequence(&self) -> Option<u64> {
+        self.config.start_sequence
     }
 
     /// The sequence number of the next message to deliver.
@@ -1548,6 +1564,32 @@ mod tests {
         assert_eq!(st.delivered + lost, 2000);
         // Late (reordered) packets still fill gaps without any retransmission.
         assert!(lost > 0 && st.recovered > 0, "{st:?}");
+    }
+
+    #[test]
+    fn a_late_join_is_a_gap_from_1_when_the_start_is_known_and_its_point_is_kept() {
+        let s = session(b"LIVE");
+        for (start, first_request) in [(Some(1), Some((1u64, 29u16))), (None, None)] {
+            let mut r = MoldRecovery::new(RecoveryConfig {
+                start_sequence: start,
+                ..RecoveryConfig::default()
+            });
+            let mut sink = Recorder::default();
+            feed(&mut r, &data(s, 30, 2), Duration::ZERO, &mut sink);
+            assert_eq!(r.stats().joined_at, Some(30));
+            assert_eq!(
+                sink.requests.first().map(|q| (q.first_seq, q.count)),
+                first_request
+            );
+            r.end_of_input(&mut sink);
+            match start {
+                Some(_) => {
+                    assert_eq!(sink.lost(), [GapRange { first: 1, last: 29 }]);
+                    sink.assert_accounts_for(1, 32);
+                }
+                None => assert_eq!(sink.delivered(), [30, 31]),
+            }
+        }
     }
 
     #[test]
