@@ -20,6 +20,7 @@ use std::time::Duration;
 use ticklane_feed::moldudp64::{MoldRecovery, RecoveryStats};
 use ticklane_feed::resilience::{Breaker, BreakerConfig, BreakerState, CallOutcome};
 
+use super::source_end::DropReason;
 use crate::dependency::{BreakerMirror, Dependency, DependencyCounts, ManualCommand};
 use crate::health::{Condition, Health};
 use crate::snapshot::wall_clock_ns;
@@ -156,6 +157,17 @@ impl LineGuard {
         self.breaker.record(now, outcome);
     }
 
+    /// Whether the breaker would let a call through at `now` (asking counts nothing).
+    pub fn admits(&self, now: Duration) -> bool {
+        self.breaker.admits(now)
+    }
+
+    /// Counts a call the caller did not make because the breaker refused it (asked with
+    /// [`LineGuard::admits`], once per wait rather than once per loop).
+    pub fn count_refused(&mut self) {
+        self.calls.refused += 1;
+    }
+
     /// The outcome of a call answered after `latency` (`None`: not answered), by the
     /// breaker's slow threshold.
     pub fn outcome_of(&self, latency: Option<Duration>) -> CallOutcome {
@@ -229,6 +241,22 @@ impl LineGuard {
                 }
             }
         }
+    }
+}
+
+/// Whether a dropped SoupBinTCP connection is an infrastructure fault for the line's
+/// breaker: a connect refused or timed out, a reset or close, a read or write error, a
+/// silent server. A rejected login (the server answered) and a protocol error (a contract
+/// violation, not weather) are not.
+pub fn drop_is_fault(reason: &DropReason) -> bool {
+    match reason {
+        DropReason::Connect { .. }
+        | DropReason::ConnectTimedOut { .. }
+        | DropReason::Closed
+        | DropReason::Read(_)
+        | DropReason::Write(_)
+        | DropReason::ServerSilent { .. } => true,
+        DropReason::Protocol(_) | DropReason::Rejected(_) => false,
     }
 }
 
