@@ -19,7 +19,7 @@ use ticklane_feed::soupbintcp::{
 };
 
 use super::frame::Frame;
-use super::line_guard::{drop_is_fault, LineCalls, LineGuard, LineHandles};
+use super::line_guard::{drop_is_fault, LineGuard, LineHandles};
 use super::source_end::{Chain, DropCounts, DropReason, PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
@@ -105,8 +105,6 @@ pub struct SoupSourceReport {
     pub drops: ConnectionDrops,
     /// Why the source ended.
     pub end: SourceEnd,
-    /// The line breaker's calls: connection attempts, faults, refusals.
-    pub line_calls: LineCalls,
 }
 
 /// One connection attempt that dropped.
@@ -573,7 +571,6 @@ impl FrameSource for SoupSource {
             );
         }
         line.guard.sync(clock.now_ns(), None, true);
-        report.line_calls = line.guard.calls();
         frames.push_end(&mut waiter, clock.now_ns());
         report
     }
