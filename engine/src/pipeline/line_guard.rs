@@ -273,6 +273,46 @@ pub fn retransmission_counts(s: &RecoveryStats) -> DependencyCounts {
     }
 }
 
+/// The line breaker's calls on a multicast line, where nothing is asked: one call per
+/// stale-threshold interval, a success if a packet was heard in it, a fault if not; and
+/// the once-per-loop upkeep of the guard (manual commands, mirrors).
+pub struct Listening {
+    since_ns: u64,
+    /// Set by the reader when a packet arrives.
+    pub heard: bool,
+}
+
+impl Listening {
+    /// Listening from `now_ns` on.
+    pub fn new(now_ns: u64) -> Self {
+        Listening {
+            since_ns: now_ns,
+            heard: false,
+        }
+    }
+
+    /// Once per poll loop: manual commands, the interval's call if it is over, the mirrors.
+    pub fn tick(
+        &mut self,
+        guard: &mut LineGuard,
+        recovery: &mut MoldRecovery,
+        now_ns: u64,
+        interval_ns: u64,
+    ) {
+        let now = Duration::from_nanos(now_ns);
+        guard.take_commands(now, Some(recovery));
+        if now_ns.saturating_sub(self.since_ns) >= interval_ns.max(1) {
+            if guard.try_call(now, false) {
+                let outcome = guard.outcome_of(self.heard.then_some(Duration::ZERO));
+                guard.record(now, outcome);
+            }
+            self.since_ns = now_ns;
+            self.heard = false;
+        }
+        guard.sync(now_ns, Some(recovery), false);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,6 +384,29 @@ mod tests {
         assert!(!health.is_raised(Condition::LineIsolated));
         assert!(!health.is_raised(Condition::BreakerOpen));
         assert_eq!(health.report().state, HealthState::Healthy);
+    }
+
+    #[test]
+    fn a_multicast_lines_calls_are_listening_intervals_silent_ones_faults() {
+        use ticklane_feed::moldudp64::RecoveryConfig;
+        let mut r = MoldRecovery::new(RecoveryConfig::default());
+        let mut g = LineGuard::new(config(), LineHandles::default());
+        let mut l = Listening::new(0);
+        let interval = 100_000_000; // 100 ms
+                                    // Within the first interval: no call yet.
+        l.tick(&mut g, &mut r, 50_000_000, interval);
+        assert_eq!(g.calls().calls, 0);
+        // A packet heard, then the interval ends: a success.
+        l.heard = true;
+        l.tick(&mut g, &mut r, 100_000_000, interval);
+        // A silent interval: one fault of two calls, 50 % >= 50 % with two calls: open.
+        l.tick(&mut g, &mut r, 200_000_000, interval);
+        let c = g.calls();
+        assert_eq!((c.calls, c.successes, c.faults), (2, 1, 1));
+        assert_eq!(g.state(Duration::from_millis(200)), BreakerState::Open);
+        // Open: the next interval is refused, not counted as a call.
+        l.tick(&mut g, &mut r, 300_000_000, interval);
+        assert_eq!((g.calls().calls, g.calls().refused), (2, 1));
     }
 
     #[test]

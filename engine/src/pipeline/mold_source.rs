@@ -17,7 +17,7 @@ use ticklane_feed::resilience::BreakerConfig;
 
 use super::frame::Frame;
 use super::join_notice::JoinNotice;
-use super::line_guard::{LineCalls, LineGuard, LineHandles, DEFAULT_LINE_BREAKER};
+use super::line_guard::{LineCalls, LineGuard, LineHandles, Listening, DEFAULT_LINE_BREAKER};
 use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
@@ -427,42 +427,5 @@ impl FrameSource for MoldSource {
         }
         frames.push_end(&mut waiter, clock.now_ns());
         report
-    }
-}
-
-/// The line breaker's calls on a multicast line, where nothing is asked: one call per
-/// stale-threshold interval, a success if a packet was heard in it, a fault if not; and
-/// the once-per-loop upkeep of the guard (manual commands, mirrors).
-struct Listening {
-    since_ns: u64,
-    heard: bool,
-}
-
-impl Listening {
-    fn new(now_ns: u64) -> Self {
-        Listening {
-            since_ns: now_ns,
-            heard: false,
-        }
-    }
-
-    fn tick(
-        &mut self,
-        guard: &mut LineGuard,
-        recovery: &mut MoldRecovery,
-        now_ns: u64,
-        interval_ns: u64,
-    ) {
-        let now = Duration::from_nanos(now_ns);
-        guard.take_commands(now, Some(recovery));
-        if now_ns.saturating_sub(self.since_ns) >= interval_ns.max(1) {
-            if guard.try_call(now, false) {
-                let outcome = guard.outcome_of(self.heard.then_some(Duration::ZERO));
-                guard.record(now, outcome);
-            }
-            self.since_ns = now_ns;
-            self.heard = false;
-        }
-        guard.sync(now_ns, Some(recovery), false);
     }
 }
