@@ -177,3 +177,35 @@ pub fn record_udp(
     writer.finish().map_err(write_failed)?;
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ticklane_feed::moldudp64::{PacketWriter, Session};
+
+    /// A data packet of `count` one-byte messages from `first`.
+    fn packet(buf: &mut [u8], first: u64, count: u64) -> usize {
+        let session = Session::new(b"REC").expect("fits");
+        let mut w = PacketWriter::new(buf, session, first).expect("room");
+        for _ in 0..count {
+            w.push(b"m").expect("room");
+        }
+        w.finish()
+    }
+
+    #[test]
+    fn a_recording_that_joins_at_30_says_so_and_counts_the_gap_from_1_when_asked() {
+        for (start, gaps, missing) in [(Some(1), 2, 29 + 5), (None, 1, 5)] {
+            let mut watch = SequenceWatch { next: start };
+            let mut report = RecordReport::default();
+            // Joins at 30 (3 messages), then 33 ..= 37 never come: 38 is next.
+            for (first, count) in [(30, 3), (38, 2)] {
+                let mut buf = [0u8; 64];
+                let n = packet(&mut buf, first, count);
+                watch.see(&Packet::parse(&buf[..n]).expect("valid"), &mut report);
+            }
+            assert_eq!(report.joined_at, Some(30));
+            assert_eq!((report.gaps, report.missing), (gaps, missing), "{start:?}");
+        }
+    }
+}
