@@ -37,17 +37,21 @@ pub enum FeedState {
     EndedSilent,
     /// The line ended with a runtime error: not a clean exit.
     EndedError,
+    /// Isolated by hand: its data is ignored (MoldUDP64) or its connection closed
+    /// (SoupBinTCP) until an operator closes it.
+    Isolated,
 }
 
 impl FeedState {
     /// Every state, in code order (the code is the index).
-    pub const ALL: [FeedState; 6] = [
+    pub const ALL: [FeedState; 7] = [
         FeedState::Live,
         FeedState::Silent,
         FeedState::Disconnected,
         FeedState::Reconnecting,
         FeedState::EndedSilent,
         FeedState::EndedError,
+        FeedState::Isolated,
     ];
 
     /// A one-byte code, for a control frame.
@@ -59,6 +63,7 @@ impl FeedState {
             FeedState::Reconnecting => 3,
             FeedState::EndedSilent => 4,
             FeedState::EndedError => 5,
+            FeedState::Isolated => 6,
         }
     }
 

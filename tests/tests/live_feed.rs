@@ -24,6 +24,7 @@ use ticklane_engine::live::{run_line, LineSource, LineSourceReport};
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::pipeline::{
     MoldFeedConfig, MoldSource, PipelineConfig, SoupFeedConfig, SoupSource, SourceEnd,
+    DEFAULT_LINE_BREAKER,
 };
 use ticklane_engine::snapshot::{write_snapshot_book_csv, SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
@@ -219,6 +220,7 @@ fn soup_line(server: SocketAddr) -> SoupSource {
             },
             reconnect_seed: Some(14),
             max_duration: Some(Duration::from_secs(60)),
+            breaker: DEFAULT_LINE_BREAKER,
         },
         PipelineConfig::default().wait,
     )

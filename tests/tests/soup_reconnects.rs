@@ -15,7 +15,7 @@ use ticklane_engine::live::{run_line, LineSource, LineSourceReport};
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::pipeline::{
     DropReason, PipelineConfig, SoupFeedConfig, SoupSource, SoupSourceReport, SourceEnd,
-    SourceError,
+    SourceError, DEFAULT_LINE_BREAKER,
 };
 use ticklane_feed::moldudp64::Session;
 use ticklane_feed::resilience::BackoffConfig;
@@ -42,6 +42,7 @@ fn line(server: SocketAddr, client: ClientConfig, max_reconnects: u32) -> SoupSo
             },
             reconnect_seed: Some(42),
             max_duration: Some(Duration::from_secs(20)),
+            breaker: DEFAULT_LINE_BREAKER,
         },
         PipelineConfig::default().wait,
     )

@@ -77,6 +77,23 @@ pub enum Conflict {
         /// The core.
         core: usize,
     },
+    /// `feed.breaker_slow_ms` is not below the timeout of the calls the breaker guards: no
+    /// call would ever be slow, it would time out first.
+    SlowNotBelowTimeout {
+        /// `feed.breaker_slow_ms`.
+        slow_ms: u64,
+        /// The timeout's key.
+        timeout_key: &'static str,
+        /// Its value.
+        timeout_ms: u64,
+    },
+    /// `feed.limit_min` is above `feed.limit_max`.
+    LimitBounds {
+        /// `feed.limit_min`.
+        min: u32,
+        /// `feed.limit_max`.
+        max: u32,
+    },
 }
 
 impl Conflict {
@@ -85,6 +102,10 @@ impl Conflict {
         match self {
             Conflict::LevelTable { .. } => ["engine.max_books", "engine.levels_per_side"],
             Conflict::SameBusyCore { .. } => ["engine.reader_core", "engine.book_core"],
+            Conflict::SlowNotBelowTimeout { timeout_key, .. } => {
+                ["feed.breaker_slow_ms", timeout_key]
+            }
+            Conflict::LimitBounds { .. } => ["feed.limit_min", "feed.limit_max"],
         }
     }
 }
@@ -109,6 +130,21 @@ impl fmt::Display for Conflict {
                 "engine.reader_core and engine.book_core are both {core} with \
                  engine.wait = \"busy-spin\": two spinning threads on one core starve each other; \
                  allowed: different cores, or wait = \"spin-yield\" or \"park\""
+            ),
+            Conflict::SlowNotBelowTimeout {
+                slow_ms,
+                timeout_key,
+                timeout_ms,
+            } => write!(
+                f,
+                "feed.breaker_slow_ms = {slow_ms} is not below {timeout_key} = {timeout_ms} ms: \
+                 a call that slow times out first, so none would ever count as slow; allowed: \
+                 feed.breaker_slow_ms < {timeout_ms}"
+            ),
+            Conflict::LimitBounds { min, max } => write!(
+                f,
+                "feed.limit_min = {min} is above feed.limit_max = {max}; allowed: \
+                 limit_min <= limit_max"
             ),
         }
     }

@@ -164,6 +164,66 @@ pub const RECONNECT_CAP_MS: Allowed = Allowed::Integer {
     max: 600_000,
 };
 
+/// `feed.breaker_window_ms`: the breaker's sliding window; at least 10 ms (its buckets),
+/// an hour at most.
+pub const BREAKER_WINDOW_MS: Allowed = Allowed::Integer {
+    min: 10,
+    max: 3_600_000,
+};
+
+/// `feed.breaker_min_calls`: calls the window holds before any decision; 1 decides on the
+/// first call.
+pub const BREAKER_MIN_CALLS: Allowed = Allowed::Integer {
+    min: 1,
+    max: 1_000_000,
+};
+
+/// `feed.breaker_failure_percent` and `feed.breaker_slow_percent`: 0 % would open on
+/// success, over 100 % never.
+pub const PERCENT_1_100: Allowed = Allowed::Integer { min: 1, max: 100 };
+
+/// `feed.breaker_slow_ms`: a reply later than this is slow; it must also lie below the
+/// timeout of the calls (checked after).
+pub const BREAKER_SLOW_MS: Allowed = Allowed::Integer {
+    min: 1,
+    max: 600_000,
+};
+
+/// `feed.breaker_open_ms`: how long an open breaker refuses calls before its probes; 0
+/// would probe at once, in a loop.
+pub const BREAKER_OPEN_MS: Allowed = Allowed::Integer {
+    min: 1,
+    max: 3_600_000,
+};
+
+/// `feed.breaker_probes`: calls let through half-open.
+pub const BREAKER_PROBES: Allowed = Allowed::Integer { min: 1, max: 1_000 };
+
+/// `feed.retry_budget_percent`: retries allowed, in percent of first requests over the
+/// window (0: only the per-window minimum; 1,000: ten retries per request).
+pub const RETRY_BUDGET_PERCENT: Allowed = Allowed::Integer { min: 0, max: 1_000 };
+
+/// `feed.retry_budget_window_ms`: the window the budget counts over.
+pub const RETRY_BUDGET_WINDOW_MS: Allowed = Allowed::Integer {
+    min: 10,
+    max: 3_600_000,
+};
+
+/// `feed.limit_min` and `feed.limit_max`: requests in flight at once; at least 1 (a line
+/// must be able to ask), and `limit_min <= limit_max`.
+pub const LIMIT_BOUND: Allowed = Allowed::Integer { min: 1, max: 4_096 };
+
+/// `feed.gap_deadline_ms`: a gap still missing this long after it was detected is
+/// declared lost.
+pub const GAP_DEADLINE_MS: Allowed = Allowed::Integer {
+    min: 1,
+    max: 3_600_000,
+};
+
+/// `feed.start_sequence`: 1 (a missing first packet or a late join is a gap from 1) or
+/// "join" (start at the first packet seen).
+pub const START_SEQUENCE: Allowed = Allowed::OneOf(&["1", "join"]);
+
 /// `feed.username`: SoupBinTCP's 6-byte alpha field; a login needs a name.
 pub const USERNAME: Allowed = Allowed::Ascii {
     min_len: 1,

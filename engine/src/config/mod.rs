@@ -29,6 +29,7 @@ mod error;
 mod instance;
 mod limits;
 mod raw;
+mod resilience_keys;
 mod validate;
 
 pub use allowed::Allowed;
@@ -46,7 +47,9 @@ use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
 
 use crate::admin_token::AdminToken;
 use crate::book::BookConfig;
-use crate::pipeline::{MoldFeedConfig, PipelineConfig, SoupFeedConfig, WaitStrategy};
+use crate::pipeline::{
+    MoldFeedConfig, PipelineConfig, SoupFeedConfig, WaitStrategy, DEFAULT_LINE_BREAKER,
+};
 use raw::{RawAdmin, RawEngine, RawFeed, RawFile, RawSnapshot};
 use validate::Checker;
 
@@ -548,6 +551,27 @@ fn feed_section(
                 &limits::RETRANSMIT_TIMEOUT_MS,
                 DEFAULT_RETRANSMIT_TIMEOUT_MS,
             )?;
+            let retransmit_timeout = Duration::from_millis(retransmit_ms);
+            let line_breaker = resilience_keys::breaker(check, raw, DEFAULT_LINE_BREAKER)?;
+            let server_breaker =
+                resilience_keys::with_slow_below(raw, line_breaker, retransmit_timeout);
+            resilience_keys::check_slow_below(
+                check,
+                raw,
+                &server_breaker,
+                retransmit_timeout,
+                "feed.retransmit_timeout_ms",
+            )?;
+            let recovery = resilience_keys::recovery(
+                check,
+                raw,
+                RecoveryConfig {
+                    retransmit_timeout,
+                    arbitration_wait: Duration::from_micros(arbitration_wait_us),
+                    breaker: Some(server_breaker),
+                    ..RecoveryConfig::default()
+                },
+            )?;
             Ok(FeedConfig::Mold(MoldFeedConfig {
                 udp: UdpFeedConfig {
                     bind,
@@ -557,13 +581,10 @@ fn feed_section(
                 },
                 line_b,
                 request_server,
-                recovery: RecoveryConfig {
-                    retransmit_timeout: Duration::from_millis(retransmit_ms),
-                    arbitration_wait: Duration::from_micros(arbitration_wait_us),
-                    ..RecoveryConfig::default()
-                },
+                recovery,
                 silence_timeout,
                 max_duration,
+                line_breaker,
             }))
         }
         Kind::Soup => {
@@ -639,7 +660,20 @@ fn feed_section(
                     RECONNECT_CAP,
                 )?,
             };
+            let breaker = resilience_keys::with_slow_below(
+                raw,
+                resilience_keys::breaker(check, raw, DEFAULT_LINE_BREAKER)?,
+                connect_timeout,
+            );
+            resilience_keys::check_slow_below(
+                check,
+                raw,
+                &breaker,
+                connect_timeout,
+                "feed.connect_timeout_ms",
+            )?;
             Ok(FeedConfig::Soup(SoupFeedConfig {
+                breaker,
                 server,
                 client,
                 connect_timeout,
@@ -768,6 +802,15 @@ mod tests {
         }
     }
 
+    /// A MoldUDP64 `[feed]` with `extra` lines, parsed.
+    fn mold_feed(extra: &str) -> Result<MoldFeedConfig, ConfigError> {
+        let text = format!("[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:1\"\n{extra}");
+        match RunConfig::parse(&text, Path::new("t.toml"))?.feed_config()? {
+            FeedConfig::Mold(m) => Ok(m),
+            FeedConfig::Soup(_) => panic!("a MoldUDP64 line"),
+        }
+    }
+
     #[test]
     fn a_refused_token_is_not_printed() {
         let err = mold_with("[admin]\ntoken = \"short-secret\"\n").expect_err("too short");
@@ -829,6 +872,93 @@ mod tests {
             let err = mold(bad).expect_err(bad);
             assert_eq!(err.key(), Some(key), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn recovery_and_breaker_keys_set_their_values_and_defaults() {
+        let m = mold_feed("").expect("defaults");
+        // The documented defaults (README, configuration).
+        assert_eq!(m.recovery.start_sequence, Some(1));
+        assert_eq!(m.recovery.gap_deadline, Duration::from_secs(5));
+        assert_eq!(m.recovery.retry_budget.ratio_percent, 20);
+        assert_eq!(m.recovery.retry_budget.window, Duration::from_secs(1));
+        assert_eq!((m.recovery.limit.min, m.recovery.limit.max), (1, 64));
+        assert_eq!(m.line_breaker.window, Duration::from_secs(30));
+        assert_eq!((m.line_breaker.min_calls, m.line_breaker.probes), (5, 1));
+        let server = m.recovery.breaker.expect("a retransmission breaker");
+        assert_eq!(
+            server.slow_threshold,
+            Duration::from_millis(50),
+            "half of 100 ms"
+        );
+        let m = mold_feed(
+            "start_sequence = \"join\"\ngap_deadline_ms = 700\nretry_budget_percent = 0\n\
+             retry_budget_window_ms = 2500\nlimit_min = 2\nlimit_max = 3\n\
+             breaker_window_ms = 4000\nbreaker_min_calls = 9\nbreaker_failure_percent = 30\n\
+             breaker_slow_percent = 40\nbreaker_slow_ms = 60\nbreaker_open_ms = 800\n\
+             breaker_probes = 4\n",
+        )
+        .expect("valid");
+        let r = m.recovery;
+        assert_eq!(r.start_sequence, None);
+        assert_eq!(r.gap_deadline, Duration::from_millis(700));
+        assert_eq!(
+            (r.retry_budget.ratio_percent, r.retry_budget.window),
+            (0, Duration::from_millis(2500))
+        );
+        assert_eq!((r.limit.min, r.limit.max, r.limit.initial), (2, 3, 3));
+        let b = m.line_breaker;
+        assert_eq!(
+            (b.window, b.min_calls, b.failure_percent, b.slow_percent),
+            (Duration::from_secs(4), 9, 30, 40)
+        );
+        assert_eq!(
+            (b.slow_threshold, b.open_interval, b.probes),
+            (Duration::from_millis(60), Duration::from_millis(800), 4)
+        );
+        assert_eq!(r.breaker, Some(b), "a slow threshold set by hand is kept");
+    }
+
+    #[test]
+    fn recovery_and_breaker_keys_refuse_bad_values_by_name() {
+        for bad in [
+            "start_sequence = 2",
+            "start_sequence = \"now\"",
+            "gap_deadline_ms = 0",
+            "retry_budget_percent = 1001",
+            "retry_budget_window_ms = 5",
+            "limit_min = 0",
+            "limit_max = 4097",
+            "breaker_window_ms = 1",
+            "breaker_min_calls = 0",
+            "breaker_failure_percent = 0",
+            "breaker_slow_percent = 101",
+            "breaker_slow_ms = 0",
+            "breaker_open_ms = 0",
+            "breaker_probes = 0",
+        ] {
+            let err = mold_feed(bad).expect_err(bad).to_string();
+            let key = bad.split(' ').next().expect("a key");
+            assert!(err.contains(&format!("feed.{key}")), "{bad}: {err}");
+        }
+        let err = mold_feed("limit_min = 5\nlimit_max = 4").expect_err("min > max");
+        let text = err.to_string();
+        assert_eq!(err.key(), Some("feed.limit_min"));
+        assert!(text.contains("feed.limit_max"), "{text}");
+        let err = mold_feed("breaker_slow_ms = 100").expect_err("not below 100 ms");
+        assert_eq!(err.key(), Some("feed.breaker_slow_ms"));
+        assert!(
+            err.to_string().contains("feed.retransmit_timeout_ms"),
+            "{err}"
+        );
+        let err = soup_feed("breaker_slow_ms = 300\nconnect_timeout_ms = 300")
+            .expect_err("not below the connect timeout");
+        assert!(err.to_string().contains("feed.connect_timeout_ms"), "{err}");
+        assert!(soup_feed("start_sequence = 1").is_err(), "MoldUDP64 only");
+        let Ok(FeedConfig::Soup(s)) = soup_feed("connect_timeout_ms = 250") else {
+            panic!("valid");
+        };
+        assert_eq!(s.breaker.slow_threshold, Duration::from_millis(125));
     }
 
     #[test]

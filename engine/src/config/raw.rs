@@ -80,6 +80,20 @@ pub struct RawFeed {
     pub b_multicast_group: RawValue,
     pub b_interface: RawValue,
     pub arbitration_wait_us: RawValue,
+    pub retry_budget_percent: RawValue,
+    pub retry_budget_window_ms: RawValue,
+    pub limit_min: RawValue,
+    pub limit_max: RawValue,
+    pub gap_deadline_ms: RawValue,
+    pub start_sequence: RawValue,
+    // Both kinds: the line's circuit breaker.
+    pub breaker_window_ms: RawValue,
+    pub breaker_min_calls: RawValue,
+    pub breaker_failure_percent: RawValue,
+    pub breaker_slow_percent: RawValue,
+    pub breaker_slow_ms: RawValue,
+    pub breaker_open_ms: RawValue,
+    pub breaker_probes: RawValue,
     // SoupBinTCP.
     pub server: RawValue,
     pub username: RawValue,
@@ -95,7 +109,7 @@ pub struct RawFeed {
 
 impl RawFeed {
     /// The keys only a MoldUDP64 line has, by full name.
-    pub fn mold_only(&self) -> [(&'static str, &RawValue); 10] {
+    pub fn mold_only(&self) -> [(&'static str, &RawValue); 16] {
         [
             ("feed.bind", &self.bind),
             ("feed.multicast_group", &self.multicast_group),
@@ -107,6 +121,12 @@ impl RawFeed {
             ("feed.b_multicast_group", &self.b_multicast_group),
             ("feed.b_interface", &self.b_interface),
             ("feed.arbitration_wait_us", &self.arbitration_wait_us),
+            ("feed.retry_budget_percent", &self.retry_budget_percent),
+            ("feed.retry_budget_window_ms", &self.retry_budget_window_ms),
+            ("feed.limit_min", &self.limit_min),
+            ("feed.limit_max", &self.limit_max),
+            ("feed.gap_deadline_ms", &self.gap_deadline_ms),
+            ("feed.start_sequence", &self.start_sequence),
         ]
     }
 

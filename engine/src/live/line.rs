@@ -11,9 +11,9 @@ use crate::config::FeedConfig;
 use crate::health::Health;
 use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
 use crate::pipeline::{
-    run_pipeline, ContractViolations, FrameProducer, FrameSource, HealthWatch, LineCounters,
-    MoldSource, MoldSourceReport, PipelineConfig, PipelineReport, SoupSource, SoupSourceReport,
-    SourceEnd, ViolationCounts,
+    run_pipeline, ContractViolations, FrameProducer, FrameSource, GuardHandles, HealthWatch,
+    LineCounters, MoldSource, MoldSourceReport, PipelineConfig, PipelineReport, SoupSource,
+    SoupSourceReport, SourceEnd, ViolationCounts,
 };
 use crate::publish::NoPublisher;
 use crate::snapshot::SnapshotWriter;
@@ -98,6 +98,15 @@ impl LineSource {
         match self {
             LineSource::Mold(s) => s.set_counters(counters),
             LineSource::Soup(s) => s.set_counters(counters),
+        }
+    }
+
+    /// Has the reader report to `handles`: manual isolate/close, its breakers' mirrors, the
+    /// storm counters, health.
+    pub fn attach_guard(&mut self, handles: GuardHandles) {
+        match self {
+            LineSource::Mold(s) => s.set_handles(handles),
+            LineSource::Soup(s) => s.set_handles(handles),
         }
     }
 }
@@ -185,6 +194,7 @@ pub fn run_observed_line(
     health: Option<Arc<Health>>,
 ) -> std::io::Result<LineRun> {
     source.attach_counters(Arc::clone(&handles.counters));
+    source.attach_guard(handles.guard(health.clone()));
     let violations = Arc::new(ContractViolations::new(health.clone()));
     source.watch_violations(Arc::clone(&violations));
     match snapshot {

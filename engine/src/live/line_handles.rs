@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use crate::config::FeedConfig;
 use crate::dependency::{Dependency, DependencyKind};
+use crate::health::Health;
 use crate::overload::SharedCounters;
-use crate::pipeline::LineCounters;
+use crate::pipeline::{GuardHandles, LineCounters};
 
 /// Suffix of a line's retransmission server's dependency name (`{feed}.retransmission`).
 pub const RETRANSMISSION_SUFFIX: &str = ".retransmission";
@@ -41,6 +42,22 @@ impl LineHandles {
             counters: Arc::new(LineCounters::new()),
             overload: Arc::new(SharedCounters::default()),
             dependencies,
+        }
+    }
+
+    /// What the line's reader reports to: the line's dependency, its retransmission
+    /// server's, and `health`.
+    pub fn guard(&self, health: Option<Arc<Health>>) -> GuardHandles {
+        let of = |kind| {
+            self.dependencies
+                .iter()
+                .find(|d| d.kind() == kind)
+                .map(Arc::clone)
+        };
+        GuardHandles {
+            line: of(DependencyKind::Line),
+            retransmission: of(DependencyKind::RetransmissionServer),
+            health,
         }
     }
 }

@@ -26,6 +26,37 @@ pub struct RecordReport {
     pub recv_errors: SocketErrorCounts,
     /// Why the recording ended: end of session, stopped, time limit, or silence.
     pub end: SourceEnd,
+    /// The sequence of the first sequenced packet recorded: where the recording joined the
+    /// line (past 1, what came before is not in the file).
+    pub joined_at: Option<u64>,
+    /// Gaps in the recorded sequence numbers (packets the line lost, or, with
+    /// `feed.start_sequence = 1`, a late join): a recording does not ask for them again.
+    pub gaps: u64,
+    /// Messages missing from the file in those gaps.
+    pub missing: u64,
+}
+
+/// The sequence numbers a recording saw: where it joined and what it is missing.
+#[derive(Debug)]
+struct SequenceWatch {
+    /// The next sequence expected; `None` before the first packet of a `join` line.
+    next: Option<u64>,
+}
+
+impl SequenceWatch {
+    fn see(&mut self, packet: &Packet<'_>, report: &mut RecordReport) {
+        if packet.session().is_blank() && packet.sequence() == 0 {
+            return; // unsequenced (sanitized)
+        }
+        let first = packet.sequence();
+        report.joined_at.get_or_insert(first);
+        let next = *self.next.get_or_insert(first);
+        if first > next {
+            report.gaps += 1;
+            report.missing += first - next;
+        }
+        self.next = Some(next.max(packet.next_sequence()));
+    }
 }
 
 /// Why a recording failed.
@@ -94,6 +125,9 @@ pub fn record_udp(
     let started = Instant::now();
     let mut last_heard = Instant::now();
     let mut report = RecordReport::default();
+    let mut watch = SequenceWatch {
+        next: feed.recovery.start_sequence,
+    };
     report.end = loop {
         if stop.load(Ordering::Relaxed) {
             break SourceEnd::Stopped;
@@ -131,7 +165,10 @@ pub fn record_udp(
                 .write_udp(wall_clock_ns(), src, dst, bytes)
                 .map_err(write_failed)?;
             report.packets += 1;
-            ended |= Packet::parse(bytes).is_ok_and(|p| p.kind() == PacketKind::EndOfSession);
+            if let Ok(packet) = Packet::parse(bytes) {
+                watch.see(&packet, &mut report);
+                ended |= packet.kind() == PacketKind::EndOfSession;
+            }
         }
         if ended {
             break SourceEnd::EndOfSession;
@@ -139,4 +176,36 @@ pub fn record_udp(
     };
     writer.finish().map_err(write_failed)?;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ticklane_feed::moldudp64::{PacketWriter, Session};
+
+    /// A data packet of `count` one-byte messages from `first`.
+    fn packet(buf: &mut [u8], first: u64, count: u64) -> usize {
+        let session = Session::new(b"REC").expect("fits");
+        let mut w = PacketWriter::new(buf, session, first).expect("room");
+        for _ in 0..count {
+            w.push(b"m").expect("room");
+        }
+        w.finish()
+    }
+
+    #[test]
+    fn a_recording_that_joins_at_30_says_so_and_counts_the_gap_from_1_when_asked() {
+        for (start, gaps, missing) in [(Some(1), 2, 29 + 5), (None, 1, 5)] {
+            let mut watch = SequenceWatch { next: start };
+            let mut report = RecordReport::default();
+            // Joins at 30 (3 messages), then 33 ..= 37 never come: 38 is next.
+            for (first, count) in [(30, 3), (38, 2)] {
+                let mut buf = [0u8; 64];
+                let n = packet(&mut buf, first, count);
+                watch.see(&Packet::parse(&buf[..n]).expect("valid"), &mut report);
+            }
+            assert_eq!(report.joined_at, Some(30));
+            assert_eq!((report.gaps, report.missing), (gaps, missing), "{start:?}");
+        }
+    }
 }

@@ -145,6 +145,7 @@ fn line_state(state: FeedState) -> LineState {
         FeedState::Reconnecting => LineState::Reconnecting,
         FeedState::EndedSilent => LineState::EndedSilent,
         FeedState::EndedError => LineState::EndedError,
+        FeedState::Isolated => LineState::Isolated,
     }
 }
 

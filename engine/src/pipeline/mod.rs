@@ -11,8 +11,10 @@ mod capture_source;
 mod contract_violations;
 mod frame;
 mod health_watch;
+mod join_notice;
 mod latency;
 mod line_counters;
+mod line_guard;
 mod mold_source;
 mod queue;
 mod soup_source;
@@ -30,6 +32,9 @@ pub use frame::{Frame, FrameKind, MAX_MESSAGE};
 pub use health_watch::HealthWatch;
 pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
 pub use line_counters::{LineCounters, LineCountersWriter, LineCountsNow, COPY_EVERY_NS};
+pub use line_guard::{
+    retransmission_counts, GuardHandles, LineCalls, LineGuard, DEFAULT_LINE_BREAKER,
+};
 pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
 pub use queue::{FrameConsumer, FrameProducer};
 pub use soup_source::{

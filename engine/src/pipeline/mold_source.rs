@@ -14,13 +14,16 @@ use ticklane_feed::moldudp64::{
 use ticklane_feed::net::{
     FeedKeys, NetError, OsError, SocketError, SocketErrorCounts, UdpFeed, UdpFeedConfig,
 };
+use ticklane_feed::resilience::BreakerConfig;
 
 use super::arbitration::{Arbitration, ArbitrationReport, Line};
 use super::contract_violations::{
     mold_error_offset, ContractViolations, ViolationAt, ViolationKind,
 };
 use super::frame::Frame;
+use super::join_notice::JoinNotice;
 use super::line_counters::{LineCounters, LineCountersWriter};
+use super::line_guard::{GuardHandles, LineCalls, LineGuard, Listening, DEFAULT_LINE_BREAKER};
 use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
@@ -62,6 +65,8 @@ pub struct MoldFeedConfig {
     pub silence_timeout: Duration,
     /// End after this long in any case (tests, demos); `None` runs until end of session.
     pub max_duration: Option<Duration>,
+    /// The line's circuit breaker (`line_guard`: a call is one stale-threshold interval).
+    pub line_breaker: BreakerConfig,
 }
 
 impl MoldFeedConfig {
@@ -82,6 +87,7 @@ impl Default for MoldFeedConfig {
             recovery: RecoveryConfig::default(),
             silence_timeout: Duration::from_secs(5),
             max_duration: None,
+            line_breaker: DEFAULT_LINE_BREAKER,
         }
     }
 }
@@ -107,6 +113,10 @@ pub struct MoldSourceReport {
     pub lines: Option<ArbitrationReport>,
     /// Why the source ended.
     pub end: SourceEnd,
+    /// Data packets ignored while the line was isolated by hand.
+    pub ignored_packets: u64,
+    /// The line breaker's calls (stale-threshold listening intervals).
+    pub line_calls: LineCalls,
 }
 
 /// The live MoldUDP64 reader.
@@ -118,6 +128,7 @@ pub struct MoldSource {
     wait: WaitStrategy,
     counters: Option<LineCountersWriter>,
     violations: Option<Arc<ContractViolations>>,
+    handles: GuardHandles,
 }
 
 impl MoldSource {
@@ -166,6 +177,7 @@ impl MoldSource {
             wait,
             counters: None,
             violations: None,
+            handles: GuardHandles::default(),
         })
     }
 
@@ -173,6 +185,18 @@ impl MoldSource {
     /// Degraded).
     pub fn watch_violations(&mut self, violations: Arc<ContractViolations>) {
         self.violations = Some(violations);
+    }
+
+    /// Reports to these handles: manual isolate/close, breaker mirrors, storm counters,
+    /// health (the line's, and its retransmission server's).
+    pub fn with_handles(mut self, handles: GuardHandles) -> Self {
+        self.handles = handles;
+        self
+    }
+
+    /// [`MoldSource::with_handles`] in place.
+    pub fn set_handles(&mut self, handles: GuardHandles) {
+        self.handles = handles;
     }
 
     /// Sets the retransmission server (when it is started after the feed's port is known).
@@ -335,6 +359,9 @@ impl FrameSource for MoldSource {
         // Datagrams received on either socket, for the position of a malformed one.
         let mut datagrams = 0u64;
         let busy = self.wait == WaitStrategy::BusySpin;
+        let mut guard = LineGuard::new(self.config.line_breaker, self.handles.clone());
+        let mut listening = Listening::new(started);
+        let mut join = JoinNotice::default();
         report.end = loop {
             if stop.load(Ordering::Relaxed) {
                 break SourceEnd::Stopped;
@@ -342,6 +369,19 @@ impl FrameSource for MoldSource {
             let now_ns = clock.now_ns();
             if let Some(c) = self.counters.as_ref().filter(|c| c.due(now_ns)) {
                 c.shared().store_mold(&recovery.stats(), report.messages);
+            }
+            listening.tick(&mut guard, &mut recovery, now_ns, stale_after);
+            let isolated = guard.isolated();
+            if isolated != (line == FeedState::Isolated) {
+                // Isolated: stale until closed by hand; closed: stale until a packet comes.
+                line = if isolated {
+                    FeedState::Isolated
+                } else {
+                    FeedState::Silent
+                };
+                if !push_line_state(&mut frames, &mut waiter, clock, line, now_ns) {
+                    break SourceEnd::BookThreadGone;
+                }
             }
             if recovery.ended() && recovery.open_gaps() == 0 {
                 break SourceEnd::EndOfSession;
@@ -420,6 +460,11 @@ impl FrameSource for MoldSource {
                     datagrams += 1;
                     sink.recv_ns = clock.now_ns();
                     last_heard = sink.recv_ns;
+                    listening.heard = true;
+                    if line == FeedState::Isolated && event.token() == DATA {
+                        sink.report.ignored_packets += 1;
+                        continue;
+                    }
                     if line != FeedState::Live {
                         // Any packet, a heartbeat too, says the line is up again; it goes
                         // ahead of the packet's messages.
@@ -456,10 +501,13 @@ impl FrameSource for MoldSource {
             }
             sink.recv_ns = clock.now_ns();
             recovery.poll_timers(Duration::from_nanos(sink.recv_ns), &mut sink);
+            join.check(&recovery, sink.server.is_some());
             if sink.abandoned {
                 break SourceEnd::BookThreadGone;
             }
         };
+        guard.sync(clock.now_ns(), Some(&recovery), true);
+        report.line_calls = guard.calls();
         report.recovery = recovery.stats();
         report.lost = recovery.lost_ranges().clone();
         if self.data_b.is_some() {

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::net::{OsError, TcpFeed, TcpRead};
-use ticklane_feed::resilience::{Backoff, BackoffConfig};
+use ticklane_feed::resilience::{Backoff, BackoffConfig, BreakerConfig, CallOutcome};
 use ticklane_feed::rng::SplitMix64;
 use ticklane_feed::soupbintcp::{
     ClientConfig, ClientEvent, ClientState, ProtocolError, RejectReason, SoupClient, TimerEvent,
@@ -22,6 +22,7 @@ use ticklane_feed::soupbintcp::{
 use super::contract_violations::{ContractViolations, ViolationAt, ViolationKind};
 use super::frame::Frame;
 use super::line_counters::{LineCounters, LineCountersWriter};
+use super::line_guard::{drop_is_fault, GuardHandles, LineGuard};
 use super::source_end::{Chain, DropCounts, DropReason, PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
@@ -43,6 +44,8 @@ struct LineTracker {
     state: FeedState,
     /// Set if the book thread went away while being told.
     gone: bool,
+    /// The line's breaker: a call is one connect and login.
+    guard: LineGuard,
 }
 
 impl LineTracker {
@@ -90,6 +93,8 @@ pub struct SoupFeedConfig {
     pub reconnect_seed: Option<u64>,
     /// End after this long in any case (tests, demos); `None` runs until end of session.
     pub max_duration: Option<Duration>,
+    /// The line's circuit breaker (`line_guard`: a call is one connect and login).
+    pub breaker: BreakerConfig,
 }
 
 /// What the SoupBinTCP source did.
@@ -163,6 +168,7 @@ pub struct SoupSource {
     server_key: Option<&'static str>,
     counters: Option<LineCountersWriter>,
     violations: Option<Arc<ContractViolations>>,
+    handles: GuardHandles,
 }
 
 impl SoupSource {
@@ -174,12 +180,25 @@ impl SoupSource {
             server_key: None,
             counters: None,
             violations: None,
+            handles: GuardHandles::default(),
         }
     }
 
     /// Copies the reader's counts into `counters` about once a millisecond while it runs.
     pub fn set_counters(&mut self, counters: std::sync::Arc<LineCounters>) {
         self.counters = Some(LineCountersWriter::new(counters));
+    }
+
+    /// Reports to these handles: manual isolate/close, the breaker's mirror, storm
+    /// counters, health.
+    pub fn with_handles(mut self, handles: GuardHandles) -> Self {
+        self.handles = handles;
+        self
+    }
+
+    /// [`SoupSource::with_handles`] in place.
+    pub fn set_handles(&mut self, handles: GuardHandles) {
+        self.handles = handles;
     }
 
     /// Names the configuration key the server address came from (if any), for connect
@@ -223,6 +242,8 @@ enum Outcome {
     Done(SourceEnd),
     /// The connection dropped or the server went silent: reconnect and resume.
     Dropped(DropReason),
+    /// Isolated by hand: disconnect, and do not reconnect until closed.
+    Isolated,
 }
 
 /// What a refused login means for the line: a session not available yet is tried again
@@ -260,6 +281,49 @@ fn wait_for_reconnect(
             return true;
         }
         std::thread::sleep(Duration::from_nanos(until - now).min(WAIT_SLICE));
+    }
+}
+
+/// Waits until the line's breaker lets a connection attempt through (`None`), or says why
+/// the source ends: isolated by hand, the line is flagged so until an operator closes it;
+/// open, it waits for the probes. A refused attempt is counted once per wait.
+fn admitted<Q: FrameProducer>(
+    line: &mut LineTracker,
+    frames: &mut Q,
+    clock: Clock,
+    new_identity: bool,
+    (stop, deadline, max): (&AtomicBool, Option<u64>, Option<Duration>),
+) -> Option<SourceEnd> {
+    let mut waiter = Waiter::new(WaitStrategy::Park);
+    let mut counted = false;
+    loop {
+        let now_ns = clock.now_ns();
+        let now = Duration::from_nanos(now_ns);
+        line.guard.take_commands(now, None);
+        line.guard.sync(now_ns, None, false);
+        if line.guard.isolated() {
+            line.set(frames, &mut waiter, clock, FeedState::Isolated, now_ns);
+        } else if line.guard.admits(now) && line.guard.try_call(now, new_identity) {
+            return None;
+        } else if !counted {
+            line.guard.count_refused();
+        }
+        counted = true;
+        if line.gone {
+            return Some(SourceEnd::BookThreadGone);
+        }
+        let wait = line
+            .guard
+            .refuses_until(now)
+            .map_or(WAIT_SLICE, |at| at.saturating_sub(now))
+            .clamp(Duration::from_micros(100), WAIT_SLICE);
+        if !wait_for_reconnect(wait, clock, stop, deadline) {
+            return Some(if stop.load(Ordering::Relaxed) {
+                SourceEnd::Stopped
+            } else {
+                SourceEnd::TimeLimit(max.unwrap_or_default())
+            });
+        }
     }
 }
 
@@ -312,9 +376,16 @@ impl SoupSource {
             .min(STALE_AFTER_MAX)
             .as_nanos() as u64;
         let mut last_heard = clock.now_ns();
+        let attempt_at = now(&clock);
+        let mut answered = false;
         loop {
             if line.gone {
                 return Outcome::Done(SourceEnd::BookThreadGone);
+            }
+            line.guard.take_commands(now(&clock), None);
+            line.guard.sync(clock.now_ns(), None, false);
+            if line.guard.isolated() {
+                return Outcome::Isolated;
             }
             if stop.load(Ordering::Relaxed) {
                 return Outcome::Done(SourceEnd::Stopped);
@@ -387,6 +458,18 @@ impl SoupSource {
                             return Outcome::Done(SourceEnd::BookThreadGone);
                         }
                     }
+                    if !answered
+                        && matches!(
+                            event,
+                            Ok(ClientEvent::LoggedIn { .. } | ClientEvent::Rejected(_))
+                        )
+                    {
+                        // The login was answered, accepted or not: the call succeeded.
+                        answered = true;
+                        let t = now(&clock);
+                        let outcome = line.guard.outcome_of(Some(t.saturating_sub(attempt_at)));
+                        line.guard.record(t, outcome);
+                    }
                     match event {
                         Ok(ClientEvent::Sequenced { seq, payload }) => {
                             if !frames.push_waiting(&mut waiter, |f: &mut Frame| {
@@ -447,8 +530,19 @@ impl FrameSource for SoupSource {
         let mut line = LineTracker {
             state: FeedState::Live,
             gone: false,
+            guard: LineGuard::new(self.config.breaker, self.handles.clone()),
         };
+        let mut last_resume = None;
         report.end = loop {
+            let resume = client.resume_config();
+            let resume = Some((resume.session, resume.next_sequence));
+            let limits = (stop, deadline, self.config.max_duration);
+            if let Some(why) =
+                admitted(&mut line, &mut frames, clock, resume != last_resume, limits)
+            {
+                break why;
+            }
+            last_resume = resume;
             let outcome = self.connection(
                 &mut client,
                 &mut frames,
@@ -459,7 +553,23 @@ impl FrameSource for SoupSource {
             );
             match outcome {
                 Outcome::Done(why) => break why,
+                Outcome::Isolated => {
+                    // Not a drop: no reconnect counted; resume where the stream stopped once
+                    // closed by hand.
+                    line.set(
+                        &mut frames,
+                        &mut waiter,
+                        clock,
+                        FeedState::Isolated,
+                        clock.now_ns(),
+                    );
+                    client = SoupClient::new(client.resume_config());
+                }
                 Outcome::Dropped(reason) => {
+                    if drop_is_fault(&reason) {
+                        line.guard
+                            .record(Duration::from_nanos(clock.now_ns()), CallOutcome::Fault);
+                    }
                     // Stale from the drop on (a snapshot keeps the since-when of a silence
                     // that came before it).
                     line.set(
@@ -512,6 +622,7 @@ impl FrameSource for SoupSource {
         if let Some(c) = &self.counters {
             c.shared().store_soup(&report);
         }
+        line.guard.sync(clock.now_ns(), None, true);
         frames.push_end(&mut waiter, clock.now_ns());
         report
     }

@@ -222,6 +222,9 @@ pub enum LineState {
     EndedSilent = 4,
     /// The line ended with a runtime error: as [`LineState::EndedSilent`].
     EndedError = 5,
+    /// Isolated by hand (an operator's `isolate`): its packets are ignored, or its
+    /// connection closed, until closed by hand.
+    Isolated = 6,
 }
 
 impl LineState {
@@ -239,6 +242,7 @@ impl LineState {
             3 => LineState::Reconnecting,
             4 => LineState::EndedSilent,
             5 => LineState::EndedError,
+            6 => LineState::Isolated,
             _ => return None,
         })
     }
@@ -254,7 +258,7 @@ impl LineState {
     }
 
     /// A word for people: `live`, `silent`, `disconnected`, `reconnecting`, `ended silent`,
-    /// `ended with an error`.
+    /// `ended with an error`, `isolated`.
     pub const fn as_str(self) -> &'static str {
         match self {
             LineState::Live => "live",
@@ -263,6 +267,7 @@ impl LineState {
             LineState::Reconnecting => "reconnecting",
             LineState::EndedSilent => "ended silent",
             LineState::EndedError => "ended with an error",
+            LineState::Isolated => "isolated",
         }
     }
 }

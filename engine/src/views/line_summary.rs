@@ -74,6 +74,16 @@ pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Resu
     if r.bad_packets > 0 {
         writeln!(out, "  not MoldUDP64 {:>13}", group(r.bad_packets))?;
     }
+    if let Some(at) = s.joined_at {
+        writeln!(out, "  joined at    sequence {at}")?;
+    }
+    if r.ignored_packets > 0 {
+        writeln!(
+            out,
+            "  isolated     {} packets ignored",
+            group(r.ignored_packets)
+        )?;
+    }
     write_lost_ranges(out, &r.lost)?;
     writeln!(out, "  ended        {}", r.end)
 }
@@ -182,6 +192,7 @@ mod tests {
             request_send_errors: Default::default(),
             lines: None,
             end: SourceEnd::EndOfSession,
+            ..MoldSourceReport::default()
         };
         assert_eq!(
             text(|out| write_mold_source(out, &report)),

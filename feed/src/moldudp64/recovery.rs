@@ -7,8 +7,8 @@ use std::time::Duration;
 use super::packet::{Packet, PacketKind, Session, HEADER_LEN, MAX_MESSAGES};
 use super::request::{GapRange, LostRanges, RetransmitRequest};
 use crate::resilience::{
-    AdaptiveLimit, AdaptiveLimitConfig, Backoff, BackoffConfig, ReplyTimeout, ReplyTimeoutConfig,
-    RetryBudget, RetryBudgetConfig,
+    AdaptiveLimit, AdaptiveLimitConfig, Backoff, BackoffConfig, Breaker, BreakerConfig,
+    BreakerState, CallOutcome, ReplyTimeout, ReplyTimeoutConfig, RetryBudget, RetryBudgetConfig,
 };
 use crate::rng::SplitMix64;
 
@@ -86,6 +86,14 @@ pub struct RecoveryConfig {
     pub retry_budget: RetryBudgetConfig,
     /// Requests in flight at once: an adaptive limit that shrinks as reply latency rises.
     pub limit: AdaptiveLimitConfig,
+    /// The retransmission server's circuit breaker; `None`: no breaker. One call is one
+    /// try of one gap (its request datagrams, sent together: the server answers a try, not
+    /// a datagram); a reply covering the gap is a success (slow above the breaker's slow
+    /// threshold, which should be below `retransmit_timeout`: [`BreakerConfig::check`]),
+    /// a try unanswered for its timeout a fault. While the breaker refuses, gaps wait
+    /// (neither asked for nor retried) until it lets probes through or their deadline
+    /// declares them.
+    pub breaker: Option<BreakerConfig>,
     /// Seed of the jitter, so a run can be replayed exactly.
     pub jitter_seed: u64,
     /// The most messages one request asks for (at least 1).
@@ -112,8 +120,9 @@ impl Default for RecoveryConfig {
     /// measured, between 5 ms and 2 s; 3 retries, backing off from 10 ms up to 1 s with
     /// full jitter, within a budget of 20 % of first requests plus 10 per 1 s window; a gap
     /// given up 5 s after it was detected; the limit's defaults
-    /// ([`AdaptiveLimitConfig::default`]); requests of up to [`MAX_MESSAGES`] messages;
-    /// joining at the first packet seen; retransmission on; no arbitration wait (one line).
+    /// ([`AdaptiveLimitConfig::default`]); no circuit breaker; requests of up to
+    /// [`MAX_MESSAGES`] messages; joining at the first packet seen; retransmission on; no
+    /// arbitration wait (one line).
     fn default() -> Self {
         RecoveryConfig {
             store_packets: 4096,
@@ -132,6 +141,7 @@ impl Default for RecoveryConfig {
                 min_per_window: 10,
             },
             limit: AdaptiveLimitConfig::default(),
+            breaker: None,
             jitter_seed: 0x7469_636b_6c61_6e65,
             max_per_request: MAX_MESSAGES,
             start_sequence: None,
@@ -177,6 +187,14 @@ pub struct RecoveryStats {
     pub replies: u64,
     /// Requests that went unanswered (in whole or in part) for their timeout.
     pub timeouts: u64,
+    /// Tries that no reply packet answered at all before their timeout or their gap's
+    /// deadline: the faults the breaker counts (a try answered in part is a success).
+    pub unanswered: u64,
+    /// Tries (first requests or retries) the retransmission server's breaker refused: each
+    /// time a gap was parked until the breaker lets calls through again.
+    pub breaker_refused: u64,
+    /// The breaker's state changes.
+    pub breaker_transitions: u64,
     /// Times a gap's request waited because the in-flight limit was reached.
     pub limited: u64,
     /// The reply timeout the next request gets.
@@ -202,6 +220,11 @@ pub struct RecoveryStats {
     pub store_overflows: u64,
     /// Times a packet named a different session.
     pub session_changes: u64,
+    /// The sequence the first sequenced packet carried (its first message, or the next
+    /// sequence a heartbeat announced): where the machine joined the line. Past 1, a
+    /// handler joining at the first packet seen never saw what came before (the stock
+    /// directory among it); with `start_sequence` 1 it is a gap.
+    pub joined_at: Option<u64>,
 }
 
 /// Where a gap's recovery stands.
@@ -225,6 +248,9 @@ enum Phase {
     },
     /// Timed out; retried (budget allowing) at `until`.
     BackingOff { until: Duration },
+    /// Its request (a retry if `retry`) was refused by the breaker: it waits until the
+    /// breaker admits calls again, or its deadline.
+    Refused { retry: bool },
 }
 
 /// One gap being recovered: the range detected, narrowed from the front as delivery
@@ -351,6 +377,7 @@ pub struct MoldRecovery {
     backoff: Backoff,
     budget: RetryBudget,
     limit: AdaptiveLimit,
+    breaker: Option<Breaker>,
     jitter: SplitMix64,
     stats: RecoveryStats,
 }
@@ -384,6 +411,7 @@ impl MoldRecovery {
             backoff: Backoff::new(config.backoff),
             budget: RetryBudget::new(config.retry_budget),
             limit: AdaptiveLimit::new(config.limit),
+            breaker: config.breaker.map(Breaker::new),
             jitter: SplitMix64::new(config.jitter_seed),
             stats: RecoveryStats::default(),
             config,
@@ -402,6 +430,31 @@ impl MoldRecovery {
         self.stats.reply_timeout = self.reply_timeout.timeout();
         self.stats.limit = self.limit.limit();
         self.stats.limit_changes = self.limit.changes();
+        self.stats.breaker_transitions = self.breaker.as_ref().map_or(0, Breaker::transitions);
+    }
+
+    /// The retransmission server's breaker state at `now`; `None` without a breaker.
+    pub fn breaker_state(&self, now: Duration) -> Option<BreakerState> {
+        self.breaker.as_ref().map(|b| b.state(now))
+    }
+
+    /// Manual isolation of the retransmission server (an operator's command): no request
+    /// goes out until [`MoldRecovery::close_breaker`]; gaps wait for their deadline. No
+    /// effect without a breaker.
+    pub fn isolate_breaker(&mut self, now: Duration) {
+        if let Some(b) = &mut self.breaker {
+            b.isolate(now);
+        }
+        self.refresh_stats(now);
+    }
+
+    /// Manual close of the retransmission server's breaker: requests go out again, the
+    /// waiting gaps first (at the next packet or [`MoldRecovery::poll_timers`]).
+    pub fn close_breaker(&mut self, now: Duration) {
+        if let Some(b) = &mut self.breaker {
+            b.close(now);
+        }
+        self.refresh_stats(now);
     }
 
     /// Takes one packet (live or retransmitted) received at `now`, and delivers, stores,
@@ -447,6 +500,7 @@ impl MoldRecovery {
                     self.stats.session_changes += 1;
                     self.finish_session(sink);
                 }
+                self.stats.joined_at.get_or_insert(first);
                 let start = self.config.start_sequence.unwrap_or(first);
                 self.session = Some(packet.session());
                 self.end_of_session = None;
@@ -510,8 +564,12 @@ impl MoldRecovery {
                 *answered = true;
                 any = true;
                 self.stats.replies += 1;
+                let latency = now.saturating_sub(*sent_at);
+                if let Some(b) = &mut self.breaker {
+                    let slow = b.config().slow_threshold;
+                    b.record(now, CallOutcome::of_reply(Some(latency), slow));
+                }
                 if gap.retries == 0 {
-                    let latency = now.saturating_sub(*sent_at);
                     self.reply_timeout.on_sample(latency);
                     self.limit.sample(latency);
                 }
@@ -539,16 +597,27 @@ impl MoldRecovery {
         let Some(session) = self.session.filter(|_| self.config.retransmission) else {
             return;
         };
+        let admits = self.breaker.as_ref().is_none_or(|b| b.admits(now));
         for i in 0..self.gaps.len() {
             let gap = self.gaps[i];
             let retry = match gap.phase {
                 _ if gap.lost => continue,
                 Phase::WantFirst => false,
                 Phase::WantRetry => true,
+                Phase::Refused { retry } if admits => retry,
                 _ => continue,
             };
             if self.holes(gap.range).next().is_none() {
                 self.gaps[i].phase = Phase::Idle;
+                continue;
+            }
+            // The breaker first: a refused try takes neither a place under the limit nor
+            // the budget, and is counted once until the breaker admits calls again.
+            if !self.breaker.as_ref().is_none_or(|b| b.admits(now)) {
+                if !matches!(gap.phase, Phase::Refused { .. }) {
+                    self.stats.breaker_refused += 1;
+                }
+                self.gaps[i].phase = Phase::Refused { retry };
                 continue;
             }
             if !self.limit.try_acquire() {
@@ -571,6 +640,11 @@ impl MoldRecovery {
                 self.budget.on_first_request(now);
                 self.stats.first_requests += 1;
                 self.stats.ranges_requested += 1;
+            }
+            if let Some(b) = &mut self.breaker {
+                // Admitted above at the same `now`: this takes a half-open probe.
+                let taken = b.try_call(now);
+                debug_assert!(taken.is_ok(), "invariant: admits agrees with try_call");
             }
             // Only the parts still missing are asked for.
             // At most MAX_REQUESTS_PER_TRY datagrams: a gap announced by a corrupt or
@@ -628,6 +702,15 @@ impl MoldRecovery {
                 continue;
             }
             if now >= gap.detected_at.saturating_add(self.config.gap_deadline) {
+                if matches!(
+                    gap.phase,
+                    Phase::InFlight {
+                        answered: false,
+                        ..
+                    }
+                ) {
+                    self.record_fault(now);
+                }
                 self.give_up(i);
                 newly_lost = true;
                 continue;
@@ -652,6 +735,7 @@ impl MoldRecovery {
                     if !answered {
                         // Unheard for the whole timeout: the timer backs off (RFC 6298 5.5).
                         self.reply_timeout.on_timeout();
+                        self.record_fault(now);
                     }
                     if self.holes(gap.range).next().is_none() {
                         self.gaps[i].phase = Phase::Idle;
@@ -678,8 +762,17 @@ impl MoldRecovery {
         }
     }
 
+    /// A try went unanswered: a fault for the breaker.
+    fn record_fault(&mut self, now: Duration) {
+        self.stats.unanswered += 1;
+        if let Some(b) = &mut self.breaker {
+            b.record(now, CallOutcome::Fault);
+        }
+    }
+
     /// When [`MoldRecovery::poll_timers`] next has something to do: a request's timeout, a
-    /// backoff's end, or a gap's deadline; `None` with no gap open.
+    /// backoff's end, the breaker turning half-open for a refused gap, or a gap's
+    /// deadline; `None` with no gap open.
     pub fn next_deadline(&self) -> Option<Duration> {
         if !self.config.retransmission {
             return None;
@@ -693,6 +786,11 @@ impl MoldRecovery {
                     Phase::InFlight { timeout_at, .. } => timeout_at.min(deadline),
                     Phase::Settling { until } => until.min(deadline),
                     Phase::BackingOff { until } => until.min(deadline),
+                    Phase::Refused { .. } => self
+                        .breaker
+                        .as_ref()
+                        .and_then(Breaker::half_open_at)
+                        .map_or(deadline, |at| at.min(deadline)),
                     _ => deadline,
                 }
             })
@@ -951,6 +1049,16 @@ impl MoldRecovery {
         self.session
     }
 
+    /// Where the machine joined the line ([`RecoveryStats::joined_at`]).
+    pub fn joined_at(&self) -> Option<u64> {
+        self.stats.joined_at
+    }
+
+    /// Where each session is expected to start ([`RecoveryConfig::start_sequence`]).
+    pub fn start_sequence(&self) -> Option<u64> {
+        self.config.start_sequence
+    }
+
     /// The sequence number of the next message to deliver.
     pub fn next_expected(&self) -> Option<u64> {
         self.next_expected
@@ -1042,7 +1150,7 @@ mod tests {
     use super::*;
     use crate::moldudp64::test_packets::{heartbeat, packet_bytes, session};
     use crate::moldudp64::{encode_end_of_session, HEADER_LEN};
-    use crate::resilience::{AdaptiveLimitConfig, RetryBudgetConfig};
+    use crate::resilience::{AdaptiveLimitConfig, BreakerConfig, BreakerState, RetryBudgetConfig};
     use proptest::prelude::*;
 
     /// What a recovery sink saw, in order.
@@ -1562,6 +1670,32 @@ mod tests {
     }
 
     #[test]
+    fn a_late_join_is_a_gap_from_1_when_the_start_is_known_and_its_point_is_kept() {
+        let s = session(b"LIVE");
+        for (start, first_request) in [(Some(1), Some((1u64, 29u16))), (None, None)] {
+            let mut r = MoldRecovery::new(RecoveryConfig {
+                start_sequence: start,
+                ..RecoveryConfig::default()
+            });
+            let mut sink = Recorder::default();
+            feed(&mut r, &data(s, 30, 2), Duration::ZERO, &mut sink);
+            assert_eq!(r.stats().joined_at, Some(30));
+            assert_eq!(
+                sink.requests.first().map(|q| (q.first_seq, q.count)),
+                first_request
+            );
+            r.end_of_input(&mut sink);
+            match start {
+                Some(_) => {
+                    assert_eq!(sink.lost(), [GapRange { first: 1, last: 29 }]);
+                    sink.assert_accounts_for(1, 32);
+                }
+                None => assert_eq!(sink.delivered(), [30, 31]),
+            }
+        }
+    }
+
+    #[test]
     fn first_packet_lost_is_a_gap_when_the_start_is_known() {
         // Once a failing case of the property below (the first packet dropped on a
         // network with no retransmission): it must be declared, not joined past.
@@ -1738,6 +1872,141 @@ mod tests {
         assert_eq!((st.timeouts, st.replies, st.budget_left), (3, 0, 0));
         assert_eq!((st.gaps_lost, st.messages_lost), (1, 1));
         assert_eq!(r.next_deadline(), None);
+    }
+
+    /// A breaker that opens after two unanswered tries of two (a 10 s window), stays open
+    /// 1 s, then lets one probe through; replies are slow above 50 ms.
+    fn breaker_config() -> RecoveryConfig {
+        RecoveryConfig {
+            max_retries: u32::MAX,
+            gap_deadline: Duration::from_secs(10),
+            retry_budget: RetryBudgetConfig {
+                window: Duration::from_secs(1),
+                ratio_percent: 100,
+                min_per_window: 100,
+            },
+            breaker: Some(BreakerConfig {
+                window: Duration::from_secs(10),
+                min_calls: 2,
+                failure_percent: 50,
+                slow_percent: 100,
+                slow_threshold: 50 * MS,
+                open_interval: Duration::from_secs(1),
+                probes: 1,
+            }),
+            ..RecoveryConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_silent_server_opens_the_breaker_gaps_wait_then_a_probe_and_its_reply_close_it() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(breaker_config());
+        let mut sink = Recorder::default();
+        feed(&mut r, &data(s, 1, 1), Duration::ZERO, &mut sink);
+        feed(&mut r, &data(s, 3, 1), Duration::ZERO, &mut sink);
+        // First try at 0, unanswered at 100 ms; a retry within 10 ms of that (full
+        // jitter), unanswered 200 ms later (the timeout doubled): two faults of two calls.
+        let sent = run_timers(&mut r, &mut sink, Duration::from_secs(1));
+        assert_eq!(
+            sent.len(),
+            1,
+            "one retry before the breaker opened: {sent:?}"
+        );
+        assert_eq!(sink.requests.len(), 2);
+        assert_eq!(
+            r.breaker_state(Duration::from_secs(1)),
+            Some(BreakerState::Open)
+        );
+        let st = r.stats();
+        assert_eq!((st.unanswered, st.breaker_refused), (2, 1));
+        // A new gap while open is not asked for: it waits, counted once.
+        let t1 = Duration::from_secs(1);
+        feed(&mut r, &data(s, 5, 1), t1, &mut sink);
+        feed(&mut r, &data(s, 6, 1), t1 + MS, &mut sink);
+        assert_eq!(sink.requests.len(), 2, "nothing requested while open");
+        assert_eq!(r.stats().breaker_refused, 2);
+        // The next deadline is the breaker turning half-open: 1 s after it opened, which
+        // was between 300 and 311 ms.
+        let half_open = r.next_deadline().expect("gaps wait for the breaker");
+        assert!(
+            (1300 * MS..=1311 * MS).contains(&half_open),
+            "{half_open:?}"
+        );
+        r.poll_timers(half_open - MS, &mut sink);
+        assert_eq!(sink.requests.len(), 2, "still open a moment before");
+        r.poll_timers(half_open, &mut sink);
+        // One probe: the oldest gap's retry, for 2 only; the gap at 4 still waits.
+        assert_eq!(sink.requests.len(), 3);
+        assert_eq!((sink.requests[2].first_seq, sink.requests[2].count), (2, 1));
+        assert_eq!(r.breaker_state(half_open), Some(BreakerState::HalfOpen));
+        // Its reply closes the breaker, and the waiting gap is asked for at once.
+        feed(&mut r, &data(s, 2, 1), half_open + 10 * MS, &mut sink);
+        assert_eq!(
+            r.breaker_state(half_open + 10 * MS),
+            Some(BreakerState::Closed)
+        );
+        assert_eq!(sink.requests.len(), 4);
+        assert_eq!((sink.requests[3].first_seq, sink.requests[3].count), (4, 1));
+        feed(&mut r, &data(s, 4, 1), half_open + 20 * MS, &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=6));
+        assert!(sink.lost().is_empty());
+        // Closed -> Open -> HalfOpen -> Closed.
+        assert_eq!(r.stats().breaker_transitions, 3);
+    }
+
+    #[test]
+    fn an_isolated_server_is_not_asked_its_gaps_are_declared_at_their_deadline_and_close_resumes() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            gap_deadline: Duration::from_secs(2),
+            ..breaker_config()
+        });
+        let mut sink = Recorder::default();
+        r.isolate_breaker(Duration::ZERO);
+        feed(&mut r, &data(s, 1, 1), Duration::ZERO, &mut sink);
+        feed(&mut r, &data(s, 3, 1), Duration::ZERO, &mut sink);
+        assert!(sink.requests.is_empty());
+        // Isolated: no half-open time, only the gap's deadline wakes the timers.
+        assert_eq!(r.next_deadline(), Some(Duration::from_secs(2)));
+        r.poll_timers(Duration::from_secs(2), &mut sink);
+        assert_eq!(sink.lost(), [GapRange { first: 2, last: 2 }]);
+        assert!(sink.requests.is_empty());
+        assert_eq!(r.stats().breaker_refused, 1);
+        r.close_breaker(Duration::from_secs(3));
+        feed(&mut r, &data(s, 5, 1), Duration::from_secs(3), &mut sink);
+        assert_eq!(sink.requests.len(), 1);
+        assert_eq!((sink.requests[0].first_seq, sink.requests[0].count), (4, 1));
+        assert_eq!(
+            r.breaker_state(Duration::from_secs(3)),
+            Some(BreakerState::Closed)
+        );
+    }
+
+    #[test]
+    fn slow_replies_count_as_slow_calls() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            breaker: Some(BreakerConfig {
+                slow_percent: 100,
+                failure_percent: 100,
+                ..breaker_config().breaker.expect("set")
+            }),
+            ..breaker_config()
+        });
+        let mut sink = Recorder::default();
+        let mut now = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 1), now, &mut sink);
+        // Two gaps, each answered after 60 ms (> the 50 ms slow threshold, < the 100 ms
+        // timeout): two slow successes of two calls open the breaker.
+        for seq in [3u64, 5] {
+            feed(&mut r, &data(s, seq, 1), now, &mut sink);
+            now += 60 * MS;
+            feed(&mut r, &data(s, seq - 1, 1), now, &mut sink);
+        }
+        assert_eq!(sink.delivered(), msgs(1..=5));
+        assert_eq!(r.stats().unanswered, 0);
+        assert_eq!(r.breaker_state(now), Some(BreakerState::Open));
     }
 
     #[test]

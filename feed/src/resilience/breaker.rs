@@ -224,6 +224,29 @@ impl Breaker {
         }
     }
 
+    /// Whether [`Breaker::try_call`] at `now` would let a call through, without taking a
+    /// probe: for a caller that parks work while refused and wants to know when to retry
+    /// it, rather than asking (and counting a refusal) on every loop.
+    pub fn admits(&self, now: Duration) -> bool {
+        match self.state {
+            BreakerState::Closed => true,
+            BreakerState::Open => self.open_elapsed(now),
+            BreakerState::HalfOpen => self.probes_started < self.config.probes,
+            BreakerState::Isolated => false,
+        }
+    }
+
+    /// When an open breaker turns half-open; `None` in any other state.
+    pub fn half_open_at(&self) -> Option<Duration> {
+        (self.state == BreakerState::Open)
+            .then(|| self.opened_at.saturating_add(self.config.open_interval))
+    }
+
+    /// Its settings (probes raised to at least 1).
+    pub fn config(&self) -> &BreakerConfig {
+        &self.config
+    }
+
     fn trips(&self, calls: u64, faults: u64, slow: u64) -> bool {
         let over = |n: u64, percent: u32| {
             n.saturating_mul(100) >= calls.saturating_mul(u64::from(percent))
@@ -393,6 +416,28 @@ mod tests {
         b.close(t);
         assert!(call(&mut b, t, CallOutcome::Success).is_ok());
         assert_eq!(b.state(t), BreakerState::Closed);
+    }
+
+    #[test]
+    fn admits_agrees_with_try_call_without_taking_a_probe() {
+        let mut b = Breaker::new(config());
+        let t = Duration::ZERO;
+        assert!(b.admits(t));
+        for _ in 0..4 {
+            call(&mut b, t, CallOutcome::Fault).expect("closed");
+        }
+        assert_eq!(b.half_open_at(), Some(500 * MS));
+        assert!(!b.admits(499 * MS));
+        assert!(b.try_call(499 * MS).is_err());
+        // Half-open: asking does not use up either of the two probes.
+        assert!(b.admits(500 * MS) && b.admits(500 * MS));
+        assert!(b.try_call(500 * MS).is_ok());
+        assert!(b.admits(500 * MS));
+        assert!(b.try_call(500 * MS).is_ok());
+        assert!(!b.admits(500 * MS));
+        b.isolate(t);
+        assert!(!b.admits(t + Duration::from_secs(3600)));
+        assert_eq!(b.half_open_at(), None);
     }
 
     #[test]

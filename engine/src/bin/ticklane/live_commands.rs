@@ -364,5 +364,20 @@ pub fn record(args: &RecordArgs) -> Result<ExitStatus> {
     );
     let r = record_udp(&feed, &args.out, &stop)?;
     println!("wrote {} packets; {}", group(r.packets), r.end);
+    if let Some(at) = r.joined_at.filter(|&at| at > 1) {
+        eprintln!(
+            "ticklane: warning: the recording joined the line at sequence {at}: messages 1 ..= {} \
+             (the stock directory among them) are not in {}",
+            at - 1,
+            args.out.display()
+        );
+    }
+    if let Some(at) = r.joined_at {
+        println!(
+            "joined at sequence {at}; gaps {} ({} messages missing from the file)",
+            r.gaps,
+            group(r.missing)
+        );
+    }
     Ok(ExitStatus::Success)
 }

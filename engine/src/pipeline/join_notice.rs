@@ -1,0 +1,63 @@
+//! The warning a MoldUDP64 line gives once, when it joins the line past sequence 1: a
+//! demanding user must not lose the stock directory without a word.
+
+use ticklane_feed::moldudp64::MoldRecovery;
+
+/// Says once where the line joined, if that was past sequence 1.
+#[derive(Debug, Default)]
+pub struct JoinNotice {
+    said: bool,
+}
+
+impl JoinNotice {
+    /// Checks (cheaply, once per poll loop) whether the machine joined, and warns on stderr
+    /// the first time it joined past 1; `recoverable` says whether a retransmission server
+    /// is configured to ask for the messages before.
+    pub fn check(&mut self, recovery: &MoldRecovery, recoverable: bool) {
+        if self.said {
+            return;
+        }
+        let Some(at) = recovery.joined_at() else {
+            return;
+        };
+        self.said = true;
+        if at > 1 {
+            eprintln!(
+                "ticklane: warning: {}",
+                message(at, recovery.start_sequence(), recoverable)
+            );
+        }
+    }
+}
+
+/// The warning's text for a line joined at `at` (> 1).
+pub fn message(at: u64, start_sequence: Option<u64>, recoverable: bool) -> String {
+    let missed = format!("messages 1 ..= {} (the stock directory among them)", at - 1);
+    match (start_sequence, recoverable) {
+        (None, _) => format!(
+            "joined the line at sequence {at} (feed.start_sequence = \"join\"): {missed} were \
+             never seen, and books may lack their symbols; feed.start_sequence = 1 asks for them"
+        ),
+        (Some(_), true) => format!(
+            "joined the line at sequence {at}: {missed} are a gap, asked for from the \
+             retransmission server"
+        ),
+        (Some(_), false) => format!(
+            "joined the line at sequence {at}: {missed} are a gap that no retransmission \
+             server can fill: declared lost"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_warning_names_the_sequence_and_what_happens_to_the_messages_before() {
+        assert!(message(30, None, true).contains("sequence 30"));
+        assert!(message(30, None, true).contains("1 ..= 29"));
+        assert!(message(30, Some(1), true).contains("asked for"));
+        assert!(message(30, Some(1), false).contains("declared lost"));
+    }
+}
