@@ -181,6 +181,7 @@ fn a_malformed_soupbintcp_frame_ends_the_line_and_is_never_retried() {
             },
             reconnect_seed: Some(1),
             max_duration: Some(Duration::from_secs(20)),
+            breaker: ticklane_engine::pipeline::DEFAULT_LINE_BREAKER,
         },
         PipelineConfig::default().wait,
     );

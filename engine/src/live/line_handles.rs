@@ -108,6 +108,7 @@ mod tests {
             reconnect_seed: None,
             max_reconnects: 0,
             max_duration: None,
+            breaker: crate::pipeline::DEFAULT_LINE_BREAKER,
         };
         assert_eq!(
             LineHandles::new("b", &FeedConfig::Soup(soup))

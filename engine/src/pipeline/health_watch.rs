@@ -121,7 +121,11 @@ impl<P: Publisher> Publisher for HealthWatch<P> {
                         self.started();
                     }
                 }
-                FeedState::Silent | FeedState::Disconnected | FeedState::Reconnecting => {
+                // Isolated by hand: stale too (the guard raises LineIsolated itself).
+                FeedState::Silent
+                | FeedState::Disconnected
+                | FeedState::Reconnecting
+                | FeedState::Isolated => {
                     h.raise(Condition::LineStale, since_ns);
                 }
                 FeedState::EndedSilent | FeedState::EndedError => {
