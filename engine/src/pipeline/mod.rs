@@ -10,6 +10,7 @@ mod capture_source;
 mod frame;
 mod latency;
 mod mold_source;
+mod overrun_watch;
 mod queue;
 mod soup_source;
 mod source_end;
@@ -20,6 +21,7 @@ pub use capture_source::{CaptureSource, CaptureSourceReport, Pace};
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
 pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
 pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
+pub use overrun_watch::KernelOverruns;
 pub use queue::{FrameConsumer, FrameProducer};
 pub use soup_source::{
     ConnectionDrops, DroppedConnection, SoupFeedConfig, SoupSource, SoupSourceReport, DROPS_KEPT,

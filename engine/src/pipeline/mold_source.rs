@@ -15,6 +15,7 @@ use ticklane_feed::net::{
 };
 
 use super::frame::Frame;
+use super::overrun_watch::{KernelOverruns, OverrunWatch};
 use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
@@ -84,6 +85,9 @@ pub struct MoldSourceReport {
     /// Retransmission requests that could not be sent, by kind (the recovery machine's
     /// timer asks again).
     pub request_send_errors: SocketErrorCounts,
+    /// Datagrams the kernel dropped on the data socket because its receive buffer was full
+    /// (the reader did not keep up); `None` where the kernel does not report it.
+    pub kernel_overruns: Option<KernelOverruns>,
     /// Why the source ended.
     pub end: SourceEnd,
 }
@@ -268,12 +272,14 @@ impl FrameSource for MoldSource {
         let mut last_heard = started;
         let stale_after = self.config.stale_after().as_nanos() as u64;
         let mut line = FeedState::Live;
+        let mut overruns = OverrunWatch::new(&self.data, started);
         let busy = self.wait == WaitStrategy::BusySpin;
         report.end = loop {
             if stop.load(Ordering::Relaxed) {
                 break SourceEnd::Stopped;
             }
             let now_ns = clock.now_ns();
+            overruns.poll(now_ns);
             if recovery.ended() && recovery.open_gaps() == 0 {
                 break SourceEnd::EndOfSession;
             }
@@ -372,6 +378,7 @@ impl FrameSource for MoldSource {
         };
         report.recovery = recovery.stats();
         report.lost = recovery.lost_ranges().clone();
+        report.kernel_overruns = overruns.finish(clock.now_ns());
         // A line that ended badly leaves its books stale, and the snapshot not closed.
         let ended_badly = match report.end {
             SourceEnd::Silent(_) => Some((FeedState::EndedSilent, last_heard)),
