@@ -61,6 +61,15 @@ pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Resu
         group(s.duplicates),
         s.requests_sent
     )?;
+    if s.gaps_recovered > 0 {
+        writeln!(
+            out,
+            "  recovery     {} gaps filled in p50 {:.1} ms, max {:.1} ms (detection to fill)",
+            group(s.gaps_recovered),
+            s.recover_p50.as_secs_f64() * 1e3,
+            s.recover_max.as_secs_f64() * 1e3
+        )?;
+    }
     if r.recv_errors.total() > 0 || r.request_send_errors.total() > 0 {
         writeln!(
             out,
@@ -200,6 +209,9 @@ mod tests {
                 messages_lost: 7,
                 duplicates: 2,
                 requests_sent: 4,
+                gaps_recovered: 2,
+                recover_p50: std::time::Duration::from_micros(1_500),
+                recover_max: std::time::Duration::from_millis(40),
                 ..RecoveryStats::default()
             },
             messages: 99_000,
@@ -217,6 +229,7 @@ mod tests {
         assert_eq!(
             text(|out| write_mold_source(out, &report)),
             "  packets              12,345   gaps 3   recovered 1,000   lost 7   duplicates 2   requests 4\n\
+             \x20 recovery     2 gaps filled in p50 1.5 ms, max 40.0 ms (detection to fill)\n\
              \x20 OVERRUN      the kernel dropped 1,500 datagrams (receive buffer full) in 2 \
              one-second checks from 1.250 s: the reader could not keep up; their gaps were \
              recovered or declared lost\n\
