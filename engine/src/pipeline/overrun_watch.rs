@@ -14,8 +14,8 @@ pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 /// What the kernel said about receive-buffer overruns on the data socket.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KernelOverruns {
-    /// Datagrams the kernel dropped because the receive buffer was full, since the line
-    /// opened.
+    /// Datagrams the kernel dropped because the receive buffer was full, since the line's
+    /// socket was opened (before the reader ran too).
     pub dropped: u64,
     /// Checks (about one a second, and the last at the end) at which the count had grown:
     /// how many seconds the reader fell behind.

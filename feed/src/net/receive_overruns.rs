@@ -20,22 +20,22 @@ const TABLES: [&str; 2] = ["/proc/net/udp", "/proc/net/udp6"];
 pub struct ReceiveOverruns {
     /// The socket's inode, as `/proc/net/udp` lists it.
     inode: u64,
-    /// The counter when the reader was made: drops before it are not the reader's.
-    baseline: u64,
 }
 
 impl ReceiveOverruns {
     /// The counter of `socket`, if this system reports one for it.
     pub fn open(socket: &impl std::os::fd::AsRawFd) -> Option<Self> {
         let inode = socket_inode(socket.as_raw_fd())?;
-        let baseline = read_drops(inode)?;
-        Some(ReceiveOverruns { inode, baseline })
+        // Listed now, or the system does not report drops.
+        read_drops(inode)?;
+        Some(ReceiveOverruns { inode })
     }
 
-    /// Datagrams the kernel dropped on this socket since [`ReceiveOverruns::open`];
-    /// `None` if the table cannot be read now (the socket is gone, `/proc` is not mounted).
+    /// Datagrams the kernel dropped on this socket since it was created (whether or not
+    /// anyone was reading yet: a reader that starts late overruns too); `None` if the table
+    /// cannot be read now (the socket is gone, `/proc` is not mounted).
     pub fn dropped(&self) -> Option<u64> {
-        read_drops(self.inode).map(|now| now.saturating_sub(self.baseline))
+        read_drops(self.inode)
     }
 }
 

@@ -63,6 +63,8 @@ pub struct MoldCase {
     pub recovery: RecoveryConfig,
     /// Late join: the line's socket is bound only after this many messages went out.
     pub join_after: Option<u64>,
+    /// The data socket's receive buffer to ask for (the kernel may grant less).
+    pub recv_buffer_bytes: usize,
 }
 
 impl MoldCase {
@@ -74,6 +76,7 @@ impl MoldCase {
             request_server: true,
             recovery: recovering(),
             join_after: None,
+            recv_buffer_bytes: UdpFeedConfig::default().recv_buffer_bytes,
         }
     }
 }
@@ -285,6 +288,7 @@ fn start_mold(case: MoldCase, log: &Arc<MessageLog>) -> (MoldSource, MoldSimulat
     let feed = |bind| MoldFeedConfig {
         udp: UdpFeedConfig {
             bind,
+            recv_buffer_bytes: case.recv_buffer_bytes,
             ..UdpFeedConfig::default()
         },
         recovery: case.recovery,
