@@ -53,7 +53,7 @@ impl OverrunWatch {
 
     #[cold]
     fn check(&mut self, now_ns: u64) {
-        let Some(dropped) = self.counter.as_ref().and_then(ReceiveOverruns::dropped) else {
+        let Some(dropped) = self.counter.as_mut().and_then(ReceiveOverruns::dropped) else {
             return;
         };
         if dropped > self.seen.dropped {

@@ -6,36 +6,51 @@
 //! `/proc/self/fd/N`, which is unique, unlike a port that `SO_REUSEADDR` lets several
 //! sockets share). No `recvmsg` control message is needed (that would take `unsafe`,
 //! which this crate does not allow outside its ring and seqlock code). Reading the file
-//! is a cold path: the reader does it at most once a second and at the end. Where the
+//! is a cold path: the reader does it at most once a second and at the end, into a buffer
+//! allocated once, so it allocates nothing after start (the reader thread's zero-allocation
+//! test runs across these reads). Where the
 //! kernel does not report drops (another OS, no `/proc`), [`ReceiveOverruns::open`] gives
 //! `None` and the count is unknown, never taken for 0.
 
-use std::path::Path;
+use std::fs::File;
+use std::io::{ErrorKind, Read};
 
 /// The `/proc` tables searched, IPv4 first.
 const TABLES: [&str; 2] = ["/proc/net/udp", "/proc/net/udp6"];
+
+/// Bytes read from a table at once; a row is about 130 (udp) or 170 (udp6) bytes.
+const READ_BUFFER: usize = 16 << 10;
 
 /// Reads one socket's kernel drop counter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReceiveOverruns {
     /// The socket's inode, as `/proc/net/udp` lists it.
     inode: u64,
+    /// Where the tables are read, a chunk of whole lines at a time.
+    buf: Box<[u8]>,
 }
 
 impl ReceiveOverruns {
     /// The counter of `socket`, if this system reports one for it.
     pub fn open(socket: &impl std::os::fd::AsRawFd) -> Option<Self> {
         let inode = socket_inode(socket.as_raw_fd())?;
+        let mut overruns = ReceiveOverruns {
+            inode,
+            buf: vec![0; READ_BUFFER].into_boxed_slice(),
+        };
         // Listed now, or the system does not report drops.
-        read_drops(inode)?;
-        Some(ReceiveOverruns { inode })
+        overruns.dropped()?;
+        Some(overruns)
     }
 
     /// Datagrams the kernel dropped on this socket since it was created (whether or not
     /// anyone was reading yet: a reader that starts late overruns too); `None` if the table
     /// cannot be read now (the socket is gone, `/proc` is not mounted).
-    pub fn dropped(&self) -> Option<u64> {
-        read_drops(self.inode)
+    pub fn dropped(&mut self) -> Option<u64> {
+        let (inode, buf) = (self.inode, &mut self.buf);
+        TABLES
+            .iter()
+            .find_map(|table| scan_table(table, inode, buf))
     }
 }
 
@@ -53,12 +68,49 @@ fn socket_inode(_fd: std::os::fd::RawFd) -> Option<u64> {
     None
 }
 
-/// The `drops` of the socket with `inode`, from whichever table lists it.
-fn read_drops(inode: u64) -> Option<u64> {
-    TABLES
-        .iter()
-        .filter_map(|table| std::fs::read_to_string(Path::new(table)).ok())
-        .find_map(|text| parse_drops(&text, inode))
+/// The `drops` of the row of table `path` whose inode is `inode`, reading it through `buf`
+/// (no allocation); `None` if the table cannot be read or has no such row.
+fn scan_table(path: &str, inode: u64, buf: &mut [u8]) -> Option<u64> {
+    let mut file = File::open(path).ok()?;
+    let (mut filled, mut header) = (0, true);
+    loop {
+        let n = match file.read(&mut buf[filled..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        };
+        filled += n;
+        let mut start = 0;
+        let at_end = n == 0;
+        loop {
+            let rest = &buf[start..filled];
+            let (line, next) = match rest.iter().position(|&b| b == b'\n') {
+                Some(nl) => (&rest[..nl], start + nl + 1),
+                // The last line may lack its newline.
+                None if at_end && !rest.is_empty() => (rest, filled),
+                None => break,
+            };
+            start = next;
+            if std::mem::take(&mut header) {
+                continue;
+            }
+            if let Some(drops) = std::str::from_utf8(line)
+                .ok()
+                .and_then(|l| parse_row(l, inode))
+            {
+                return Some(drops);
+            }
+        }
+        if at_end {
+            return None;
+        }
+        buf.copy_within(start..filled, 0);
+        filled -= start;
+        if filled == buf.len() {
+            // A line longer than the buffer is no table row.
+            return None;
+        }
+    }
 }
 
 /// The `drops` column of the row of `text` (a `/proc/net/udp` or `udp6` table) whose
@@ -68,18 +120,15 @@ fn read_drops(inode: u64) -> Option<u64> {
 /// `sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout
 /// inode ref pointer drops`, whitespace separated (13 fields).
 pub fn parse_drops(text: &str, inode: u64) -> Option<u64> {
-    text.lines().skip(1).find_map(|line| {
-        let fields: [&str; 13] = {
-            let mut it = line.split_whitespace();
-            let mut out = [""; 13];
-            for slot in &mut out {
-                *slot = it.next()?;
-            }
-            out
-        };
-        let row_inode: u64 = fields[9].parse().ok()?;
-        (row_inode == inode).then(|| fields[12].parse().ok())?
-    })
+    text.lines().skip(1).find_map(|line| parse_row(line, inode))
+}
+
+/// The `drops` of one table row if its inode is `inode`.
+fn parse_row(line: &str, inode: u64) -> Option<u64> {
+    let mut fields = line.split_whitespace();
+    let row_inode: u64 = fields.nth(9)?.parse().ok()?;
+    let drops = fields.nth(2)?;
+    (row_inode == inode).then(|| drops.parse().ok())?
 }
 
 #[cfg(test)]
@@ -112,6 +161,22 @@ mod tests {
         assert_eq!(parse_drops("", 99), None);
     }
 
+    #[test]
+    fn a_table_read_in_chunks_smaller_than_it_finds_the_row() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("udp");
+        // Without the final newline, too.
+        std::fs::write(&path, TABLE.trim_end()).expect("write");
+        let path = path.to_str().expect("utf-8");
+        // 200 bytes: less than the header and a row together.
+        let mut buf = [0u8; 200];
+        assert_eq!(scan_table(path, 987_654, &mut buf), Some(1_234));
+        assert_eq!(scan_table(path, 20_817, &mut buf), Some(0));
+        assert_eq!(scan_table(path, 5, &mut buf), None);
+        let mut tiny = [0u8; 40];
+        assert_eq!(scan_table(path, 987_654, &mut tiny), None, "rows too long");
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn a_tiny_receive_buffer_that_nobody_reads_overruns_and_the_kernel_counts_it() {
@@ -126,7 +191,7 @@ mod tests {
             &FeedKeys::NONE,
         )
         .expect("bind loopback");
-        let Some(overruns) = feed.receive_overruns() else {
+        let Some(mut overruns) = feed.receive_overruns() else {
             panic!("Linux reports drops in /proc/net/udp");
         };
         assert_eq!(overruns.dropped(), Some(0));
