@@ -16,6 +16,7 @@ mod latency;
 mod line_counters;
 mod line_guard;
 mod mold_source;
+mod overrun_watch;
 mod queue;
 mod soup_source;
 mod source_end;
@@ -36,6 +37,7 @@ pub use line_guard::{
     retransmission_counts, GuardHandles, LineCalls, LineGuard, DEFAULT_LINE_BREAKER,
 };
 pub use mold_source::{MoldFeedConfig, MoldSource, MoldSourceReport};
+pub use overrun_watch::KernelOverruns;
 pub use queue::{FrameConsumer, FrameProducer};
 pub use soup_source::{
     ConnectionDrops, DroppedConnection, SoupFeedConfig, SoupSource, SoupSourceReport, DROPS_KEPT,

@@ -24,6 +24,7 @@ use super::frame::Frame;
 use super::join_notice::JoinNotice;
 use super::line_counters::{LineCounters, LineCountersWriter};
 use super::line_guard::{GuardHandles, LineCalls, LineGuard, Listening, DEFAULT_LINE_BREAKER};
+use super::overrun_watch::{KernelOverruns, OverrunWatch};
 use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
@@ -111,6 +112,9 @@ pub struct MoldSourceReport {
     pub request_send_errors: SocketErrorCounts,
     /// Per-line counters when the line has an A and a B socket (`None` for one line).
     pub lines: Option<ArbitrationReport>,
+    /// Datagrams the kernel dropped on the data socket because its receive buffer was full
+    /// (the reader did not keep up); `None` where the kernel does not report it.
+    pub kernel_overruns: Option<KernelOverruns>,
     /// Why the source ended.
     pub end: SourceEnd,
     /// Data packets ignored while the line was isolated by hand.
@@ -358,6 +362,7 @@ impl FrameSource for MoldSource {
         let mut lines = Arbitration::new(started, self.config.stale_after());
         // Datagrams received on either socket, for the position of a malformed one.
         let mut datagrams = 0u64;
+        let mut overruns = OverrunWatch::new(&self.data, started);
         let busy = self.wait == WaitStrategy::BusySpin;
         let mut guard = LineGuard::new(self.config.line_breaker, self.handles.clone());
         let mut listening = Listening::new(started);
@@ -383,6 +388,7 @@ impl FrameSource for MoldSource {
                     break SourceEnd::BookThreadGone;
                 }
             }
+            overruns.poll(now_ns);
             if recovery.ended() && recovery.open_gaps() == 0 {
                 break SourceEnd::EndOfSession;
             }
@@ -516,6 +522,7 @@ impl FrameSource for MoldSource {
         if let Some(c) = &self.counters {
             c.shared().store_mold(&report.recovery, report.messages);
         }
+        report.kernel_overruns = overruns.finish(clock.now_ns());
         // A line that ended badly leaves its books stale, and the snapshot not closed.
         let ended_badly = match report.end {
             SourceEnd::Silent(_) => Some((FeedState::EndedSilent, last_heard)),

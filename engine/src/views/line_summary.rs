@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use crate::overload::OverloadCounters;
 use ticklane_feed::moldudp64::{GapRange, LostRanges};
 
-use crate::pipeline::{MoldSourceReport, Percentiles, SoupSourceReport};
+use crate::pipeline::{KernelOverruns, MoldSourceReport, Percentiles, SoupSourceReport};
 
 use crate::digit_groups::group;
 
@@ -61,6 +61,15 @@ pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Resu
         group(s.duplicates),
         s.requests_sent
     )?;
+    if s.gaps_recovered > 0 {
+        writeln!(
+            out,
+            "  recovery     {} gaps filled in p50 {:.1} ms, max {:.1} ms (detection to fill)",
+            group(s.gaps_recovered),
+            s.recover_p50.as_secs_f64() * 1e3,
+            s.recover_max.as_secs_f64() * 1e3
+        )?;
+    }
     if r.recv_errors.total() > 0 || r.request_send_errors.total() > 0 {
         writeln!(
             out,
@@ -84,8 +93,38 @@ pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Resu
             group(r.ignored_packets)
         )?;
     }
+    write_kernel_overruns(out, r.kernel_overruns.as_ref())?;
     write_lost_ranges(out, &r.lost)?;
     writeln!(out, "  ended        {}", r.end)
+}
+
+/// The kernel's receive-buffer drops on the data socket: nothing when there were none,
+/// `unknown` where the kernel does not report them, else how many, in how many one-second
+/// checks, from when, and what that means.
+///
+/// # Errors
+///
+/// Whatever `out` returns.
+pub fn write_kernel_overruns(
+    out: &mut impl Write,
+    overruns: Option<&KernelOverruns>,
+) -> io::Result<()> {
+    match overruns {
+        None => writeln!(
+            out,
+            "  overruns     unknown (the kernel does not report drops here)"
+        ),
+        Some(o) if o.dropped == 0 => Ok(()),
+        Some(o) => writeln!(
+            out,
+            "  OVERRUN      the kernel dropped {} datagrams (receive buffer full) in {} \
+             one-second checks from {:.3} s: the reader could not keep up; their gaps were \
+             recovered or declared lost",
+            group(o.dropped),
+            o.grew,
+            o.first_grew_ns as f64 / 1e9
+        ),
+    }
 }
 
 /// Every range declared lost, compactly: how many messages in how many ranges, then each
@@ -183,6 +222,9 @@ mod tests {
                 messages_lost: 7,
                 duplicates: 2,
                 requests_sent: 4,
+                gaps_recovered: 2,
+                recover_p50: std::time::Duration::from_micros(1_500),
+                recover_max: std::time::Duration::from_millis(40),
                 ..RecoveryStats::default()
             },
             messages: 99_000,
@@ -191,12 +233,21 @@ mod tests {
             recv_errors: Default::default(),
             request_send_errors: Default::default(),
             lines: None,
+            kernel_overruns: Some(KernelOverruns {
+                dropped: 1_500,
+                grew: 2,
+                first_grew_ns: 1_250_000_000,
+            }),
             end: SourceEnd::EndOfSession,
             ..MoldSourceReport::default()
         };
         assert_eq!(
             text(|out| write_mold_source(out, &report)),
             "  packets              12,345   gaps 3   recovered 1,000   lost 7   duplicates 2   requests 4\n\
+             \x20 recovery     2 gaps filled in p50 1.5 ms, max 40.0 ms (detection to fill)\n\
+             \x20 OVERRUN      the kernel dropped 1,500 datagrams (receive buffer full) in 2 \
+             one-second checks from 1.250 s: the reader could not keep up; their gaps were \
+             recovered or declared lost\n\
              \x20 DECLARED LOST 7 messages in 2 ranges\n\
              \x20 LOST         sequences 10 ..= 12 (3)\n\
              \x20 LOST         sequences 50 ..= 53 (4)\n\

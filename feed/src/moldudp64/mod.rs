@@ -55,6 +55,7 @@
 
 mod packet;
 mod recovery;
+mod recovery_times;
 mod request;
 mod writer;
 

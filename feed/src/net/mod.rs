@@ -10,11 +10,13 @@
 //! [`SocketError`]s, `Copy`, for the caller to count in [`SocketErrorCounts`].
 
 mod error;
+mod receive_overruns;
 mod socket_error;
 mod tcp;
 mod udp;
 
 pub use error::{FeedKeys, NetError, OsError, SocketOp};
+pub use receive_overruns::{parse_drops, ReceiveOverruns};
 pub use socket_error::{SocketError, SocketErrorCounts};
 pub use tcp::{TcpFeed, TcpRead};
 pub use udp::{UdpFeed, UdpFeedConfig};

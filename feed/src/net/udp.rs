@@ -7,6 +7,7 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use super::error::{FeedKeys, NetError, SocketOp};
+use super::receive_overruns::ReceiveOverruns;
 use super::socket_error::SocketError;
 
 /// Where and how to listen.
@@ -100,6 +101,13 @@ impl UdpFeed {
     /// As `getsockname`.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.socket.local_addr()
+    }
+
+    /// The kernel's count of datagrams this socket's full receive buffer dropped, if the
+    /// system reports it (Linux: `/proc/net/udp`); a cold-path reader, see
+    /// [`ReceiveOverruns`].
+    pub fn receive_overruns(&self) -> Option<ReceiveOverruns> {
+        ReceiveOverruns::open(&self.socket)
     }
 
     /// The socket, to register with a `mio::Poll`.

@@ -24,6 +24,7 @@
 //! # Ok::<(), ticklane_feed::sim::SimError>(())
 //! ```
 
+use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -40,7 +41,9 @@ use crate::moldudp64::{
 use crate::sim::clock::{MonotonicClock, SimClock};
 use crate::sim::faults::{Interruptions, SilenceKind};
 use crate::sim::pacing::Pacer;
-use crate::sim::{FaultInjector, Faults, MessageLog, PacketFate, Rate, SimError, WaitStrategy};
+use crate::sim::{
+    FaultInjector, Faults, MessageLog, PacketFate, Rate, ReplyFault, SimError, WaitStrategy,
+};
 
 /// The largest UDP payload over IPv4.
 const MAX_UDP_PAYLOAD: usize = 65_507;
@@ -223,6 +226,14 @@ pub struct SimStats {
     pub requests_out_of_range: u64,
     /// Replies that could not be sent (the requester's address refused them).
     pub reply_errors: u64,
+    /// Data packets sent cut short by the truncation fault.
+    pub packets_truncated: u64,
+    /// Requests the silent-server fault ignored.
+    pub requests_ignored: u64,
+    /// Requests the slow-server fault answered late.
+    pub replies_delayed: u64,
+    /// Requests the partial-server fault answered in part.
+    pub replies_partial: u64,
     /// True once the live stream has sent its end of session.
     pub finished: bool,
 }
@@ -250,6 +261,10 @@ struct Counters {
     requests_malformed: AtomicU64,
     requests_out_of_range: AtomicU64,
     reply_errors: AtomicU64,
+    packets_truncated: AtomicU64,
+    requests_ignored: AtomicU64,
+    replies_delayed: AtomicU64,
+    replies_partial: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64, by: u64) {
@@ -328,6 +343,10 @@ impl Shared {
             requests_malformed: get(&c.requests_malformed),
             requests_out_of_range: get(&c.requests_out_of_range),
             reply_errors: get(&c.reply_errors),
+            packets_truncated: get(&c.packets_truncated),
+            requests_ignored: get(&c.requests_ignored),
+            replies_delayed: get(&c.replies_delayed),
+            replies_partial: get(&c.replies_partial),
             finished: *self.live_end.lock().unwrap_or_else(PoisonError::into_inner)
                 == LiveEnd::Finished,
         }
@@ -383,6 +402,8 @@ impl MoldSimulator {
             packet: vec![0; config.max_packet_len],
             max_per_packet: config.max_messages_per_packet,
             max_per_reply: config.max_messages_per_reply,
+            replies: faults.replies,
+            late: VecDeque::new(),
         };
         let server = spawn("retransmission server", "sim-mold-retx", move || {
             server.run()
@@ -642,13 +663,21 @@ impl<S: Datagrams> Outlet<S> {
         stream: Stream,
         counters: &Counters,
     ) -> io::Result<()> {
-        let fate = self
-            .faults
-            .as_mut()
-            .map_or(PacketFate::Send, FaultInjector::next_fate);
+        let first_seq = packet
+            .get(10..18)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_be_bytes);
+        let live = stream == Stream::Live;
+        let fate = self.faults.as_mut().map_or(PacketFate::Send, |f| {
+            f.fate_of(first_seq, messages, packet.len(), live)
+        });
         match fate {
             PacketFate::Drop if stream == Stream::LineB => bump(&counters.b_packets_dropped, 1),
             PacketFate::Drop => bump(&counters.packets_dropped, 1),
+            PacketFate::Truncate { keep } => {
+                send_all(&self.socket, &packet[..keep.min(packet.len())], to)?;
+                bump(&counters.packets_truncated, 1);
+            }
             PacketFate::HoldBack if self.held.is_none() => {
                 self.held_bytes[..packet.len()].copy_from_slice(packet);
                 self.held = Some(Held {
@@ -1041,7 +1070,15 @@ struct RetransmitServer {
     packet: Vec<u8>,
     max_per_packet: u16,
     max_per_reply: u16,
+    /// How requests are answered (the reply faults).
+    replies: ReplyFault,
+    /// Slow server: answers due later, `(due, first, last, to)` in order of arrival.
+    late: VecDeque<(Instant, u64, u64, SocketAddr)>,
 }
+
+/// Slow server: answers held back at most; past this, requests are ignored (a slow server
+/// is also a saturated one).
+const LATE_ANSWERS: usize = 4_096;
 
 impl RetransmitServer {
     fn run(mut self) -> Result<(), SimError> {
@@ -1049,6 +1086,7 @@ impl RetransmitServer {
         // request cut to 20 bytes.
         let mut request = [0u8; 64];
         while !self.shared.stopped() {
+            self.answer_late();
             match self.outlet.socket.recv_from(&mut request) {
                 Ok((len, from)) => self.answer(&request[..len], from),
                 Err(e)
@@ -1097,9 +1135,45 @@ impl RetransmitServer {
             bump(&counters.requests_out_of_range, 1);
             return;
         }
+        let last = match self.replies {
+            ReplyFault::Answer => last,
+            ReplyFault::Silent => {
+                bump(&counters.requests_ignored, 1);
+                return;
+            }
+            ReplyFault::Slow(delay) => {
+                if self.late.len() < LATE_ANSWERS {
+                    self.late
+                        .push_back((Instant::now() + delay, first, last, from));
+                    bump(&counters.replies_delayed, 1);
+                } else {
+                    bump(&counters.requests_ignored, 1);
+                }
+                return;
+            }
+            ReplyFault::Partial => {
+                bump(&counters.replies_partial, 1);
+                first + (last - first) / 2
+            }
+        };
         bump(&counters.retransmit_requests, 1);
         if let Err(_refused) = self.send_range(first, last, from) {
             bump(&self.shared.counters.reply_errors, 1);
+        }
+    }
+
+    /// Slow server: sends the answers now due.
+    fn answer_late(&mut self) {
+        let now = Instant::now();
+        while let Some(&(due, first, last, to)) = self.late.front() {
+            if due > now {
+                break;
+            }
+            self.late.pop_front();
+            bump(&self.shared.counters.retransmit_requests, 1);
+            if let Err(_refused) = self.send_range(first, last, to) {
+                bump(&self.shared.counters.reply_errors, 1);
+            }
         }
     }
 

@@ -6,6 +6,10 @@
 //! ratios are, and changing the duplicate ratio does not move the drops. Heartbeats and
 //! end-of-session packets are never faulted: their timing depends on the clock, and
 //! faulting them would make the pattern of the data packets depend on it too.
+//!
+//! Faults added later draw from streams of their own ([`FaultInjector::fate_of`]), so that
+//! setting them moves none of the four above: truncation, the loss of chosen sequence
+//! numbers, and how the retransmission server answers ([`ReplyFault`]).
 
 use std::time::Duration;
 
@@ -27,6 +31,21 @@ pub struct Interruption {
     pub after_messages: u64,
     /// How long it lasts.
     pub duration: Duration,
+}
+
+/// How the retransmission server answers a request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReplyFault {
+    /// With every message asked for (up to the per-reply bound), at once.
+    #[default]
+    Answer,
+    /// Not at all: requests are read, counted and ignored.
+    Silent,
+    /// In full, but this long after the request came.
+    Slow(Duration),
+    /// With the first half of the range asked for (at least one message): the requester
+    /// must ask again for the rest.
+    Partial,
 }
 
 /// The faults the simulator injects, all seeded: the same seed and settings give the same
@@ -56,6 +75,16 @@ pub struct Faults {
     /// Apply the per-packet faults to retransmission replies too. Off by default, so a gap
     /// can always be filled.
     pub on_retransmissions: bool,
+    /// Chance that a data packet goes out cut short, at a seeded length shorter than its
+    /// own (0.0 ..= 1.0): its last message's length, or the header's count, then says more
+    /// than the datagram holds.
+    pub truncate_ratio: f64,
+    /// Lose every live data packet that carries any of the sequence numbers
+    /// `first ..= last` (never a retransmission): a lost first packet, a gap still open at
+    /// end of session.
+    pub lose_sequences: Option<(u64, u64)>,
+    /// How the retransmission server answers.
+    pub replies: ReplyFault,
 }
 
 impl Default for Faults {
@@ -69,6 +98,9 @@ impl Default for Faults {
             stall: None,
             disconnect: None,
             on_retransmissions: false,
+            truncate_ratio: 0.0,
+            lose_sequences: None,
+            replies: ReplyFault::Answer,
         }
     }
 }
@@ -76,7 +108,9 @@ impl Default for Faults {
 impl Faults {
     /// True when some per-packet fault (drop, burst, duplicate, reorder) can happen.
     pub fn affects_packets(&self) -> bool {
-        self.drop_ratio > 0.0
+        self.truncate_ratio > 0.0
+            || self.lose_sequences.is_some()
+            || self.drop_ratio > 0.0
             || self.burst_loss.is_some_and(|b| b.probability > 0.0)
             || self.duplicate_ratio > 0.0
             || self.reorder_ratio > 0.0
@@ -104,6 +138,18 @@ impl Faults {
             self.reorder_ratio,
             "faults.reorder_ratio must be in 0.0 ..= 1.0",
         )?;
+        ratio(
+            self.truncate_ratio,
+            "faults.truncate_ratio must be in 0.0 ..= 1.0",
+        )?;
+        if self
+            .lose_sequences
+            .is_some_and(|(first, last)| first > last)
+        {
+            return Err(SimError::InvalidConfig {
+                what: "faults.lose_sequences must be first ..= last with first <= last",
+            });
+        }
         if let Some(burst) = self.burst_loss {
             ratio(
                 burst.probability,
@@ -130,12 +176,19 @@ pub enum PacketFate {
     Duplicate,
     /// Keep it back and send it right after the next packet.
     HoldBack,
+    /// Send only its first `keep` bytes.
+    Truncate {
+        /// Bytes sent, fewer than the packet's.
+        keep: usize,
+    },
 }
 
 /// Decides, packet by packet, which faults hit a stream. Deterministic for a seed.
 #[derive(Clone, Debug)]
 pub struct FaultInjector {
     rng: SplitMix64,
+    /// Truncation's own stream (see the module docs).
+    cuts: SplitMix64,
     faults: Faults,
     /// Packets still to lose in the current burst.
     burst_left: u32,
@@ -153,6 +206,7 @@ impl FaultInjector {
         let mut mix = SplitMix64::new(stream);
         FaultInjector {
             rng: SplitMix64::new(faults.seed ^ mix.next_u64()),
+            cuts: SplitMix64::new(faults.seed ^ mix.next_u64()),
             faults: *faults,
             burst_left: 0,
         }
@@ -184,6 +238,30 @@ impl FaultInjector {
         } else {
             PacketFate::Send
         }
+    }
+}
+
+impl FaultInjector {
+    /// The fate of the next data packet, of `len` bytes, carrying `messages` messages from
+    /// `first_seq`; `live` is false for retransmission replies, which never lose chosen
+    /// sequence numbers. The four draws of [`FaultInjector::next_fate`] are made first, so
+    /// the other faults keep their pattern.
+    pub fn fate_of(&mut self, first_seq: u64, messages: u16, len: usize, live: bool) -> PacketFate {
+        let fate = self.next_fate();
+        let cut = self.cuts.chance(self.faults.truncate_ratio);
+        let keep = 1 + self.cuts.below(len.max(2) as u64 - 1) as usize;
+        let end = first_seq.saturating_add(u64::from(messages));
+        let chosen = self
+            .faults
+            .lose_sequences
+            .is_some_and(|(first, last)| first_seq <= last && end > first);
+        if live && messages > 0 && chosen {
+            return PacketFate::Drop;
+        }
+        if cut && fate == PacketFate::Send && len > 1 {
+            return PacketFate::Truncate { keep };
+        }
+        fate
     }
 }
 
@@ -331,6 +409,53 @@ mod tests {
                 run = 0;
             }
         }
+    }
+
+    #[test]
+    fn chosen_sequences_are_lost_live_only_and_truncation_moves_no_other_fault() {
+        let faults = Faults {
+            seed: 9,
+            drop_ratio: 0.1,
+            lose_sequences: Some((10, 12)),
+            ..Faults::default()
+        };
+        let mut live = FaultInjector::new(&faults);
+        // Packets of 5 messages: 1..=5, 6..=10, 11..=15, 16..=20.
+        let live_fates: Vec<_> = (0..4)
+            .map(|i| live.fate_of(1 + 5 * i, 5, 100, true))
+            .collect();
+        assert_eq!(
+            (live_fates[1], live_fates[2]),
+            (PacketFate::Drop, PacketFate::Drop)
+        );
+        let mut replies = FaultInjector::new(&faults);
+        let _ = replies.fate_of(1, 5, 100, false);
+        let reply = replies.fate_of(6, 5, 100, false);
+        assert_eq!(reply, fates(&faults, 2)[1], "a reply keeps its own fate");
+
+        let cut = Faults {
+            truncate_ratio: 0.2,
+            ..faults
+        };
+        let mut a = FaultInjector::new(&faults);
+        let mut b = FaultInjector::new(&cut);
+        let (mut truncated, mut others_alike) = (0, true);
+        for i in 0..5_000u64 {
+            let (x, y) = (
+                a.fate_of(100 + i, 1, 50, true),
+                b.fate_of(100 + i, 1, 50, true),
+            );
+            if let PacketFate::Truncate { keep } = y {
+                assert!((1..50).contains(&keep));
+                assert_eq!(x, PacketFate::Send, "only a packet sent whole is cut");
+                truncated += 1;
+            } else {
+                others_alike &= x == y;
+            }
+        }
+        assert!(others_alike, "every other fate is unchanged");
+        // About 20% of the 90% sent whole.
+        assert!((700..=1_100).contains(&truncated), "truncated {truncated}");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::rng;
 pub use crate::rng::SplitMix64;
 pub use error::SimError;
 pub use exchange::{LineB, MoldSimConfig, MoldSimulator, SimStats};
-pub use faults::{BurstLoss, FaultInjector, Faults, Interruption, PacketFate};
+pub use faults::{BurstLoss, FaultInjector, Faults, Interruption, PacketFate, ReplyFault};
 pub use generator::{write_itch50, write_itch50_file, GenConfig, GenSummary, Generator};
 pub use message_log::MessageLog;
 pub use pacing::{Rate, WaitStrategy};

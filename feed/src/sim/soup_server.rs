@@ -32,6 +32,11 @@ pub struct SoupSimConfig {
     pub rate: Rate,
     /// Close each connection after sending this many messages on it (a fault).
     pub disconnect_after: Option<u64>,
+    /// Go half-open on each connection after sending this many messages on it (a fault):
+    /// nothing more is written, not even a heartbeat, and nothing is closed; what the
+    /// client sends is read and ignored until it closes. The client sees a peer that
+    /// vanished without a FIN, which only its heartbeat timeout can tell.
+    pub half_open_after: Option<u64>,
     /// Send end of session after the last message.
     pub end_of_session: bool,
     /// Connections served at once; more are refused (closed at accept).
@@ -47,6 +52,7 @@ impl SoupSimConfig {
             session,
             rate: Rate::Max,
             disconnect_after: None,
+            half_open_after: None,
             end_of_session: true,
             max_connections: 8,
         }
@@ -66,6 +72,8 @@ pub struct SoupSimStats {
     pub messages_sent: u64,
     /// Connections closed by the disconnect fault.
     pub disconnects: u64,
+    /// Connections left half-open by the half-open fault.
+    pub half_opened: u64,
     /// Connections refused because `max_connections` were busy.
     pub refused: u64,
 }
@@ -77,6 +85,7 @@ struct Counters {
     rejected: AtomicU64,
     messages_sent: AtomicU64,
     disconnects: AtomicU64,
+    half_opened: AtomicU64,
     refused: AtomicU64,
     active: AtomicUsize,
 }
@@ -89,6 +98,7 @@ impl Counters {
             rejected: self.rejected.load(Ordering::Relaxed),
             messages_sent: self.messages_sent.load(Ordering::Relaxed),
             disconnects: self.disconnects.load(Ordering::Relaxed),
+            half_opened: self.half_opened.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
         }
     }
@@ -232,6 +242,24 @@ fn flush(stream: &mut TcpStream, session: &mut SoupServerSession) -> bool {
     true
 }
 
+/// The half-open fault: reads (and ignores) until the client closes, the connection fails
+/// or the simulator stops; writes nothing.
+fn hang(stream: &mut TcpStream, stop: &AtomicBool) -> io::Result<()> {
+    let mut sink = [0u8; 1024];
+    while !stop.load(Ordering::Relaxed) {
+        match stream.read(&mut sink) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 /// Serves one connection until it logs out, ends, is cut by the fault, or the simulator
 /// stops.
 fn serve(
@@ -319,6 +347,11 @@ fn serve(
                     counters.disconnects.fetch_add(1, Ordering::Relaxed);
                     flush(&mut stream, &mut session);
                     return Ok(());
+                }
+                if config.half_open_after.is_some_and(|n| sent_here >= n) {
+                    counters.half_opened.fetch_add(1, Ordering::Relaxed);
+                    flush(&mut stream, &mut session);
+                    return hang(&mut stream, stop);
                 }
                 if session.send_sequenced(message, now()).is_err() {
                     // Outbox full: write it out, then continue.
@@ -445,6 +478,49 @@ mod tests {
         );
         assert!(rejected && seqs.is_empty());
         assert_eq!(sim.stop().rejected, 1);
+    }
+
+    #[test]
+    fn half_open_fault_goes_quiet_without_closing() {
+        let (sim, _) = start(|c| c.half_open_after = Some(500));
+        // `receive` reads for up to 10 s; give it a connection that goes quiet: it sees 500
+        // messages, then neither data, heartbeat, end nor close until its own deadline.
+        let mut stream = TcpStream::connect(sim.local_addr()).expect("connect");
+        let origin = Instant::now();
+        let mut client = SoupClient::new(ClientConfig::new(credentials()));
+        client.on_connected(origin.elapsed()).expect("login queued");
+        stream.write_all(client.output()).expect("send login");
+        stream
+            .set_read_timeout(Some(Duration::from_millis(50)))
+            .expect("timeout");
+        let (mut seqs, mut frames_after, mut closed) = (0u64, 0u64, false);
+        let mut buf = [0u8; 8192];
+        // 1.5 s: a heartbeat (every second) would have come by then.
+        let deadline = Instant::now() + Duration::from_millis(1_500);
+        while Instant::now() < deadline {
+            match stream.read(&mut buf) {
+                Ok(0) => {
+                    closed = true;
+                    break;
+                }
+                Ok(n) => {
+                    client.feed(&buf[..n], origin.elapsed());
+                }
+                Err(_) => continue,
+            }
+            while let Some(event) = client.poll_event() {
+                match event.expect("valid stream") {
+                    ClientEvent::Sequenced { .. } => seqs += 1,
+                    ClientEvent::LoggedIn { .. } => {}
+                    _ => frames_after += 1,
+                }
+            }
+        }
+        assert!(!closed, "half-open: never closed");
+        assert_eq!((seqs, frames_after), (500, 0));
+        // The login's answer and the 500 messages; no heartbeat after them.
+        assert_eq!(client.stats().frames_received, 501);
+        assert_eq!(sim.stats().half_opened, 1);
     }
 
     #[test]

@@ -22,3 +22,44 @@ pub fn login(text: &str) -> Result<ticklane_feed::soupbintcp::Credentials, Strin
     ticklane_feed::soupbintcp::Credentials::new(user.as_bytes(), pass.as_bytes())
         .ok_or_else(|| "the username is at most 6, the password at most 10 characters".into())
 }
+
+/// Messages per second the simulator sends at when neither `--rate` nor `--speed` is given:
+/// of the order of a busy second of Nasdaq TotalView-ITCH at the open or the close, a rate a
+/// reader on a shared machine keeps up with (unpaced, the simulator overruns any reader's
+/// socket buffer: see `--rate max`).
+pub const DEFAULT_SIM_RATE: u64 = 400_000;
+
+/// `--rate`: messages per second (at least 1), or `max` for as fast as the socket takes them.
+pub fn sim_rate(text: &str) -> Result<ticklane_feed::sim::Rate, String> {
+    if text.eq_ignore_ascii_case("max") {
+        return Ok(ticklane_feed::sim::Rate::Max);
+    }
+    match text.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(ticklane_feed::sim::Rate::per_second(n)),
+        _ => Err(format!(
+            "`{text}` is neither a number of messages per second (at least 1) nor `max`"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ticklane_feed::sim::Rate;
+
+    #[test]
+    fn a_rate_is_a_positive_number_or_max() {
+        assert_eq!(sim_rate("max"), Ok(Rate::Max));
+        assert_eq!(sim_rate("MAX"), Ok(Rate::Max));
+        assert_eq!(
+            sim_rate("250000"),
+            Ok(Rate::MessagesPerSecond {
+                per_second: 250_000,
+                burst: 2_500
+            })
+        );
+        assert!(sim_rate("0").is_err());
+        assert!(sim_rate("fast").is_err());
+        assert!(sim_rate("-5").is_err());
+    }
+}

@@ -29,7 +29,7 @@ use ticklane_feed::capture::ReadOptions;
 use ticklane_feed::sim::{BurstLoss, Faults, GenConfig, Interruption, LineB, MessageLog, Rate};
 use ticklane_feed::soupbintcp::Credentials;
 
-use super::arg_values::{fraction, login};
+use super::arg_values::{fraction, login, sim_rate, DEFAULT_SIM_RATE};
 
 /// `ticklane run`.
 #[derive(Args, Debug)]
@@ -91,9 +91,10 @@ pub struct SimArgs {
     /// SoupBinTCP login (user:password).
     #[arg(long, default_value = "user:pass", value_parser = login)]
     pub login: Credentials,
-    /// Messages per second (default: as fast as possible).
-    #[arg(long, conflicts_with = "speed")]
-    pub rate: Option<u64>,
+    /// Messages per second, or `max` for unpaced (which may overrun the reader). Default:
+    /// 400,000, of the order of a busy second at Nasdaq's open.
+    #[arg(long, conflicts_with = "speed", value_parser = sim_rate)]
+    pub rate: Option<Rate>,
     /// Play at the file's own timestamps, this many times faster.
     #[arg(long)]
     pub speed: Option<f64>,
@@ -291,9 +292,9 @@ pub fn sim(args: &SimArgs) -> Result<ExitStatus> {
         request: args.request,
         tcp: args.tcp.map(|bind| (bind, args.login)),
         rate: match (args.rate, args.speed) {
-            (Some(n), _) => Rate::per_second(n),
+            (Some(rate), _) => rate,
             (None, Some(speed)) => Rate::timestamps(speed),
-            (None, None) => Rate::Max,
+            (None, None) => Rate::per_second(DEFAULT_SIM_RATE),
         },
         faults: Faults {
             seed: args.seed,
@@ -322,7 +323,14 @@ pub fn sim(args: &SimArgs) -> Result<ExitStatus> {
         }),
         disconnect_after: args.disconnect_after,
     };
+    let unpaced = config.rate == Rate::Max;
     let sim = ExchangeSim::start(&log, config)?;
+    if unpaced {
+        println!(
+            "unpaced (--rate max): a reader may be overrun; its kernel drops what its socket \
+             buffer cannot hold (ticklane run reports them as OVERRUN)"
+        );
+    }
     if let (Some(udp), Some(request)) = (args.udp, sim.request_addr()) {
         match args.udp_b {
             Some(b) => println!(
