@@ -22,8 +22,8 @@ pub enum Lookup<'a, V> {
     Refresh(Option<&'a V>),
 }
 
-/// A value served for the requests of a server that returned in one answer, e.g. the
-/// symbol list.
+/// What [`EarlyExpiry::get_or_refresh`] returns: the value to answer with, and whether this
+/// call computed it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fetched<'a, V> {
     /// The value to answer with.

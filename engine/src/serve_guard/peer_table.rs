@@ -71,8 +71,8 @@ pub struct PeerTable {
 }
 
 impl PeerTable {
-    /// A table of `capacity` slots (at least [`PROBES`](self), rounded up to a power of two),
-    /// enforcing `limits`, its slot hash keyed by `seed`.
+    /// A table of `capacity` slots (at least 8, the slots a key may live in; rounded up to a
+    /// power of two), enforcing `limits`, its slot hash keyed by `seed`.
     pub fn new(capacity: usize, limits: PeerLimits, seed: u64) -> Self {
         let capacity = capacity.max(PROBES).next_power_of_two();
         PeerTable {
