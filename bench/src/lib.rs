@@ -5,7 +5,8 @@
 //! reader stages it drives the pipeline with ([`inproc_source`], [`udp_source`]), one
 //! pipeline run ([`pipeline_run`]), and its outputs ([`hgrm`], [`svg_plot`]); and the
 //! warmed books the criterion suites start from ([`warm_books`]); and the layered-retry
-//! chain model of `shared/storm-model.md` ([`storm_model`]).
+//! chain model of `shared/storm-model.md` ([`storm_model`]); and the reconnect storm against
+//! the subscriber server's admission policy, simulated ([`reconnect_storm`]).
 
 #![forbid(unsafe_code)]
 
@@ -15,6 +16,7 @@ pub mod hop;
 pub mod inproc_source;
 pub mod pipeline_run;
 pub mod queues;
+pub mod reconnect_storm;
 pub mod storm_model;
 pub mod svg_plot;
 pub mod udp_source;

@@ -13,7 +13,7 @@
 //! | 2 | `book` | L3 books, their L2 view, and the per-message apply step |
 //! | 3 | `csv` | the CSV writers of the contracts (top-of-book stream, depth) |
 //! | 4 | `snapshot`, `publish` | the mmap snapshot; the trait the book stage publishes through |
-//! | 5 | `overload` | sojourn detection, shedding publisher, subscriber fan-out |
+//! | 5 | `overload`, `serve_guard` | sojourn detection, shedding publisher, subscriber fan-out; the subscriber server's admission policy (reconnect-storm defences) and its stampede-free cache |
 //! | 6 | `pipeline` | threads, ring, sources (capture, MoldUDP64, SoupBinTCP), the book stage |
 //! | 7 | `config` | the run configuration file |
 //! | 8 | `replay`, `live`, `tail`, `admin` | the applications that wire the floors below; the HTTP server for health, metrics and admin calls |
@@ -58,6 +58,8 @@ pub mod snapshot;
 // Floor 5
 #[cfg(not(loom))]
 pub mod overload;
+#[cfg(not(loom))]
+pub mod serve_guard;
 // Floor 6
 #[cfg(not(loom))]
 pub mod pipeline;

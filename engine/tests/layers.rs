@@ -23,6 +23,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("snapshot", 4),
     ("publish", 4),
     ("overload", 5),
+    ("serve_guard", 5),
     ("pipeline", 6),
     ("config", 7),
     ("replay", 8),
