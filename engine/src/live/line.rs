@@ -101,12 +101,13 @@ impl LineSource {
         }
     }
 
-    /// Has the reader report to `handles`: manual isolate/close, its breakers' mirrors, the
-    /// storm counters, health.
+    /// Has the reader report to `handles` (those it holds; the reader keeps any it was given
+    /// where `handles` has none): manual isolate/close, its breakers' mirrors, the storm
+    /// counters, health.
     pub fn attach_guard(&mut self, handles: GuardHandles) {
         match self {
-            LineSource::Mold(s) => s.set_handles(handles),
-            LineSource::Soup(s) => s.set_handles(handles),
+            LineSource::Mold(s) => s.add_handles(handles),
+            LineSource::Soup(s) => s.add_handles(handles),
         }
     }
 }

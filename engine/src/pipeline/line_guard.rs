@@ -52,6 +52,22 @@ pub struct GuardHandles {
     pub health: Option<Arc<Health>>,
 }
 
+impl GuardHandles {
+    /// Takes each handle `other` holds, and keeps those it does not: handles given to a
+    /// source by its maker are not dropped by a caller that has none of its own.
+    pub fn fill_from(&mut self, other: GuardHandles) {
+        if other.line.is_some() {
+            self.line = other.line;
+        }
+        if other.retransmission.is_some() {
+            self.retransmission = other.retransmission;
+        }
+        if other.health.is_some() {
+            self.health = other.health;
+        }
+    }
+}
+
 /// The line's calls as the breaker saw them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LineCalls {

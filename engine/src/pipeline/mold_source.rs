@@ -198,9 +198,10 @@ impl MoldSource {
         self
     }
 
-    /// [`MoldSource::with_handles`] in place.
-    pub fn set_handles(&mut self, handles: GuardHandles) {
-        self.handles = handles;
+    /// [`MoldSource::with_handles`] in place, keeping the handles it has where `handles` has
+    /// none ([`GuardHandles::fill_from`]).
+    pub fn add_handles(&mut self, handles: GuardHandles) {
+        self.handles.fill_from(handles);
     }
 
     /// Sets the retransmission server (when it is started after the feed's port is known).

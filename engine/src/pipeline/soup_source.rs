@@ -196,9 +196,10 @@ impl SoupSource {
         self
     }
 
-    /// [`SoupSource::with_handles`] in place.
-    pub fn set_handles(&mut self, handles: GuardHandles) {
-        self.handles = handles;
+    /// [`SoupSource::with_handles`] in place, keeping the handles it has where `handles` has
+    /// none ([`GuardHandles::fill_from`]).
+    pub fn add_handles(&mut self, handles: GuardHandles) {
+        self.handles.fill_from(handles);
     }
 
     /// Names the configuration key the server address came from (if any), for connect
