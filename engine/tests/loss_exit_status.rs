@@ -192,13 +192,15 @@ fn a_line_without_retransmission_declares_the_dropped_ranges_and_exits_3() {
         .end_of_session
         .expect("the relay saw the end of session");
     let dropped = missing_ranges(&seen.sequences, end - 1);
+    // The simulator's packets are cut by its pacing, so which sequences a dropped packet
+    // held varies from run to run; the seed's 1% of about 900 packets is a few ranges.
     assert!(
-        !dropped.is_empty() && dropped.len() <= 8,
+        !dropped.is_empty() && dropped.len() <= 20,
         "this seed drops a few packets, all listed: {dropped:?}"
     );
     assert_eq!(status.code(), Some(DECLARED_LOST), "{summary}\n{stderr}");
     assert!(
-        stderr.contains("gaps cannot be recovered and will be declared lost"),
+        stderr.contains("gaps cannot be recovered; each is declared lost"),
         "said at start:\n{stderr}"
     );
     assert!(
@@ -213,7 +215,14 @@ fn a_line_without_retransmission_declares_the_dropped_ranges_and_exits_3() {
         )),
         "{summary}"
     );
-    assert_eq!(printed_ranges(&summary), dropped, "{summary}");
+    // Up to 8 ranges are listed one by one; past that, 3 from each end and the rest counted.
+    let listed: Vec<(u64, u64)> = if dropped.len() <= 8 {
+        dropped.clone()
+    } else {
+        let (head, tail) = (&dropped[..3], &dropped[dropped.len() - 3..]);
+        head.iter().chain(tail).copied().collect()
+    };
+    assert_eq!(printed_ranges(&summary), listed, "{summary}");
 }
 
 #[test]

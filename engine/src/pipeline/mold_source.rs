@@ -47,6 +47,10 @@ const DATAGRAM: usize = 65_536;
 /// The longest silence before the books are flagged stale, whatever the silence timeout:
 /// MoldUDP64 heartbeats come every second, so two missed ones mean the line is down.
 const STALE_AFTER_MAX: Duration = Duration::from_secs(2);
+/// With no retransmission server, how long a gap waits for late or reordered packets before
+/// it is declared lost: UDP reordering on a LAN is a matter of microseconds, so 1 ms covers
+/// it without holding every message behind a gap for long.
+pub const NO_SERVER_REORDER_WAIT: Duration = Duration::from_millis(1);
 
 /// A MoldUDP64 feed line.
 #[derive(Clone, Debug)]
@@ -327,7 +331,7 @@ impl FrameSource for MoldSource {
     ) -> MoldSourceReport {
         let mut report = MoldSourceReport::default();
         let mut waiter = Waiter::new(self.wait);
-        let mut recovery = MoldRecovery::new(self.config.recovery);
+        let mut recovery = MoldRecovery::new(recovery_config(&self.config));
         let mut buf = vec![0u8; DATAGRAM].into_boxed_slice();
         let setup = Poll::new()
             .map_err(|e| (PollStep::Create, e))
@@ -513,6 +517,22 @@ impl FrameSource for MoldSource {
                 break SourceEnd::BookThreadGone;
             }
         };
+        if !matches!(report.end, SourceEnd::BookThreadGone) {
+            // The line is over, however it ended: what the store holds is delivered and every
+            // gap still open is declared lost, so the books hold everything received (flagged
+            // MAYBE_BAD) and the summary accounts for every sequence up to the highest seen.
+            let mut sink = Sink {
+                frames: &mut frames,
+                waiter: &mut waiter,
+                recv_ns: clock.now_ns(),
+                requests: &self.requests,
+                server: None,
+                report: &mut report,
+                lines: &mut lines,
+                abandoned: false,
+            };
+            recovery.end_of_input(&mut sink);
+        }
         guard.sync(clock.now_ns(), Some(&recovery), true);
         report.line_calls = guard.calls();
         report.recovery = recovery.stats();
@@ -537,6 +557,18 @@ impl FrameSource for MoldSource {
         frames.push_end(&mut waiter, clock.now_ns());
         report
     }
+}
+
+/// The recovery settings a line runs with: as configured, except that a line with no
+/// retransmission server asks nobody: a gap waits [`NO_SERVER_REORDER_WAIT`] (or the A/B
+/// arbitration wait, if longer) for late or reordered packets, then is declared lost.
+fn recovery_config(config: &MoldFeedConfig) -> RecoveryConfig {
+    let mut recovery = config.recovery;
+    if config.request_server.is_none() {
+        recovery.retransmission = false;
+        recovery.reorder_wait = Some(recovery.arbitration_wait.max(NO_SERVER_REORDER_WAIT));
+    }
+    recovery
 }
 
 /// Records a malformed datagram (the `packet`-th received) as a contract violation.

@@ -18,7 +18,7 @@ const LOST_LISTED_AT_EACH_END: usize = 3;
 /// What a MoldUDP64 line with no retransmission server says at start (on stderr) and in its
 /// summary: no gap can be recovered.
 pub const NO_REQUEST_SERVER: &str = "no retransmission server (feed.request_server is not set): \
-     gaps cannot be recovered and will be declared lost";
+     gaps cannot be recovered; each is declared lost after a 1 ms wait for reordered packets";
 
 /// One latency line (`  name   p50 … max (n=…)`); nothing when nothing was recorded.
 ///

@@ -108,6 +108,10 @@ pub struct RecoveryConfig {
     /// after it fit the store, and is declared lost when the store would overflow or at
     /// [`MoldRecovery::end_of_input`].
     pub retransmission: bool,
+    /// Without retransmission: how long a gap waits for late or reordered packets before it
+    /// is declared lost, by [`MoldRecovery::poll_timers`] (a live line with no
+    /// retransmission server). `None` (capture replay): no timer, as above.
+    pub reorder_wait: Option<Duration>,
     /// How long a new gap waits before it is counted and asked for: the arbitration wait of
     /// a session heard on two lines (A and B), where the other line's copy of the missing
     /// packets usually comes a few microseconds later. A gap the other line fills within it
@@ -147,6 +151,7 @@ impl Default for RecoveryConfig {
             max_per_request: MAX_MESSAGES,
             start_sequence: None,
             retransmission: true,
+            reorder_wait: None,
             arbitration_wait: Duration::ZERO,
         }
     }
@@ -687,6 +692,24 @@ impl MoldRecovery {
     }
 
     /// The gap at `i` leaves flight (if it was in flight) without a measurement.
+    /// Without retransmission, with a reorder wait: declares lost every gap that waited
+    /// it out, and delivers what that unblocks.
+    fn declare_unrecoverable(&mut self, now: Duration, sink: &mut impl RecoverySink) {
+        let Some(wait) = self.config.reorder_wait else {
+            return;
+        };
+        let mut newly_lost = false;
+        for i in 0..self.gaps.len() {
+            if !self.gaps[i].lost && now >= self.gaps[i].detected_at.saturating_add(wait) {
+                self.give_up(i);
+                newly_lost = true;
+            }
+        }
+        if newly_lost {
+            self.drain(sink);
+        }
+    }
+
     fn leave_flight(&mut self, i: usize) {
         if matches!(self.gaps[i].phase, Phase::InFlight { .. }) {
             self.limit.release();
@@ -709,7 +732,11 @@ impl MoldRecovery {
     /// at [`MoldRecovery::next_deadline`].
     pub fn poll_timers(&mut self, now: Duration, sink: &mut impl RecoverySink) {
         self.now = self.now.max(now);
-        if self.session.is_none() || !self.config.retransmission {
+        if self.session.is_none() {
+            return;
+        }
+        if !self.config.retransmission {
+            self.declare_unrecoverable(now, sink);
             return;
         }
         let mut newly_lost = false;
@@ -792,7 +819,13 @@ impl MoldRecovery {
     /// deadline; `None` with no gap open.
     pub fn next_deadline(&self) -> Option<Duration> {
         if !self.config.retransmission {
-            return None;
+            let wait = self.config.reorder_wait?;
+            return self
+                .gaps
+                .iter()
+                .filter(|g| !g.lost)
+                .map(|g| g.detected_at.saturating_add(wait))
+                .min();
         }
         self.gaps
             .iter()
@@ -1799,6 +1832,38 @@ mod tests {
         assert_eq!(r.session(), Some(blank));
         assert_eq!(r.stats().session_changes, 1);
         assert_eq!(sink.delivered(), [1, 2, 3, 9]);
+    }
+
+    #[test]
+    fn without_retransmission_a_reorder_wait_declares_a_gap_once_it_has_waited() {
+        let s = session(b"LIVE");
+        let wait = Duration::from_millis(2);
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            retransmission: false,
+            reorder_wait: Some(wait),
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        let t0 = Duration::from_millis(10);
+        feed(&mut r, &data(s, 1, 1), t0, &mut sink);
+        feed(&mut r, &data(s, 4, 2), t0, &mut sink); // 2..=3 missing
+        assert_eq!(r.next_deadline(), Some(t0 + wait));
+        // A reordered packet within the wait fills part of the gap.
+        feed(
+            &mut r,
+            &data(s, 2, 1),
+            t0 + Duration::from_millis(1),
+            &mut sink,
+        );
+        r.poll_timers(t0 + Duration::from_millis(1), &mut sink);
+        assert_eq!(sink.delivered(), [1, 2]);
+        assert!(sink.lost().is_empty(), "still within the wait");
+        r.poll_timers(t0 + wait, &mut sink);
+        assert_eq!(sink.lost(), [GapRange { first: 3, last: 3 }]);
+        assert_eq!(sink.delivered(), [1, 2, 4, 5]);
+        assert!(sink.requests.is_empty(), "nothing asked of nobody");
+        assert_eq!(r.next_deadline(), None);
+        sink.assert_accounts_for(1, 6);
     }
 
     #[test]
