@@ -185,6 +185,9 @@ pub struct AdminSection {
 
 /// A feed line ready to open.
 #[derive(Clone, Debug)]
+// Made once per process and never moved on a hot path: boxing the larger variant would buy
+// nothing and cost every user a `Box`.
+#[allow(clippy::large_enum_variant)]
 pub enum FeedConfig {
     /// MoldUDP64.
     Mold(MoldFeedConfig),

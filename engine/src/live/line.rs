@@ -28,6 +28,9 @@ pub const FEED_KEYS: FeedKeys = FeedKeys {
 };
 
 /// The reader stage of either kind of line.
+// Made once per line and moved into its reader thread once: boxing the larger variant would
+// buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum LineSource {
     /// MoldUDP64 over UDP.
     Mold(MoldSource),
