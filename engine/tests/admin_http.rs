@@ -158,13 +158,17 @@ fn a_running_engine_serves_lint_clean_metrics_health_and_guarded_admin_calls() {
         .spawn()
         .expect("start sim");
 
-    // /metrics: poll (bounded) until the reader's counters have been copied in.
+    // /metrics: poll (bounded) until the reader's counters have been copied in, and the book
+    // thread's latency percentiles published (its first refresh comes 100 ms into the run).
+    let latency_samples = "ticklane_book_latency_samples_total{feed=\"nasdaq\"}";
     let deadline = Instant::now() + Duration::from_secs(20);
     let metrics = loop {
         let (status, body) = http(addr, "GET", "/metrics", None);
         assert_eq!(status, 200, "{body}");
         let messages = sample(&body, "ticklane_messages_total{feed=\"nasdaq\"}");
-        if messages.is_some_and(|m| m > 0.0) {
+        if messages.is_some_and(|m| m > 0.0)
+            && sample(&body, latency_samples).is_some_and(|n| n > 0.0)
+        {
             break body;
         }
         assert!(Instant::now() < deadline, "no messages counted:\n{body}");
@@ -191,6 +195,24 @@ fn a_running_engine_serves_lint_clean_metrics_health_and_guarded_admin_calls() {
             "{series}:\n{metrics}"
         );
     }
+    // The latency family: four quantiles, in seconds, in order, over no more messages than
+    // the reader counted by the time of the scrape (the book thread is behind it).
+    let quantiles: Vec<f64> = ["p50", "p99", "p99.9", "max"]
+        .iter()
+        .map(|q| {
+            let series = format!("ticklane_book_latency_seconds{{feed=\"nasdaq\",stat=\"{q}\"}}");
+            sample(&metrics, &series).unwrap_or_else(|| panic!("no {series}:\n{metrics}"))
+        })
+        .collect();
+    assert!(
+        quantiles[0] > 0.0 && quantiles.windows(2).all(|w| w[0] <= w[1]) && quantiles[3] < 60.0,
+        "latency quantiles out of order or range: {quantiles:?}"
+    );
+    let covered = sample(&metrics, latency_samples).expect("series");
+    assert!(
+        covered <= messages,
+        "{covered} latency samples > {messages} messages"
+    );
     match promtool_check(&metrics) {
         Some((passed, said)) => assert!(passed, "promtool check metrics:\n{said}\n{metrics}"),
         None if std::env::var("CI").is_ok_and(|v| v == "true") => {

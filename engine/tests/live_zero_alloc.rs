@@ -13,13 +13,14 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ticklane_engine::book::Applied;
 use ticklane_engine::book::{BookConfig, Books};
 use ticklane_engine::overload::{OverloadConfig, SheddingPublisher, SnapshotSink};
 use ticklane_engine::pipeline::{
-    run_pipeline, MoldFeedConfig, MoldSource, PipelineConfig, SourceEnd,
+    run_pipeline_with_latency, LatencyGauges, MoldFeedConfig, MoldSource, PipelineConfig, SourceEnd,
 };
 use ticklane_engine::publish::{Arrival, Publisher};
 use ticklane_engine::snapshot::SnapshotWriter;
@@ -193,8 +194,17 @@ fn reader_and_book_threads_allocate_nothing_per_message() {
         publications: 0,
         measured: 0,
     };
-    let report =
-        run_pipeline(pipeline, source, publisher, &AtomicBool::new(false)).expect("pipeline");
+    // With the latency gauges /metrics reads: their refreshes (every 100 ms) are inside the
+    // counting window too.
+    let latency = Arc::new(LatencyGauges::new());
+    let report = run_pipeline_with_latency(
+        pipeline,
+        source,
+        publisher,
+        &AtomicBool::new(false),
+        Arc::clone(&latency),
+    )
+    .expect("pipeline");
     let _ = sim.kill();
     let _ = sim.wait();
     let allocations = ALLOCATIONS.load(Ordering::SeqCst);
@@ -231,5 +241,11 @@ fn reader_and_book_threads_allocate_nothing_per_message() {
         "every message after warm-up was published inside the window"
     );
     assert!(measured > 1_000_000, "{measured} messages measured");
+    // The gauges were refreshed while the window was open (a run of over a second at
+    // 1 M msg/s: about ten periodic refreshes, then the final one, all before `finish`),
+    // and the last one covers every message applied.
+    let latency = latency.load();
+    assert!(latency.refreshes >= 5, "{latency:?}");
+    assert_eq!(latency.samples, report.book.messages, "{latency:?}");
     assert_eq!(allocations, 0, "allocations after warm-up");
 }

@@ -13,8 +13,14 @@
 //!
 //! The table goes to stderr (libtest does not capture it: see `util::skip`) and to
 //! `target/fault_table.txt`. `FAULT_ROWS=late,flood` runs only the rows whose names
-//! contain one of those words. A/B lines and breakers are other work: they add rows (and
-//! a `Line` variant) to `scenarios()`.
+//! contain one of those words.
+//!
+//! A/B rows serve the session on two lines (the simulator's line B, the line's second
+//! socket) and also check the arbitration's own account: won on A + won on B +
+//! retransmitted = delivered; their second line in the table is each line's sends, drops,
+//! gaps and wins. The silent-server rows run with and without the retransmission server's
+//! circuit breaker (`reqs`: request datagrams sent; `refused`: tries the breaker refused),
+//! and the suite checks that the breaker's row sent fewer requests.
 //!
 //! Bounded: one day of 40,000 messages, paced at 400,000 a second (the simulator's
 //! default); each line gives up after 30 s; the whole suite takes seconds.
@@ -24,8 +30,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ticklane_engine::live::LineSourceReport;
-use ticklane_engine::pipeline::{SourceEnd, SourceError};
+use ticklane_engine::pipeline::{ArbitrationReport, SourceEnd, SourceError, DEFAULT_LINE_BREAKER};
 use ticklane_feed::moldudp64::RecoveryConfig;
+use ticklane_feed::resilience::BreakerConfig;
 use ticklane_feed::sim::{
     BurstLoss, Faults, GenConfig, Interruption, MessageLog, Rate, ReplyFault,
 };
@@ -75,6 +82,45 @@ fn filled(r: &Outcome) -> Result<(), String> {
         st.gaps > 0 && st.recovered > 0 && st.gaps_recovered > 0,
         || format!("no gap seen and filled: {st:?}"),
     )
+}
+
+/// The per-line counters of an A/B row.
+fn ab(r: &Outcome) -> Result<ArbitrationReport, String> {
+    mold(r)
+        .lines
+        .ok_or_else(|| "no per-line counters: not an A/B line".to_owned())
+}
+
+/// The loss of the two silent-server rows: 5 % of packets (the same seed for both, so the
+/// same packets), and a retransmission server that never answers.
+fn silent_server_faults() -> Faults {
+    Faults {
+        drop_ratio: 0.05,
+        replies: ReplyFault::Silent,
+        ..faults(6)
+    }
+}
+
+/// The recovery of the two silent-server rows: two retries, gaps given up after 300 ms;
+/// with or without the retransmission server's breaker.
+fn silent_server_recovery(breaker: Option<BreakerConfig>) -> RecoveryConfig {
+    RecoveryConfig {
+        max_retries: 2,
+        gap_deadline: Duration::from_millis(300),
+        breaker,
+        ..recovering()
+    }
+}
+
+/// The retransmission server's breaker as `ticklane run`'s config sets it by default: the
+/// line breaker's defaults (30 s window, 5 calls before a decision, opens at 50 % faults,
+/// open 5 s, 1 probe) with the slow threshold at half the reply timeout (`recovering()`'s
+/// 20 ms), as the config does when `feed.breaker_slow_ms` is not given.
+fn server_breaker() -> BreakerConfig {
+    BreakerConfig {
+        slow_threshold: recovering().retransmit_timeout / 2,
+        ..DEFAULT_LINE_BREAKER
+    }
 }
 
 fn scenarios() -> Vec<Scenario> {
@@ -148,18 +194,96 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
+            name: "A/B: loss on A only",
+            line: Line::mold(MoldCase::ab(
+                Faults {
+                    drop_ratio: 0.2,
+                    ..faults(16)
+                },
+                Faults::default(),
+            )),
+            expect: Expect::Recovered,
+            check: |r| {
+                let (m, sim) = (mold(r), r.mold_sim());
+                let l = ab(r)?;
+                need(
+                    sim.packets_dropped > 0 && sim.b_packets_dropped == 0,
+                    || format!("not A only: {sim:?}"),
+                )?;
+                need(l.a.gaps > 0 && l.b.gaps == 0 && l.b.won > 0, || {
+                    format!("B did not fill A's gaps: {l:?}")
+                })?;
+                // A gap the other line filled is no gap: nothing asked, nothing retransmitted.
+                need(
+                    m.recovery.gaps == 0
+                        && m.recovery.requests_sent == 0
+                        && l.retransmitted_won == 0,
+                    || format!("gaps B filled were asked for: {:?}", m.recovery),
+                )
+            },
+        },
+        Scenario {
+            name: "A/B: loss on B only",
+            line: Line::mold(MoldCase::ab(
+                Faults::default(),
+                Faults {
+                    drop_ratio: 0.2,
+                    ..faults(17)
+                },
+            )),
+            expect: Expect::Recovered,
+            check: |r| {
+                let (m, sim) = (mold(r), r.mold_sim());
+                let l = ab(r)?;
+                need(
+                    sim.packets_dropped == 0 && sim.b_packets_dropped > 0,
+                    || format!("not B only: {sim:?}"),
+                )?;
+                need(l.b.gaps > 0 && l.a.gaps == 0, || format!("{l:?}"))?;
+                need(
+                    m.recovery.gaps == 0
+                        && m.recovery.requests_sent == 0
+                        && l.retransmitted_won == 0,
+                    || format!("B's gaps were asked for: {:?}", m.recovery),
+                )
+            },
+        },
+        Scenario {
+            name: "A/B: loss on both",
+            // 20 % on each line, drawn independently: about 4 % of packets are lost on
+            // both, and only those are gaps, filled by retransmission.
+            line: Line::mold(MoldCase::ab(
+                Faults {
+                    drop_ratio: 0.2,
+                    ..faults(18)
+                },
+                Faults {
+                    drop_ratio: 0.2,
+                    ..faults(19)
+                },
+            )),
+            expect: Expect::Recovered,
+            check: |r| {
+                let st = mold(r).recovery;
+                let l = ab(r)?;
+                need(
+                    l.a.gaps > 0 && l.b.gaps > 0 && l.a.won > 0 && l.b.won > 0,
+                    || format!("{l:?}"),
+                )?;
+                need(st.gaps > 0 && st.gaps < l.a.gaps + l.b.gaps, || {
+                    format!("gaps one line filled were counted: {st:?} {l:?}")
+                })?;
+                need(l.retransmitted_won > 0, || {
+                    format!("nothing lost on both lines was retransmitted: {l:?}")
+                })?;
+                filled(r)
+            },
+        },
+        Scenario {
             name: "retransmitter silent",
             line: Line::mold(MoldCase {
-                recovery: RecoveryConfig {
-                    max_retries: 2,
-                    gap_deadline: ms(300),
-                    ..recovering()
-                },
-                ..MoldCase::with(Faults {
-                    drop_ratio: 0.01,
-                    replies: ReplyFault::Silent,
-                    ..faults(6)
-                })
+                recovery: silent_server_recovery(None),
+                ..MoldCase::with(silent_server_faults())
             }),
             expect: Expect::Declared,
             check: |r| {
@@ -167,6 +291,30 @@ fn scenarios() -> Vec<Scenario> {
                 need(
                     r.mold_sim().requests_ignored > 0 && st.recovered == 0 && st.timeouts > 0,
                     || format!("the server was not silent, or nobody asked: {st:?}"),
+                )
+            },
+        },
+        Scenario {
+            name: "silent, server breaker",
+            line: Line::mold(MoldCase {
+                recovery: silent_server_recovery(Some(server_breaker())),
+                ..MoldCase::with(silent_server_faults())
+            }),
+            expect: Expect::Declared,
+            check: |r| {
+                let st = mold(r).recovery;
+                need(
+                    r.mold_sim().requests_ignored > 0 && st.recovered == 0 && st.unanswered > 0,
+                    || format!("the server was not silent, or nobody asked: {st:?}"),
+                )?;
+                // It opened once and, open for 5 s, never went half-open in this run; what it
+                // refused was never sent: the suite checks that fewer requests went out than
+                // from the row without a breaker (same loss, same silent server). The gaps it
+                // parked were declared at their deadline, which `verify` checks as declared
+                // lost and flagged.
+                need(
+                    st.breaker_transitions == 1 && st.breaker_refused > 0,
+                    || format!("the breaker did not open once and refuse: {st:?}"),
                 )
             },
         },
@@ -398,6 +546,8 @@ fn fault_injection_suite() {
         .unwrap_or_default();
     let mut table = vec![fault_suite::HEADER.to_owned()];
     let mut failures = Vec::new();
+    // Requests sent to a silent server, without and with its breaker (the rows that ran).
+    let mut silent_requests = (None, None);
     let mut stderr = std::io::stderr();
     let _ = writeln!(stderr, "\n{}", fault_suite::HEADER);
     for scenario in scenarios()
@@ -406,6 +556,13 @@ fn fault_injection_suite() {
     {
         let out = fault_suite::run(scenario, &log);
         let failed = fault_suite::verify(scenario, &out, MESSAGES, &replayed, oracle.as_ref());
+        if let LineSourceReport::Mold(m) = &out.source {
+            match scenario.name {
+                "retransmitter silent" => silent_requests.0 = Some(m.recovery.requests_sent),
+                "silent, server breaker" => silent_requests.1 = Some(m.recovery.requests_sent),
+                _ => {}
+            }
+        }
         let row = fault_suite::row(scenario, &out, &failed);
         // Straight to the process's stderr: libtest does not capture it.
         let _ = writeln!(stderr, "{row}");
@@ -415,6 +572,16 @@ fn fault_injection_suite() {
                 .into_iter()
                 .map(|f| format!("{}: {f}", scenario.name)),
         );
+    }
+    if let (Some(without), Some(with)) = silent_requests {
+        // The same loss (same seed) to the same silent server: the breaker stops the
+        // requests that the line without one goes on sending.
+        if with >= without {
+            failures.push(format!(
+                "silent, server breaker: {with} requests sent, not fewer than the {without} \
+                 sent without a breaker"
+            ));
+        }
     }
     let oracle_note = if oracle.is_some() {
         "books compared with itch-book's where nothing was lost"

@@ -324,6 +324,7 @@ mod tests {
                 line: Arc::new(LineCounters::new()),
                 dependencies: Vec::new(),
                 overload: None,
+                latency: None,
             }],
             token: None,
         });

@@ -107,6 +107,7 @@ impl Collector for EngineCollector {
         )?;
         encode_lines(&mut encoder, state)?;
         encode_overload(&mut encoder, state)?;
+        encode_latency(&mut encoder, state)?;
         encode_dependencies(&mut encoder, state)
     }
 }
@@ -318,6 +319,50 @@ fn encode_overload(encoder: &mut DescriptorEncoder, state: &AdminState) -> fmt::
     )
 }
 
+/// The book thread's receive-to-applied latency, per feed that exports it and has applied
+/// something: a gauge family with a `stat` label (`p50`, `p99`, `p99.9`, `max`), over the
+/// run so far, refreshed by the book thread at most every 100 ms
+/// (`pipeline::latency_gauges`). Not a `quantile` label: `promtool check metrics` refuses
+/// one outside a summary, and a summary is not what this is (prometheus-client 0.24 writes
+/// none, and its `_sum` would have to be made up from the histogram).
+fn encode_latency(encoder: &mut DescriptorEncoder, state: &AdminState) -> fmt::Result {
+    let now: Vec<_> = state
+        .feeds
+        .iter()
+        .filter_map(|f| f.latency.as_ref().map(|l| (f.name.clone(), l.load())))
+        .filter(|(_, l)| l.samples > 0)
+        .collect();
+    let seconds = |ns: u64| ns as f64 / 1e9;
+    let mut quantiles = Vec::new();
+    for (feed, l) in &now {
+        for (q, ns) in [
+            ("p50", l.p50_ns),
+            ("p99", l.p99_ns),
+            ("p99.9", l.p999_ns),
+            ("max", l.max_ns),
+        ] {
+            let labels: Labels = vec![("feed", feed.clone()), ("stat", q.to_owned())];
+            quantiles.push((labels, ConstGauge::new(seconds(ns))));
+        }
+    }
+    family(
+        encoder,
+        "book_latency",
+        "Receive to applied by the book thread, over the run so far: p50, p99, p99.9, max.",
+        Some(&Unit::Seconds),
+        quantiles,
+    )?;
+    family(
+        encoder,
+        "book_latency_samples_total",
+        "Messages the book latency quantiles cover.",
+        None,
+        now.iter()
+            .map(|(feed, l)| (vec![("feed", feed.clone())], TextCounter(l.samples)))
+            .collect(),
+    )
+}
+
 /// A counter of seconds (a float), named with its `_total` like [`TextCounter`].
 struct SecondsCounter(ConstGauge<f64>);
 
@@ -438,7 +483,7 @@ mod tests {
     use crate::dependency::{BreakerMirror, Dependency, DependencyCounts, DependencyKind};
     use crate::health::{Condition, Health};
     use crate::overload::{OverloadCounters, SharedCounters};
-    use crate::pipeline::LineCounters;
+    use crate::pipeline::{LatencyGauges, LatencyPublisher, LineCounters};
     use ticklane_feed::moldudp64::RecoveryStats;
 
     fn state() -> Arc<AdminState> {
@@ -482,9 +527,58 @@ mod tests {
                     retrans,
                 ],
                 overload: Some(overload),
+                latency: Some(latency()),
             }],
             token: None,
         })
+    }
+
+    /// Latency gauges holding 1 ..= 1,000 ns, one message each: exact in the histogram
+    /// (below 2,048 every value is its own bucket), so the order statistics are known
+    /// without it: p50 500 ns, p99 990, p99.9 999, max 1,000.
+    fn latency() -> Arc<LatencyGauges> {
+        let gauges = Arc::new(LatencyGauges::new());
+        let mut h = crate::pipeline::new_histogram();
+        for ns in 1..=1_000u64 {
+            h.saturating_record(ns);
+        }
+        LatencyPublisher::new(Some(Arc::clone(&gauges))).publish_final(&h);
+        gauges
+    }
+
+    /// The value of the sample line that starts with `series ` (name and labels).
+    fn value(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
+    #[test]
+    fn the_book_latency_quantiles_are_exported_in_seconds() {
+        let text = render_metrics(&metrics_registry(state()));
+        assert!(
+            text.contains("# TYPE ticklane_book_latency_seconds gauge"),
+            "{text}"
+        );
+        for (q, ns) in [
+            ("p50", 500.0),
+            ("p99", 990.0),
+            ("p99.9", 999.0),
+            ("max", 1_000.0),
+        ] {
+            let series = format!("ticklane_book_latency_seconds{{feed=\"a\",stat=\"{q}\"}}");
+            let got = value(&text, &series).unwrap_or_else(|| panic!("no {series} in\n{text}"));
+            assert!((got - ns / 1e9).abs() < 1e-15, "{series} {got}");
+        }
+        let samples = "ticklane_book_latency_samples_total{feed=\"a\"}";
+        assert_eq!(value(&text, samples), Some(1_000.0), "{text}");
+    }
+
+    #[test]
+    fn a_feed_that_applied_nothing_has_no_latency_series() {
+        let mut state = Arc::into_inner(state()).expect("one owner");
+        state.feeds[0].latency = Some(Arc::new(LatencyGauges::new()));
+        let text = render_metrics(&metrics_registry(Arc::new(state)));
+        assert!(!text.contains("book_latency"), "{text}");
     }
 
     /// The sample lines of the exposition (no comments).

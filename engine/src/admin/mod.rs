@@ -27,7 +27,7 @@ use crate::admin_token::AdminToken;
 use crate::dependency::Dependency;
 use crate::health::Health;
 use crate::overload::SharedCounters;
-use crate::pipeline::LineCounters;
+use crate::pipeline::{LatencyGauges, LineCounters};
 
 /// What the server reads: the process's health and, per feed, its shared handles.
 #[derive(Debug)]
@@ -51,6 +51,8 @@ pub struct FeedHandles {
     pub dependencies: Vec<Arc<Dependency>>,
     /// The publisher's overload counters (absent when nothing is published).
     pub overload: Option<Arc<SharedCounters>>,
+    /// The book thread's receive-to-applied latency percentiles (absent: none exported).
+    pub latency: Option<Arc<LatencyGauges>>,
 }
 
 impl AdminState {

@@ -151,6 +151,7 @@ mod tests {
                     )),
                 ],
                 overload: None,
+                latency: None,
             }],
             token: token.and_then(AdminToken::new),
         })

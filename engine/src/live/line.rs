@@ -11,9 +11,9 @@ use crate::config::FeedConfig;
 use crate::health::Health;
 use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
 use crate::pipeline::{
-    run_pipeline, ContractViolations, FrameProducer, FrameSource, GuardHandles, HealthWatch,
-    LineCounters, MoldSource, MoldSourceReport, PipelineConfig, PipelineReport, SoupSource,
-    SoupSourceReport, SourceEnd, ViolationCounts,
+    run_pipeline_with_latency, ContractViolations, FrameProducer, FrameSource, GuardHandles,
+    HealthWatch, LineCounters, MoldSource, MoldSourceReport, PipelineConfig, PipelineReport,
+    SoupSource, SoupSourceReport, SourceEnd, ViolationCounts,
 };
 use crate::publish::NoPublisher;
 use crate::snapshot::SnapshotWriter;
@@ -177,6 +177,7 @@ pub fn run_line_watched(
         name: String::new(),
         counters: Arc::new(LineCounters::new()),
         overload: Arc::default(),
+        latency: Arc::default(),
         dependencies: Vec::new(),
     };
     run_observed_line(source, pipeline, snapshot, overload, stop, &handles, health)
@@ -208,7 +209,13 @@ pub fn run_observed_line(
             let counters = publisher.shared_counters();
             let watched = HealthWatch::new(publisher, health, Arc::clone(&violations))
                 .with_overload(Arc::clone(&counters));
-            let report = run_pipeline(pipeline, source, watched, stop)?;
+            let report = run_pipeline_with_latency(
+                pipeline,
+                source,
+                watched,
+                stop,
+                Arc::clone(&handles.latency),
+            )?;
             Ok(LineRun {
                 report,
                 overload: Some(counters.load()),
@@ -217,7 +224,13 @@ pub fn run_observed_line(
         }
         None => {
             let watched = HealthWatch::new(NoPublisher, health, Arc::clone(&violations));
-            let report = run_pipeline(pipeline, source, watched, stop)?;
+            let report = run_pipeline_with_latency(
+                pipeline,
+                source,
+                watched,
+                stop,
+                Arc::clone(&handles.latency),
+            )?;
             Ok(LineRun {
                 report,
                 overload: None,

@@ -1,5 +1,5 @@
 //! The handles other threads hold on a running line: its reader's counters, the
-//! publisher's overload counters, and one [`Dependency`] per thing the line calls (its
+//! publisher's overload counters, the book thread's latency percentiles, and one [`Dependency`] per thing the line calls (its
 //! server, its retransmission server). Made before the line starts, so that the admin
 //! server can be handed them; the line's stages fill them in.
 
@@ -9,7 +9,7 @@ use crate::config::FeedConfig;
 use crate::dependency::{Dependency, DependencyKind};
 use crate::health::Health;
 use crate::overload::SharedCounters;
-use crate::pipeline::{GuardHandles, LineCounters};
+use crate::pipeline::{GuardHandles, LatencyGauges, LineCounters};
 
 /// Suffix of a line's retransmission server's dependency name (`{feed}.retransmission`).
 pub const RETRANSMISSION_SUFFIX: &str = ".retransmission";
@@ -23,6 +23,8 @@ pub struct LineHandles {
     pub counters: Arc<LineCounters>,
     /// The publisher's overload counters.
     pub overload: Arc<SharedCounters>,
+    /// The book thread's receive-to-applied latency percentiles.
+    pub latency: Arc<LatencyGauges>,
     /// The line itself (named as the feed), then its retransmission server if it has one.
     pub dependencies: Vec<Arc<Dependency>>,
 }
@@ -41,6 +43,7 @@ impl LineHandles {
             name: name.to_owned(),
             counters: Arc::new(LineCounters::new()),
             overload: Arc::new(SharedCounters::default()),
+            latency: Arc::new(LatencyGauges::new()),
             dependencies,
         }
     }

@@ -2,9 +2,11 @@
 //! publishes what changed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use super::frame::FrameKind;
 use super::latency::StageLatency;
+use super::latency_gauges::{LatencyGauges, LatencyPublisher};
 use super::queue::FrameConsumer;
 use super::wait::{WaitStrategy, Waiter};
 use crate::book::{Applier, ApplyError, BookConfig, Books, NoBbo, TypeCounts};
@@ -38,6 +40,7 @@ pub struct BookStage<P: Publisher> {
     publisher: P,
     clock: Clock,
     wait: WaitStrategy,
+    latency_gauges: LatencyPublisher,
 }
 
 impl<P: Publisher> BookStage<P> {
@@ -57,7 +60,15 @@ impl<P: Publisher> BookStage<P> {
             publisher,
             clock,
             wait,
+            latency_gauges: LatencyPublisher::default(),
         })
+    }
+
+    /// Publishes the receive-to-applied percentiles into `gauges` while it runs (at most
+    /// every [`super::latency_gauges::PUBLISH_EVERY_NS`], never per message) and at the end.
+    pub fn with_latency_gauges(mut self, gauges: Option<Arc<LatencyGauges>>) -> Self {
+        self.latency_gauges = LatencyPublisher::new(gauges);
+        self
     }
 
     /// Runs until an end frame arrives, or `stop` is set and the ring is drained, or the
@@ -141,13 +152,19 @@ impl<P: Publisher> BookStage<P> {
                 let now_ns = self.clock.now_ns();
                 self.publisher.drained(self.applier.books(), now_ns);
                 self.publisher.idle(now_ns);
+                self.latency_gauges
+                    .maybe_publish(now_ns, &latency.receive_to_applied);
                 waiter.wait();
                 continue;
             }
             waiter.reset();
             let batch_ns = now_ns.unwrap_or_else(|| self.clock.now_ns());
             self.publisher.batch_end(self.applier.books(), batch_ns);
+            self.latency_gauges
+                .maybe_publish(batch_ns, &latency.receive_to_applied);
         }
+        self.latency_gauges
+            .publish_final(&latency.receive_to_applied);
         self.publisher.finish(self.applier.books());
         let messages = self.applier.messages();
         let by_type = *self.applier.by_type();

@@ -13,6 +13,7 @@ mod frame;
 mod health_watch;
 mod join_notice;
 mod latency;
+mod latency_gauges;
 mod line_counters;
 mod line_guard;
 mod mold_source;
@@ -32,6 +33,7 @@ pub use contract_violations::{
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
 pub use health_watch::HealthWatch;
 pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
+pub use latency_gauges::{LatencyGauges, LatencyNow, LatencyPublisher, PUBLISH_EVERY_NS};
 pub use line_counters::{LineCounters, LineCountersWriter, LineCountsNow, COPY_EVERY_NS};
 pub use line_guard::{
     retransmission_counts, GuardHandles, LineCalls, LineGuard, DEFAULT_LINE_BREAKER,
@@ -46,6 +48,7 @@ pub use source_end::{Chain, DropCounts, DropKind, DropReason, PollStep, SourceEn
 pub use wait::{WaitStrategy, Waiter};
 
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::book::BookConfig;
@@ -123,6 +126,24 @@ pub fn run_pipeline<S: FrameSource, P: Publisher + Send>(
     run_pipeline_on(config, queue, source, publisher, stop)
 }
 
+/// [`run_pipeline`], with the book thread publishing its receive-to-applied latency
+/// percentiles into `latency` while it runs (at most every [`PUBLISH_EVERY_NS`]) and at the
+/// end: what `/metrics` reads.
+///
+/// # Errors
+///
+/// If the book tables cannot be allocated or a thread cannot be started.
+pub fn run_pipeline_with_latency<S: FrameSource, P: Publisher + Send>(
+    config: PipelineConfig,
+    source: S,
+    publisher: P,
+    stop: &AtomicBool,
+    latency: Arc<LatencyGauges>,
+) -> std::io::Result<PipelineReport<S::Report>> {
+    let queue = Ring::<Frame>::new(config.ring_slots);
+    run_stages(config, queue, source, publisher, stop, Some(latency))
+}
+
 /// [`run_pipeline`] over a queue the caller made (`config.ring_slots` is not used): the
 /// latency harness runs the same pipeline over other SPSC queues this way.
 ///
@@ -142,9 +163,29 @@ where
     S: FrameSource,
     P: Publisher + Send,
 {
+    run_stages(config, (producer, consumer), source, publisher, stop, None)
+}
+
+/// The reader and book threads over `producer` and `consumer`, the book thread publishing
+/// its latency into `latency` if given.
+fn run_stages<Q, C, S, P>(
+    config: PipelineConfig,
+    (producer, consumer): (Q, C),
+    source: S,
+    publisher: P,
+    stop: &AtomicBool,
+    latency: Option<Arc<LatencyGauges>>,
+) -> std::io::Result<PipelineReport<S::Report>>
+where
+    Q: FrameProducer,
+    C: FrameConsumer,
+    S: FrameSource,
+    P: Publisher + Send,
+{
     let clock = Clock::start();
     let started = Instant::now();
-    let stage = BookStage::new(config.books, publisher, clock, config.wait)?;
+    let stage =
+        BookStage::new(config.books, publisher, clock, config.wait)?.with_latency_gauges(latency);
     std::thread::scope(|scope| {
         let book = std::thread::Builder::new()
             .name("book".into())

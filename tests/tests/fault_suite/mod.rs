@@ -25,8 +25,8 @@ use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::resilience::BackoffConfig;
 use ticklane_feed::sim::{
-    Faults, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimStats, SoupSimConfig, SoupSimStats,
-    SoupSimulator,
+    Faults, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimStats, SoupSimConfig,
+    SoupSimStats, SoupSimulator,
 };
 use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
 
@@ -65,6 +65,9 @@ pub struct MoldCase {
     pub join_after: Option<u64>,
     /// The data socket's receive buffer to ask for (the kernel may grant less).
     pub recv_buffer_bytes: usize,
+    /// Line B's own per-packet faults, when the session is served on two lines (A and B):
+    /// the simulator sends every packet on both, and the line reads both sockets.
+    pub line_b: Option<Faults>,
 }
 
 impl MoldCase {
@@ -77,6 +80,21 @@ impl MoldCase {
             recovery: recovering(),
             join_after: None,
             recv_buffer_bytes: UdpFeedConfig::default().recv_buffer_bytes,
+            line_b: None,
+        }
+    }
+
+    /// An A/B line: line A through `a`, line B through `b`, answered, with an arbitration
+    /// wait (20 ms, as `ab_lines.rs`) far above the loopback skew between the lines, so that
+    /// a reader thread held up on a busy machine still sees the other line's copy in time.
+    pub fn ab(a: Faults, b: Faults) -> Self {
+        MoldCase {
+            line_b: Some(b),
+            recovery: RecoveryConfig {
+                arbitration_wait: Duration::from_millis(20),
+                ..recovering()
+            },
+            ..MoldCase::with(a)
         }
     }
 }
@@ -285,12 +303,14 @@ pub fn run(scenario: &Scenario, log: &Arc<MessageLog>) -> Outcome {
 }
 
 fn start_mold(case: MoldCase, log: &Arc<MessageLog>) -> (MoldSource, MoldSimulator) {
+    let udp = |bind| UdpFeedConfig {
+        bind,
+        recv_buffer_bytes: case.recv_buffer_bytes,
+        ..UdpFeedConfig::default()
+    };
     let feed = |bind| MoldFeedConfig {
-        udp: UdpFeedConfig {
-            bind,
-            recv_buffer_bytes: case.recv_buffer_bytes,
-            ..UdpFeedConfig::default()
-        },
+        udp: udp(bind),
+        line_b: case.line_b.map(|_| udp(loopback(0))),
         recovery: case.recovery,
         silence_timeout: Duration::from_secs(5),
         max_duration: Some(Duration::from_secs(30)),
@@ -298,25 +318,33 @@ fn start_mold(case: MoldCase, log: &Arc<MessageLog>) -> (MoldSource, MoldSimulat
     };
     let wait = PipelineConfig::default().wait;
     let session = Session::new(b"FAULTS").expect("fits");
-    let start_sim = |destination| {
+    let start_sim = |destination, line_b: Option<SocketAddr>| {
         let mut sim = MoldSimConfig::new(session, destination);
         sim.rate = case.rate;
         sim.faults = case.faults;
+        sim.line_b = line_b.zip(case.line_b).map(|(destination, faults)| LineB {
+            destination,
+            faults,
+        });
         MoldSimulator::start(Arc::clone(log), sim).expect("simulator")
     };
     let (mut source, sim) = match case.join_after {
         None => {
             let source = MoldSource::open(feed(loopback(0)), wait).expect("bind the feed");
-            let sim = start_sim(source.local_addr().expect("bound"));
+            let sim = start_sim(
+                source.local_addr().expect("bound"),
+                source.local_addr_b().expect("B bound"),
+            );
             (source, sim)
         }
         Some(after) => {
+            assert!(case.line_b.is_none(), "a late join is a one-line row");
             // A late join: the port is held by a socket nobody reads until `after` messages
             // went out; then it closes and the line binds the port. What went before, and
             // what arrived in between, the line never sees.
             let early = std::net::UdpSocket::bind(loopback(0)).expect("early socket");
             let port = early.local_addr().expect("bound").port();
-            let sim = start_sim(loopback(port));
+            let sim = start_sim(loopback(port), None);
             assert!(
                 wait_bounded(Duration::from_secs(10), || sim.stats().messages_released
                     >= after),
@@ -423,7 +451,12 @@ impl Oracle {
     /// `Err` with compare.py's verdict unless `ours` equals itch-book's book row for row
     /// (quantities modulo 2^32: itch-book sums levels in 32 bits, see compare.py).
     pub fn compare(&self, name: &str, ours: &str) -> Result<(), String> {
-        let path = self.dir.path().join(format!("{name}.book.csv"));
+        // A row's name as a file name: `A/B: ...` holds a path separator.
+        let file: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let path = self.dir.path().join(format!("{file}.book.csv"));
         std::fs::write(&path, ours).expect("write");
         let out = std::process::Command::new(&self.python)
             .arg(util::repo_root().join("tests/oracle/compare.py"))
@@ -496,6 +529,20 @@ pub fn verify(
             }
         }
     }
+    if let LineSourceReport::Mold(r) = &out.source {
+        if let Some(lines) = r.lines {
+            // The arbitration's own account: each message delivered was won exactly once,
+            // by line A's copy, line B's or a retransmission (summed here, not by the
+            // report's own `delivered()`).
+            let won = lines.a.won + lines.b.won + lines.retransmitted_won;
+            if won != r.recovery.delivered {
+                failed.push(format!(
+                    "won A {} + won B {} + retransmitted {} = {won} != delivered {}",
+                    lines.a.won, lines.b.won, lines.retransmitted_won, r.recovery.delivered
+                ));
+            }
+        }
+    }
     match scenario.expect {
         Expect::Recovered if lost > 0 => {
             failed.push(format!("{lost} declared lost where recovery was possible"))
@@ -512,42 +559,53 @@ pub fn verify(
 /// The table's header.
 pub const HEADER: &str =
     "scenario                      expect     sent  received   applied  dups  \
-                          gaps  recovered     lost  ttr p50   ttr max   secs  result";
+                          gaps  recovered     lost  ttr p50   ttr max   reqs  refused   secs  result";
 
 /// One row of the table.
 pub fn row(scenario: &Scenario, out: &Outcome, failed: &[String]) -> String {
     let ms = |d: Duration| format!("{:.1}ms", d.as_secs_f64() * 1e3);
-    let (sent, received, dups, gaps, recovered, p50, max) = match (&out.source, out.sim) {
-        (LineSourceReport::Mold(r), SimSide::Mold(s)) => {
-            let st = &r.recovery;
-            let has_times = st.gaps_recovered > 0;
-            (
+    let (sent, received, dups, gaps, recovered, p50, max, reqs, refused) =
+        match (&out.source, out.sim) {
+            (LineSourceReport::Mold(r), SimSide::Mold(s)) => {
+                let st = &r.recovery;
+                let has_times = st.gaps_recovered > 0;
+                (
+                    s.messages_sent,
+                    st.delivered + st.duplicates,
+                    st.duplicates,
+                    st.gaps,
+                    st.recovered,
+                    if has_times {
+                        ms(st.recover_p50)
+                    } else {
+                        "-".into()
+                    },
+                    if has_times {
+                        ms(st.recover_max)
+                    } else {
+                        "-".into()
+                    },
+                    st.requests_sent.to_string(),
+                    st.breaker_refused.to_string(),
+                )
+            }
+            (LineSourceReport::Soup(r), SimSide::Soup(s)) => (
                 s.messages_sent,
-                st.delivered + st.duplicates,
-                st.duplicates,
-                st.gaps,
-                st.recovered,
-                if has_times {
-                    ms(st.recover_p50)
-                } else {
-                    "-".into()
-                },
-                if has_times {
-                    ms(st.recover_max)
-                } else {
-                    "-".into()
-                },
-            )
-        }
-        (LineSourceReport::Soup(r), SimSide::Soup(s)) => {
-            (s.messages_sent, r.messages, 0, 0, 0, "-".into(), "-".into())
-        }
-        _ => unreachable!("a line and its own simulator"),
-    };
+                r.messages,
+                0,
+                0,
+                0,
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+            ),
+            _ => unreachable!("a line and its own simulator"),
+        };
     let mut line = String::new();
     let _ = write!(
         line,
-        "{:<29} {:<9} {:>6} {:>9} {:>9} {:>5} {:>5} {:>10} {:>8} {:>8} {:>9} {:>6.2}  {}",
+        "{:<29} {:<9} {:>6} {:>9} {:>9} {:>5} {:>5} {:>10} {:>8} {:>8} {:>9} {:>6} {:>8} {:>6.2}  {}",
         scenario.name,
         format!("{:?}", scenario.expect),
         sent,
@@ -559,8 +617,32 @@ pub fn row(scenario: &Scenario, out: &Outcome, failed: &[String]) -> String {
         out.lost(),
         p50,
         max,
+        reqs,
+        refused,
         out.took.as_secs_f64(),
         if failed.is_empty() { "ok" } else { "FAILED" }
     );
+    if let (LineSourceReport::Mold(r), SimSide::Mold(s)) = (&out.source, out.sim) {
+        if let Some(l) = r.lines {
+            // An A/B row's second line: what each line carried and won, beside the
+            // simulator's sends and drops on each.
+            let _ = write!(
+                line,
+                "\n    A/B: A sent {} dropped {} pkts, carried {} gaps {} won {}; \
+                 B sent {} dropped {} pkts, carried {} gaps {} won {}; retransmitted won {}",
+                s.messages_sent,
+                s.packets_dropped,
+                l.a.messages,
+                l.a.gaps,
+                l.a.won,
+                s.b_messages_sent,
+                s.b_packets_dropped,
+                l.b.messages,
+                l.b.gaps,
+                l.b.won,
+                l.retransmitted_won
+            );
+        }
+    }
     line
 }

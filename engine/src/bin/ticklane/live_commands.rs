@@ -230,6 +230,7 @@ fn start_admin(
                 .path
                 .is_some()
                 .then(|| Arc::clone(&handles.overload)),
+            latency: Some(Arc::clone(&handles.latency)),
         }],
         token: AdminToken::from_env_or(config.admin.token.clone()),
     });
