@@ -100,7 +100,9 @@ impl std::fmt::Display for Ended {
             Ended::Silent => f.write_str("server silent"),
             Ended::CutLoose(r) => write!(f, "cut loose: {r}"),
             Ended::ComeBackLater(r, d) => write!(f, "come back in {} ms: {r}", d.as_millis()),
-            Ended::LoginRejected(r, d) => write!(f, "login rejected ({r}); retry in {} ms", d.as_millis()),
+            Ended::LoginRejected(r, d) => {
+                write!(f, "login rejected ({r}); retry in {} ms", d.as_millis())
+            }
         }
     }
 }
@@ -220,15 +222,14 @@ impl Session {
                 retry_after_ms,
             }) => Err(ClientError::Ended {
                 addr,
-                why: Ended::LoginRejected(
-                    reason,
-                    Duration::from_millis(u64::from(retry_after_ms)),
-                ),
+                why: Ended::LoginRejected(reason, Duration::from_millis(u64::from(retry_after_ms))),
             }),
-            Received::Message(other) => Err(ended_by(addr, &other).unwrap_or(ClientError::Decode {
-                addr,
-                error: DecodeError::UnknownType(0),
-            })),
+            Received::Message(other) => {
+                Err(ended_by(addr, &other).unwrap_or(ClientError::Decode {
+                    addr,
+                    error: DecodeError::UnknownType(0),
+                }))
+            }
             Received::Gap { .. } => Err(ClientError::Decode {
                 addr,
                 error: DecodeError::UnknownType(0),

@@ -12,7 +12,7 @@ use super::write_queue::WriteQueue;
 
 /// Bytes kept free in every queue for the frames that end a connection (come back later,
 /// cut loose), so that those always find room.
-pub(crate) const CONTROL_RESERVE: usize = 16;
+pub(crate) const CONTROL_RESERVE: usize = 32;
 
 /// One subscription of a connection.
 #[derive(Clone, Copy, Debug)]
@@ -121,14 +121,17 @@ impl Connection {
         self.last_queued_ns = now_ns;
     }
 
-    /// Ends the connection: what is queued is dropped (the client is going anyway), the
-    /// frame saying why is queued, and the socket closes once it is sent or at `deadline_ns`.
-    pub(crate) fn close_with(&mut self, message: &ServerMessage<'_>, now_ns: u64, deadline_ns: u64) {
+    /// Ends the connection: the frame saying why is queued after what is queued already
+    /// (never dropped: a frame half sent must be finished, or the stream is garbage), and
+    /// the socket closes once it is sent or at `deadline_ns`.
+    pub(crate) fn close_with(
+        &mut self,
+        message: &ServerMessage<'_>,
+        now_ns: u64,
+        deadline_ns: u64,
+    ) {
         if matches!(self.phase, Phase::Closing { .. }) {
             return;
-        }
-        if matches!(message, ServerMessage::CutLoose { .. }) {
-            self.queue.clear();
         }
         self.push_control(message, now_ns);
         self.phase = Phase::Closing { deadline_ns };

@@ -71,16 +71,11 @@ impl SnapshotImages {
 
 fn fill(out: &mut Vec<LevelView>, records: &[LevelRecord], live: u32) {
     out.clear();
-    out.extend(
-        records
-            .iter()
-            .take(live as usize)
-            .map(|r| LevelView {
-                price: Price(r.price),
-                qty: r.qty,
-                orders: r.orders,
-            }),
-    );
+    out.extend(records.iter().take(live as usize).map(|r| LevelView {
+        price: Price(r.price),
+        qty: r.qty,
+        orders: r.orders,
+    }));
 }
 
 fn image_flags(payload: &SlotPayload) -> u8 {

@@ -34,7 +34,7 @@ pub mod protocol;
 mod server;
 mod write_queue;
 
-pub use admission::{AdmitAll, Admission, Stage, Verdict};
+pub use admission::{Admission, AdmitAll, Stage, Verdict};
 pub use counters::{ServeCounters, ServeCounts};
 pub use images::{BookImage, ImageSource, SnapshotImages};
 pub use server::{start_server, ServeConfig, ServeHandle};

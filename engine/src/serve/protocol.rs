@@ -578,7 +578,8 @@ impl<'a> Fields<'a> {
     fn take<const N: usize>(&mut self) -> [u8; N] {
         let (head, rest) = self.0.split_at(N);
         self.0 = rest;
-        head.try_into().expect("invariant: split_at(N) gives N bytes")
+        head.try_into()
+            .expect("invariant: split_at(N) gives N bytes")
     }
     fn u8(&mut self) -> u8 {
         self.take::<1>()[0]
@@ -914,14 +915,18 @@ mod tests {
                     shares,
                 }
             ),
-            (any::<u64>(), any::<[u8; 8]>(), any::<u8>(), any::<[u8; 4]>()).prop_map(
-                |(seq, symbol, state, reason)| ServerMessage::TradingState {
+            (
+                any::<u64>(),
+                any::<[u8; 8]>(),
+                any::<u8>(),
+                any::<[u8; 4]>()
+            )
+                .prop_map(|(seq, symbol, state, reason)| ServerMessage::TradingState {
                     seq,
                     symbol,
                     state,
                     reason,
-                }
-            ),
+                }),
             (any::<u64>(), any::<u32>(), any::<[u8; 8]>()).prop_map(|(seq, request_id, symbol)| {
                 ServerMessage::UnknownSymbol {
                     seq,
@@ -944,20 +949,22 @@ mod tests {
             proptest::collection::vec(level(), 0..12),
             proptest::collection::vec(level(), 0..12),
         )
-            .prop_map(|((seq, request_id, symbol, locate, flags, ts, feed_seq), b, a)| {
-                let header = ImageHeader {
-                    seq,
-                    request_id,
-                    symbol,
-                    locate,
-                    flags,
-                    trading_state: ts,
-                    feed_seq,
-                    bid_levels: b.len() as u16,
-                    ask_levels: a.len() as u16,
-                };
-                Owned::Image(header, b, a)
-            });
+            .prop_map(
+                |((seq, request_id, symbol, locate, flags, ts, feed_seq), b, a)| {
+                    let header = ImageHeader {
+                        seq,
+                        request_id,
+                        symbol,
+                        locate,
+                        flags,
+                        trading_state: ts,
+                        feed_seq,
+                        bid_levels: b.len() as u16,
+                        ask_levels: a.len() as u16,
+                    };
+                    Owned::Image(header, b, a)
+                },
+            );
         let symbols = (
             any::<u64>(),
             any::<u32>(),
@@ -1053,8 +1060,8 @@ mod tests {
             ]
         );
         let trade = [
-            0, 25, b'T', 0, 0, 0, 0, 0, 0, 0, 3, b'M', b'S', b'F', b'T', b' ', b' ', b' ', b' ',
-            0, 0, 0x27, 0x10, 0, 0, 0, 100,
+            0, 25, b'T', 0, 0, 0, 0, 0, 0, 0, 3, b'M', b'S', b'F', b'T', b' ', b' ', b' ', b' ', 0,
+            0, 0x27, 0x10, 0, 0, 0, 100,
         ];
         assert_eq!(
             decode_server(&trade),
@@ -1073,7 +1080,10 @@ mod tests {
     #[test]
     fn bad_frames_are_errors() {
         assert_eq!(decode_client(&[0, 0]), Err(DecodeError::EmptyFrame));
-        assert_eq!(decode_client(&[0, 1, b'q']), Err(DecodeError::UnknownType(b'q')));
+        assert_eq!(
+            decode_client(&[0, 1, b'q']),
+            Err(DecodeError::UnknownType(b'q'))
+        );
         assert_eq!(
             decode_client(&[0, 2, b'H', 0]),
             Err(DecodeError::BadLength { kind: b'H', len: 1 })
@@ -1084,7 +1094,10 @@ mod tests {
         image.extend_from_slice(&[0, 1, 0, 0]);
         assert_eq!(
             decode_server(&image),
-            Err(DecodeError::BadLength { kind: b'I', len: 36 })
+            Err(DecodeError::BadLength {
+                kind: b'I',
+                len: 36
+            })
         );
     }
 }

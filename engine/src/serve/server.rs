@@ -29,9 +29,9 @@ use super::connection::{Connection, Phase, Sub};
 use super::counters::{ServeCounters, ServeCounts};
 use super::images::ImageSource;
 use super::protocol::{
-    decode_client, encode_image, encode_server, ClientMessage, ImageHeader, Reason,
-    ServerMessage, FRAME_HEADER, IMAGE_HEADER_BYTES, LEVEL_BYTES, MAX_IMAGE_LEVELS,
-    PROTOCOL_VERSION, SYMBOLS_PER_FRAME,
+    decode_client, encode_image, encode_server, ClientMessage, ImageHeader, Reason, ServerMessage,
+    FRAME_HEADER, IMAGE_HEADER_BYTES, LEVEL_BYTES, MAX_IMAGE_LEVELS, PROTOCOL_VERSION,
+    SYMBOLS_PER_FRAME,
 };
 use crate::clock::Clock;
 use crate::overload::{Event, EventBody, RecvError, SubscriberHub, Subscription};
@@ -311,6 +311,8 @@ impl Server {
                 self.counters.add_rejected(1);
                 continue;
             }
+            // Updates are small and latency is the point: no Nagle delay.
+            let _ = stream.set_nodelay(true);
             let slot = self.free.pop().unwrap_or_else(|| {
                 self.clients.push(None);
                 self.clients.len() - 1
@@ -328,7 +330,8 @@ impl Server {
                 self.config.max_symbols,
                 now,
             ));
-            self.counters.set_clients(self.clients.iter().flatten().count());
+            self.counters
+                .set_clients(self.clients.iter().flatten().count());
         }
     }
 
@@ -700,10 +703,19 @@ impl Server {
             if event.feed_seq <= sub.image_feed_seq {
                 continue; // in the image already
             }
+            if conn.queue.len() >= high {
+                // A burst filled the queue within one turn: offer it to the socket before
+                // calling the client slow; only a client whose socket will not take it is.
+                match conn.queue.flush_to(&mut conn.stream) {
+                    Ok(n) => self.counters.add_bytes(n as u64),
+                    Err(_) => conn.dead = true,
+                }
+            }
             let conflatable = event.is_conflatable();
             let refresh = matches!(event.body, EventBody::Refresh(_));
             if refresh
-                || (conflatable && (conn.conflating || conn.queue.len() >= high || sub.pending != 0))
+                || (conflatable
+                    && (conn.conflating || conn.queue.len() >= high || sub.pending != 0))
             {
                 // A refresh stands for state the server's own subscription missed: the
                 // client is owed the latest image instead.
@@ -741,7 +753,8 @@ impl Server {
             };
             let len = frame_len(&message);
             if conn.fits(len) {
-                conn.queue.push_encoded(len, |out| encode_server(&message, out));
+                conn.queue
+                    .push_encoded(len, |out| encode_server(&message, out));
                 conn.next_seq += 1;
                 conn.last_queued_ns = now;
             } else if conflatable {
@@ -795,10 +808,7 @@ impl Server {
                     }
                 }
                 self.bump.reset();
-                if self.clients[slot]
-                    .as_ref()
-                    .is_some_and(|c| c.conflating)
-                {
+                if self.clients[slot].as_ref().is_some_and(|c| c.conflating) {
                     break;
                 }
             }
@@ -863,7 +873,8 @@ impl Server {
         let _ = self.poll.registry().deregister(&mut conn.stream);
         self.admission.on_close(conn.peer);
         self.free.push(slot);
-        self.counters.set_clients(self.clients.iter().flatten().count());
+        self.counters
+            .set_clients(self.clients.iter().flatten().count());
     }
 }
 
