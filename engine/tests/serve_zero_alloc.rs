@@ -178,7 +178,7 @@ fn serving_requests_allocates_nothing_once_warm() {
                 if header.request_id == i && levels.len() == 40 * 16)
         });
         client.send(&ClientMessage::Unsubscribe { symbol });
-        if i % 10 == 0 {
+        if i.is_multiple_of(10) {
             client.send(&ClientMessage::SymbolList {
                 request_id: i,
                 budget_ms: 10_000,

@@ -551,13 +551,23 @@ pub fn encode_server(message: &ServerMessage<'_>, out: &mut impl FrameOut) {
     }
 }
 
-/// The next frame in `bytes`: its type byte, payload, and total length; `None` if `bytes`
-/// does not hold a whole frame yet.
+/// One whole frame found in a byte stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    /// The type byte.
+    pub kind: u8,
+    /// The payload after the type byte.
+    pub payload: &'a [u8],
+    /// Bytes the frame takes, header included.
+    pub len: usize,
+}
+
+/// The next frame in `bytes`; `None` if `bytes` does not hold a whole frame yet.
 ///
 /// # Errors
 ///
 /// [`DecodeError::EmptyFrame`] for a length of 0.
-pub fn split_frame(bytes: &[u8]) -> Result<Option<(u8, &[u8], usize)>, DecodeError> {
+pub fn split_frame(bytes: &[u8]) -> Result<Option<Frame<'_>>, DecodeError> {
     let Some(len) = bytes.get(..2) else {
         return Ok(None);
     };
@@ -568,7 +578,11 @@ pub fn split_frame(bytes: &[u8]) -> Result<Option<(u8, &[u8], usize)>, DecodeErr
     let Some(frame) = bytes.get(2..2 + len) else {
         return Ok(None);
     };
-    Ok(Some((frame[0], &frame[1..], 2 + len)))
+    Ok(Some(Frame {
+        kind: frame[0],
+        payload: &frame[1..],
+        len: 2 + len,
+    }))
 }
 
 /// Big-endian field reads from a payload whose length was checked once.
@@ -623,7 +637,12 @@ fn expect_len(kind: u8, payload: &[u8], len: usize) -> Result<Fields<'_>, Decode
 ///
 /// A [`DecodeError`] when the frame is not a client message of this version.
 pub fn decode_client(bytes: &[u8]) -> Result<Option<(ClientMessage, usize)>, DecodeError> {
-    let Some((kind, payload, used)) = split_frame(bytes)? else {
+    let Some(Frame {
+        kind,
+        payload,
+        len: used,
+    }) = split_frame(bytes)?
+    else {
         return Ok(None);
     };
     let message = match kind {
@@ -672,7 +691,12 @@ pub fn decode_client(bytes: &[u8]) -> Result<Option<(ClientMessage, usize)>, Dec
 ///
 /// A [`DecodeError`] when the frame is not a server message of this version.
 pub fn decode_server(bytes: &[u8]) -> Result<Option<(ServerMessage<'_>, usize)>, DecodeError> {
-    let Some((kind, payload, used)) = split_frame(bytes)? else {
+    let Some(Frame {
+        kind,
+        payload,
+        len: used,
+    }) = split_frame(bytes)?
+    else {
         return Ok(None);
     };
     let bad = || DecodeError::BadLength {

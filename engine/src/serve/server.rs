@@ -774,10 +774,7 @@ impl Server {
     /// Clients back at their low mark get the images they are owed, newest first.
     fn owe_images(&mut self, now: u64) {
         for slot in 0..self.clients.len() {
-            loop {
-                let Some(conn) = self.clients[slot].as_mut() else {
-                    break;
-                };
+            while let Some(conn) = self.clients[slot].as_mut() {
                 if conn.phase != Phase::Streaming {
                     break;
                 }
