@@ -181,6 +181,71 @@ fn image_then_updates_rebuild_the_engines_book() {
     assert_eq!((counts.accepted, counts.requests), (1, 2));
 }
 
+/// The snapshot is published after the book thread delivers a batch's events, so an image
+/// can be older than updates the server already sent; such an image is held until the
+/// source catches up, and the new subscriber's book is still the engine's.
+#[test]
+fn an_image_behind_the_update_stream_waits_for_its_source() {
+    let mut f = Fixture::new(ServeConfig {
+        stale_image_wait: Duration::from_secs(60),
+        ..ServeConfig::new(loopback())
+    });
+    let mut first = Session::connect(f.addr(), "first", TIMEOUT).unwrap();
+    let id = first.subscribe("AAPL", TIMEOUT).unwrap();
+    let mut first_book = ModelBook::default();
+    read_until(
+        &mut first,
+        &mut first_book,
+        |m, _| matches!(m, ServerMessage::BookImage { header, .. } if header.request_id == id),
+    );
+    // An update the server sends before the "snapshot" (the model) holds it.
+    let late = LevelView {
+        price: Price(99_0000),
+        qty: 900,
+        orders: 9,
+    };
+    f.feed_seq += 1;
+    let now = f.fanout.now_ns();
+    f.fanout.deliver(
+        serve_util::event(
+            &AAPL,
+            1,
+            f.feed_seq,
+            ticklane_engine::overload::EventBody::Level {
+                side: Side::Bid,
+                level: late,
+            },
+        ),
+        now,
+    );
+    read_until(&mut first, &mut first_book, |m, _| {
+        matches!(m, ServerMessage::Level { .. })
+    });
+    let mut second = Session::connect(f.addr(), "second", TIMEOUT).unwrap();
+    let id = second.subscribe("AAPL", TIMEOUT).unwrap();
+    let listed = second.symbol_list(TIMEOUT).unwrap();
+    // Requests are served in order: the list answered first means the image is held.
+    assert!(matches!(
+        second.recv().unwrap(),
+        Received::Message(ServerMessage::SymbolList { request_id, .. }) if request_id == listed
+    ));
+    // The snapshot catches up: the image goes out, with the late level in it.
+    {
+        let mut model = f.model.0.lock().unwrap();
+        let entry = model.books.get_mut(&AAPL).unwrap();
+        entry.1 = f.feed_seq;
+        entry.2.set(Side::Bid, late);
+    }
+    let mut second_book = ModelBook::default();
+    read_until(
+        &mut second,
+        &mut second_book,
+        |m, _| matches!(m, ServerMessage::BookImage { header, .. } if header.request_id == id),
+    );
+    assert_eq!(second_book, f.model.book(&AAPL));
+    assert_eq!(first_book, second_book);
+}
+
 #[test]
 fn symbol_list_and_unknown_symbol() {
     let f = Fixture::new(ServeConfig::new(loopback()));

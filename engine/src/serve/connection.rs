@@ -19,11 +19,18 @@ pub(crate) const CONTROL_RESERVE: usize = 32;
 pub(crate) struct Sub {
     pub(crate) symbol: [u8; 8],
     pub(crate) locate: u16,
+    /// Whether the server's per-locate interest count includes it (under `locate`).
+    pub(crate) counted: bool,
     /// Updates at or below this feed sequence are in the image already sent.
     pub(crate) image_feed_seq: u64,
     /// 0 when nothing is owed; otherwise the order in which its state was conflated (the
     /// largest is the newest), so that images owed go out newest first.
     pub(crate) pending: u64,
+    /// The request the next image answers; 0 for a refresh.
+    pub(crate) answer: u32,
+    /// When the image owed was first held back because its source was behind (ns); 0 when
+    /// it was not.
+    pub(crate) owed_since_ns: u64,
 }
 
 /// Where a connection stands.

@@ -71,6 +71,9 @@ pub struct ServeConfig {
     pub drain_timeout: Duration,
     /// How long a client being cut loose or told to go gets to read the reason.
     pub closing_grace: Duration,
+    /// How long an image that is behind the update stream (its source has not yet
+    /// published updates the server already sent) is held before it is sent as it is.
+    pub stale_image_wait: Duration,
     /// Seeds the jitter of the retry-afters.
     pub seed: u64,
 }
@@ -91,6 +94,7 @@ impl ServeConfig {
             busy_retry_after_ms: (2000, 5000),
             drain_timeout: Duration::from_secs(2),
             closing_grace: Duration::from_secs(1),
+            stale_image_wait: Duration::from_millis(50),
             seed: 0x5eed,
         }
     }
@@ -179,6 +183,7 @@ pub fn start_server(
         bump: Bump::with_capacity(64 << 10),
         rng: SplitMix64::new(config.seed),
         interest: vec![0u32; 1 << 16].into_boxed_slice(),
+        last_fanned: vec![0u64; 1 << 16].into_boxed_slice(),
         conflation_mark: 0,
     };
     let thread_stop = Arc::clone(&stop);
@@ -211,6 +216,9 @@ struct Server {
     rng: SplitMix64,
     /// Subscriptions per locate over all clients: events nobody wants are skipped at once.
     interest: Box<[u32]>,
+    /// The newest feed sequence the server has taken from the hub, per locate: an image
+    /// older than it misses updates already sent, and waits for the source to catch up.
+    last_fanned: Box<[u64]>,
     conflation_mark: u64,
 }
 
@@ -428,7 +436,7 @@ impl Server {
             (Phase::Streaming, ClientMessage::Unsubscribe { symbol }) => {
                 if let Some(i) = conn.sub_index(&symbol) {
                     let sub = conn.subs.swap_remove(i);
-                    if sub.image_feed_seq != 0 || sub.pending != 0 {
+                    if sub.counted {
                         let n = &mut self.interest[usize::from(sub.locate)];
                         *n = n.saturating_sub(1);
                     }
@@ -521,13 +529,19 @@ impl Server {
                 conn.subs.push(Sub {
                     symbol,
                     locate: 0,
+                    counted: false,
                     image_feed_seq: 0,
                     pending: 0,
+                    answer: 0,
+                    owed_since_ns: 0,
                 });
                 conn.subs.len() - 1
             }
         };
-        if !self.send_image(slot, index, request_id, now) {
+        if let Some(conn) = self.clients[slot].as_mut() {
+            conn.subs[index].answer = request_id;
+        }
+        if !self.send_image(slot, index, now) {
             // No such instrument (yet): say so; the subscription is not kept.
             let conn = self.clients[slot].as_mut().expect("invariant: still here");
             let sub = conn.subs.swap_remove(index);
@@ -544,9 +558,15 @@ impl Server {
         }
     }
 
-    /// Encodes subscription `index`'s image in the arena and queues it. `false` if the
-    /// instrument is unknown; a client whose queue cannot take it has it owed instead.
-    fn send_image(&mut self, slot: usize, index: usize, request_id: u32, now: u64) -> bool {
+    /// Encodes subscription `index`'s image in the arena and queues it, answering its
+    /// request (or as a refresh). `false` if the instrument is unknown. The image is owed
+    /// instead when the client's queue cannot take it, or when the source is behind the
+    /// update stream: the server already sent updates for the instrument newer than the
+    /// image holds (the snapshot is published after the book thread delivers the events of a
+    /// batch). An image behind for longer than `stale_image_wait` is taken as it is
+    /// (a message that changed no published state leaves the snapshot's sequence behind for
+    /// good).
+    fn send_image(&mut self, slot: usize, index: usize, now: u64) -> bool {
         let Some(conn) = self.clients[slot].as_mut() else {
             return true;
         };
@@ -562,7 +582,7 @@ impl Server {
             encode_image(
                 ImageHeader {
                     seq,
-                    request_id,
+                    request_id: sub.answer,
                     symbol: image.symbol,
                     locate: image.locate,
                     flags: image.flags,
@@ -582,31 +602,44 @@ impl Server {
         let Some((locate, feed_seq)) = seen.filter(|_| found) else {
             return false;
         };
-        if conn.fits(frame.len()) {
-            let _ = conn.queue.push(&frame);
-            conn.last_queued_ns = now;
-            conn.next_seq += 1;
-            let old = conn.subs[index].locate;
-            if conn.subs[index].image_feed_seq == 0 && conn.subs[index].pending == 0 {
-                self.interest[usize::from(locate)] += 1;
-            } else if old != locate {
-                self.interest[usize::from(old)] = self.interest[usize::from(old)].saturating_sub(1);
-                self.interest[usize::from(locate)] += 1;
-            }
-            let s = &mut conn.subs[index];
-            s.locate = locate;
-            s.image_feed_seq = feed_seq.max(1);
-            s.pending = 0;
-        } else {
-            self.conflation_mark += 1;
-            if conn.subs[index].image_feed_seq == 0 && conn.subs[index].pending == 0 {
-                self.interest[usize::from(locate)] += 1;
-            }
-            let s = &mut conn.subs[index];
-            s.locate = locate;
-            s.pending = self.conflation_mark;
-            conn.conflating = true;
+        // Counted once per subscription in `interest`, under the locate it has now.
+        let at = usize::from(locate);
+        if !sub.counted {
+            self.interest[at] += 1;
+        } else if sub.locate != locate {
+            let old = usize::from(sub.locate);
+            self.interest[old] = self.interest[old].saturating_sub(1);
+            self.interest[at] += 1;
         }
+        let behind = feed_seq < self.last_fanned[at];
+        let owed_since = if sub.owed_since_ns == 0 {
+            now
+        } else {
+            sub.owed_since_ns
+        };
+        let waited_out =
+            now.saturating_sub(owed_since) >= self.config.stale_image_wait.as_nanos() as u64;
+        let s = &mut conn.subs[index];
+        s.locate = locate;
+        s.counted = true;
+        if (behind && !waited_out) || !conn.fits(frame.len()) {
+            self.conflation_mark += 1;
+            let s = &mut conn.subs[index];
+            s.pending = self.conflation_mark;
+            s.owed_since_ns = owed_since;
+            if !behind {
+                conn.conflating = true;
+            }
+            return true;
+        }
+        let _ = conn.queue.push(&frame);
+        conn.last_queued_ns = now;
+        conn.next_seq += 1;
+        let s = &mut conn.subs[index];
+        s.image_feed_seq = feed_seq.max(self.last_fanned[at]).max(1);
+        s.pending = 0;
+        s.answer = 0;
+        s.owed_since_ns = 0;
         true
     }
 
@@ -684,6 +717,8 @@ impl Server {
     }
 
     fn deliver(&mut self, event: &Event, now: u64) {
+        let last = &mut self.last_fanned[usize::from(event.locate.0)];
+        *last = (*last).max(event.feed_seq);
         if self.interest[usize::from(event.locate.0)] == 0 {
             return;
         }
@@ -798,13 +833,19 @@ impl Server {
                     conn.conflating = true;
                     break;
                 }
-                if !self.send_image(slot, index, 0, now) {
+                if !self.send_image(slot, index, now) {
                     // Gone from the source: stop owing it.
                     if let Some(conn) = self.clients[slot].as_mut() {
                         conn.subs[index].pending = 0;
                     }
                 }
                 self.bump.reset();
+                if self.clients[slot]
+                    .as_ref()
+                    .is_some_and(|c| c.subs[index].pending != 0)
+                {
+                    break; // still owed (the source is behind): next turn
+                }
                 if self.clients[slot].as_ref().is_some_and(|c| c.conflating) {
                     break;
                 }
@@ -862,7 +903,7 @@ impl Server {
             return;
         };
         for sub in &conn.subs {
-            if sub.image_feed_seq != 0 || sub.pending != 0 {
+            if sub.counted {
                 let n = &mut self.interest[usize::from(sub.locate)];
                 *n = n.saturating_sub(1);
             }
