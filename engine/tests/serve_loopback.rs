@@ -509,6 +509,57 @@ fn a_trade_that_fits_nowhere_cuts_the_slow_client_loose_and_only_it() {
     assert_eq!((counts.cut_loose, counts.shed), (1, 0));
 }
 
+/// All queues together past their bound: the heaviest is shed, the light client stays.
+#[test]
+fn under_overload_the_heaviest_consumer_is_shed_first() {
+    let mut f = Fixture::new(ServeConfig {
+        total_queue_bytes: 32 << 10,
+        ..small_queues()
+    });
+    let epoch = Instant::now();
+    let mut heavy = Session::connect(f.addr(), "heavy", TIMEOUT).unwrap();
+    let mut light = Session::connect(f.addr(), "light", TIMEOUT).unwrap();
+    for symbol in ["AAPL", "MSFT"] {
+        let id = heavy.subscribe(symbol, TIMEOUT).unwrap();
+        read_until(
+            &mut heavy,
+            &mut ModelBook::default(),
+            |m, _| matches!(m, ServerMessage::BookImage { header, .. } if header.request_id == id),
+        );
+    }
+    let id = light.subscribe("AAPL", TIMEOUT).unwrap();
+    read_until(
+        &mut light,
+        &mut ModelBook::default(),
+        |m, _| matches!(m, ServerMessage::BookImage { header, .. } if header.request_id == id),
+    );
+    // The light client reads (and paces the producer); the heavy one reads nothing and gets
+    // MSFT's trades on top of what both get.
+    let light = fast_reader(light, epoch, u32::MAX);
+    let mut rounds = 0u64;
+    while f.server.counters().load().shed == 0 {
+        for _ in 0..200 {
+            f.trade(&MSFT, 1);
+        }
+        rounds += 1;
+        f.level(&AAPL, Side::Bid, 50_0000, rounds);
+        wait_for(&light.levels, rounds);
+        assert!(rounds < 100_000, "nobody was shed");
+    }
+    f.trade(&AAPL, u32::MAX);
+    light.thread.join().unwrap();
+    let end = loop {
+        match heavy.recv() {
+            Ok(_) => {}
+            Err(ClientError::Ended { why, .. }) => break why,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(end, Ended::CutLoose(Reason::Shed));
+    let counts = f.server.counters().load();
+    assert_eq!((counts.shed, counts.cut_loose), (1, 0));
+}
+
 #[test]
 fn a_graceful_stop_stops_accepting_and_says_when_to_come_back() {
     let f = Fixture::new(ServeConfig::new(loopback()));

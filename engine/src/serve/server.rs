@@ -855,7 +855,15 @@ impl Server {
 
     /// All queues together past their bound: shed the heaviest client first.
     fn shed_heaviest(&mut self, now: u64) {
-        let total: usize = self.clients.iter().flatten().map(|c| c.queue.len()).sum();
+        // Clients already going are not counted: their queues end with their grace, and
+        // counting them would shed the next client for the one just shed.
+        let total: usize = self
+            .clients
+            .iter()
+            .flatten()
+            .filter(|c| c.phase == Phase::Streaming)
+            .map(|c| c.queue.len())
+            .sum();
         if total <= self.config.total_queue_bytes {
             return;
         }
