@@ -509,6 +509,21 @@ fn a_trade_that_fits_nowhere_cuts_the_slow_client_loose_and_only_it() {
     assert_eq!((counts.cut_loose, counts.shed), (1, 0));
 }
 
+/// A connection that never logs in is cut loose with reason `T` after the login timeout.
+#[test]
+fn a_connection_that_never_logs_in_is_cut_at_the_login_timeout() {
+    let f = Fixture::new(ServeConfig {
+        login_timeout: Duration::from_millis(50),
+        ..ServeConfig::new(loopback())
+    });
+    let mut raw = std::net::TcpStream::connect(f.addr()).unwrap();
+    raw.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut said = Vec::new();
+    raw.read_to_end(&mut said).unwrap();
+    // `C` (cut loose), reason `T`, then the server closed.
+    assert_eq!(said, [0, 2, b'C', b'T']);
+}
+
 /// All queues together past their bound: the heaviest is shed, the light client stays.
 #[test]
 fn under_overload_the_heaviest_consumer_is_shed_first() {

@@ -62,6 +62,8 @@ pub(crate) struct Connection {
     pub(crate) dead: bool,
     /// When the server last queued anything (ns), for heartbeats.
     pub(crate) last_queued_ns: u64,
+    /// When the connection was accepted (ns), for the login timeout.
+    pub(crate) accepted_ns: u64,
 }
 
 impl Connection {
@@ -86,6 +88,7 @@ impl Connection {
             conflating: false,
             dead: false,
             last_queued_ns: now_ns,
+            accepted_ns: now_ns,
         }
     }
 

@@ -60,7 +60,7 @@ pub enum Reason {
     ProtocolError = b'P',
     /// Too many subscriptions on one connection.
     TooManySymbols = b'M',
-    /// The client sent nothing for longer than the heartbeat timeout.
+    /// The client did not log in within the login timeout.
     Silent = b'T',
     /// A reason this build does not know (decoded from a newer peer).
     Other = b'?',
@@ -93,7 +93,7 @@ impl fmt::Display for Reason {
             Reason::Shed => "shed under overload (heaviest consumer)",
             Reason::ProtocolError => "protocol error",
             Reason::TooManySymbols => "too many subscriptions",
-            Reason::Silent => "client silent past the heartbeat timeout",
+            Reason::Silent => "no login within the login timeout",
             Reason::Other => "unknown reason",
         })
     }

@@ -74,6 +74,9 @@ pub struct ServeConfig {
     /// How long an image that is behind the update stream (its source has not yet
     /// published updates the server already sent) is held before it is sent as it is.
     pub stale_image_wait: Duration,
+    /// A connection that has not logged in this long after it was accepted is cut loose
+    /// (reason `T`), so that half-open connections do not hold slots.
+    pub login_timeout: Duration,
     /// Seeds the jitter of the retry-afters.
     pub seed: u64,
 }
@@ -95,6 +98,7 @@ impl ServeConfig {
             drain_timeout: Duration::from_secs(2),
             closing_grace: Duration::from_secs(1),
             stale_image_wait: Duration::from_millis(50),
+            login_timeout: Duration::from_secs(10),
             seed: 0x5eed,
         }
     }
@@ -886,6 +890,13 @@ impl Server {
             let Some(conn) = self.clients[slot].as_mut() else {
                 continue;
             };
+            if conn.phase == Phase::AwaitingLogin
+                && now.saturating_sub(conn.accepted_ns)
+                    >= self.config.login_timeout.as_nanos() as u64
+            {
+                let deadline = now + self.config.closing_grace.as_nanos() as u64;
+                conn.cut(Reason::Silent, now, deadline);
+            }
             if conn.phase == Phase::Streaming
                 && conn.queue.is_empty()
                 && now.saturating_sub(conn.last_queued_ns) >= heartbeat_ns
