@@ -246,6 +246,38 @@ fn an_image_behind_the_update_stream_waits_for_its_source() {
     assert_eq!(first_book, second_book);
 }
 
+/// Requests sent in one write, more than the server reads at once (4 KiB), are all served:
+/// the socket is read until it would block.
+#[test]
+fn a_burst_of_requests_larger_than_the_read_buffer_is_served_whole() {
+    use ticklane_engine::serve::protocol::{encode_client, ClientMessage};
+    let f = Fixture::new(ServeConfig::new(loopback()));
+    let mut client = Session::connect(f.addr(), "burst", TIMEOUT).unwrap();
+    let mut burst = Vec::new();
+    for request_id in 1..=300 {
+        encode_client(
+            &ClientMessage::Subscribe {
+                request_id,
+                budget_ms: 60_000,
+                symbol: AAPL,
+            },
+            &mut burst,
+        );
+        encode_client(&ClientMessage::Unsubscribe { symbol: AAPL }, &mut burst);
+    }
+    assert!(burst.len() > 8 << 10);
+    // Sent through the session's own socket, all at once.
+    client.send_raw(&burst).unwrap();
+    for request_id in 1..=300 {
+        match client.recv().unwrap() {
+            Received::Message(ServerMessage::BookImage { header, .. }) => {
+                assert_eq!(header.request_id, request_id);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
 #[test]
 fn symbol_list_and_unknown_symbol() {
     let f = Fixture::new(ServeConfig::new(loopback()));

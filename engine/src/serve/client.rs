@@ -260,6 +260,22 @@ impl Session {
         Ok(())
     }
 
+    /// Sends bytes as they are (frames the caller encoded: a burst of requests in one write).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::Io`] if the write fails.
+    pub fn send_raw(&mut self, frames: &[u8]) -> Result<(), ClientError> {
+        self.stream
+            .write_all(frames)
+            .map_err(|source| ClientError::Io {
+                addr: self.addr,
+                source,
+            })?;
+        self.last_sent = Instant::now();
+        Ok(())
+    }
+
     /// Asks for `symbol`'s image and updates, with `budget` to answer; the request id.
     ///
     /// # Errors

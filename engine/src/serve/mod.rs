@@ -37,5 +37,5 @@ mod write_queue;
 pub use admission::{Admission, AdmitAll, Stage, Verdict};
 pub use counters::{ServeCounters, ServeCounts};
 pub use images::{BookImage, ImageSource, SnapshotImages};
-pub use server::{start_server, ServeConfig, ServeHandle};
+pub use server::{start_server, start_server_stopping_on, ServeConfig, ServeHandle};
 pub use write_queue::WriteQueue;

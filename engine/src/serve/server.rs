@@ -164,12 +164,28 @@ pub fn start_server(
     images: Box<dyn ImageSource>,
     admission: Box<dyn Admission>,
 ) -> io::Result<ServeHandle> {
+    start_server_stopping_on(config, hub, images, admission, Arc::default())
+}
+
+/// [`start_server`], stopping gracefully as soon as `stop` is set (the process's shutdown
+/// flag: on SIGTERM the server stops accepting and tells its clients to come back at once,
+/// while the line drains), or when the handle is stopped or dropped.
+///
+/// # Errors
+///
+/// As [`start_server`].
+pub fn start_server_stopping_on(
+    config: ServeConfig,
+    hub: Option<SubscriberHub>,
+    images: Box<dyn ImageSource>,
+    admission: Box<dyn Admission>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<ServeHandle> {
     let mut listener = TcpListener::bind(config.listen)?;
     let addr = listener.local_addr()?;
     let poll = Poll::new()?;
     poll.registry()
         .register(&mut listener, LISTENER, Interest::READABLE)?;
-    let stop = Arc::new(AtomicBool::new(false));
     let counters = Arc::new(ServeCounters::default());
     let subscription = hub.as_ref().map(SubscriberHub::subscribe);
     let mut server = Server {
@@ -347,40 +363,48 @@ impl Server {
         }
     }
 
+    /// Reads and serves what the client sent. mio reports readiness once per edge, so the
+    /// socket is read until it would block: a full read buffer is served, then read again.
     fn serve_readable(&mut self, slot: usize, now: u64) {
-        let Some(Some(conn)) = self.clients.get_mut(slot) else {
-            return;
-        };
-        if matches!(conn.phase, Phase::Closing { .. }) {
-            return;
-        }
-        if conn.fill().is_err() {
-            conn.dead = true;
-            return;
-        }
-        let mut at = 0;
         let deadline = self.grace_deadline(now);
         loop {
-            let Some(conn) = self.clients[slot].as_mut() else {
+            let Some(Some(conn)) = self.clients.get_mut(slot) else {
                 return;
             };
-            if matches!(conn.phase, Phase::Closing { .. }) {
-                break;
+            if matches!(conn.phase, Phase::Closing { .. }) || conn.dead {
+                return;
             }
-            match decode_client(&conn.read_buf[at..conn.read_len]) {
-                Ok(Some((message, used))) => {
-                    at += used;
-                    self.handle(slot, message, now);
-                }
-                Ok(None) => break,
-                Err(_) => {
-                    conn.cut(Reason::ProtocolError, now, deadline);
+            if conn.fill().is_err() {
+                conn.dead = true;
+                return;
+            }
+            let full = conn.read_len == conn.read_buf.len();
+            let mut at = 0;
+            loop {
+                let Some(conn) = self.clients[slot].as_mut() else {
+                    return;
+                };
+                if matches!(conn.phase, Phase::Closing { .. }) {
                     break;
                 }
+                match decode_client(&conn.read_buf[at..conn.read_len]) {
+                    Ok(Some((message, used))) => {
+                        at += used;
+                        self.handle(slot, message, now);
+                    }
+                    Ok(None) => break,
+                    Err(_) => {
+                        conn.cut(Reason::ProtocolError, now, deadline);
+                        break;
+                    }
+                }
             }
-        }
-        if let Some(conn) = self.clients[slot].as_mut() {
-            conn.consume(at);
+            if let Some(conn) = self.clients[slot].as_mut() {
+                conn.consume(at);
+            }
+            if !full {
+                return;
+            }
         }
     }
 

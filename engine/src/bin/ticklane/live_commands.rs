@@ -205,7 +205,7 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     let source = LineSource::open(&feed, &pipeline)?;
     let (server, fanout) = match args.serve.or(config.serve.listen) {
         Some(listen) => {
-            let (server, fanout) = serve_command::start(listen, &config)?;
+            let (server, fanout) = serve_command::start(listen, &config, &stop)?;
             (Some(server), Some(fanout))
         }
         None => (None, None),
