@@ -16,7 +16,7 @@
 //! | 5 | `overload`, `serve_guard` | sojourn detection, shedding publisher, subscriber fan-out; the subscriber server's admission policy (reconnect-storm defences) and its stampede-free cache |
 //! | 6 | `pipeline` | threads, ring, sources (capture, MoldUDP64, SoupBinTCP), the book stage |
 //! | 7 | `config` | the run configuration file |
-//! | 8 | `replay`, `live`, `tail`, `admin` | the applications that wire the floors below; the HTTP server for health, metrics and admin calls |
+//! | 8 | `replay`, `live`, `tail`, `admin`, `serve` | the applications that wire the floors below; the HTTP server for health, metrics and admin calls; the subscriber server, its protocol and client |
 //! | 9 | `views` | what the binary prints of their reports, and the exit status each earns |
 //!
 //! The `ticklane` binary sits above them all: it parses arguments, calls one application
@@ -73,6 +73,8 @@ pub mod admin;
 pub mod live;
 #[cfg(not(loom))]
 pub mod replay;
+#[cfg(not(loom))]
+pub mod serve;
 #[cfg(not(loom))]
 pub mod tail;
 #[cfg(not(loom))]

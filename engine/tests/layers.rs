@@ -30,6 +30,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("live", 8),
     ("admin", 8),
     ("tail", 8),
+    ("serve", 8),
     ("views", 9),
 ];
 

@@ -19,8 +19,12 @@ mod arg_values;
 mod file_commands;
 #[path = "ticklane/live_commands.rs"]
 mod live_commands;
+#[path = "ticklane/serve_command.rs"]
+mod serve_command;
 #[path = "ticklane/snapshot_commands.rs"]
 mod snapshot_commands;
+#[path = "ticklane/subscribe_command.rs"]
+mod subscribe_command;
 
 /// ticklane: a low-latency Nasdaq TotalView-ITCH 5.0 price engine.
 ///
@@ -62,6 +66,9 @@ enum Command {
     /// Run the engine with a printing consumer on its update stream (quotes, levels,
     /// trades, trading states; refreshes when the terminal falls behind).
     Tail(file_commands::TailArgs),
+    /// Follow symbols on a subscriber server (`run --serve`) and print every update;
+    /// reconnects with backoff and full jitter, honouring the server's retry-after.
+    Subscribe(subscribe_command::SubscribeArgs),
 }
 
 /// `ticklane … | head` closes stdout early. Rust ignores SIGPIPE, so the next `println!`
@@ -96,6 +103,7 @@ fn main() -> ExitCode {
         Some(Command::Book(args)) => snapshot_commands::book(&args),
         Some(Command::Top(args)) => snapshot_commands::top(&args),
         Some(Command::Tail(args)) => file_commands::tail(&args),
+        Some(Command::Subscribe(args)) => subscribe_command::subscribe(&args),
     };
     match result {
         Ok(status) => status.into(),

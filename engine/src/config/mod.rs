@@ -91,6 +91,8 @@ pub struct RunConfig {
     pub feed_name: String,
     /// `[admin]`: the HTTP server.
     pub admin: AdminSection,
+    /// `[serve]`: the subscriber server.
+    pub serve: ServeSection,
     /// The file it was read from, for errors.
     file: PathBuf,
 }
@@ -183,6 +185,13 @@ pub struct AdminSection {
     pub token: Option<AdminToken>,
 }
 
+/// `[serve]`, checked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServeSection {
+    /// Where the subscriber server listens; no server when absent.
+    pub listen: Option<SocketAddr>,
+}
+
 /// A feed line ready to open.
 #[derive(Clone, Debug)]
 // Made once per process and never moved on a hot path: boxing the larger variant would buy
@@ -247,12 +256,19 @@ impl RunConfig {
             Some(section) => admin_section(&check, section.get_ref())?,
             None => AdminSection::default(),
         };
+        let serve = match &raw.serve {
+            Some(section) => ServeSection {
+                listen: check.socket_addr("serve.listen", &section.get_ref().listen, false)?,
+            },
+            None => ServeSection::default(),
+        };
         Ok(RunConfig {
             engine,
             snapshot,
             feed,
             feed_name,
             admin,
+            serve,
             file: path.to_path_buf(),
         })
     }
@@ -776,6 +792,24 @@ mod tests {
     fn mold_with(extra: &str) -> Result<RunConfig, ConfigError> {
         let text = format!("[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:1\"\n{extra}");
         RunConfig::parse(&text, Path::new("t.toml"))
+    }
+
+    #[test]
+    fn the_serve_listen_key_is_checked() {
+        assert_eq!(mold_with("").expect("valid").serve, ServeSection::default());
+        let c = mold_with("[serve]\nlisten = \"127.0.0.1:7000\"\n").expect("valid");
+        assert_eq!(
+            c.serve.listen,
+            Some("127.0.0.1:7000".parse().expect("addr"))
+        );
+        for (bad, key) in [
+            ("[serve]\nlisten = \"localhost\"", "serve.listen"),
+            ("[serve]\nlisten = 7000", "serve.listen"),
+            ("[serve]\nbogus = 1", "bogus"),
+        ] {
+            let err = mold_with(bad).expect_err(bad).to_string();
+            assert!(err.contains(key), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -25,6 +25,15 @@ pub struct RawFile {
     pub feed: Option<Spanned<RawFeed>>,
     /// `[admin]`.
     pub admin: Option<Spanned<RawAdmin>>,
+    /// `[serve]`.
+    pub serve: Option<Spanned<RawServe>>,
+}
+
+/// `[serve]`: the subscriber server.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawServe {
+    pub listen: RawValue,
 }
 
 /// `[admin]`: the HTTP server for health, metrics and admin calls.

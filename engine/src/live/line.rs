@@ -9,7 +9,9 @@ use super::line_handles::LineHandles;
 use crate::clock::Clock;
 use crate::config::FeedConfig;
 use crate::health::Health;
-use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
+use crate::overload::{
+    EventFanout, OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink,
+};
 use crate::pipeline::{
     run_pipeline_with_latency, ContractViolations, FrameProducer, FrameSource, GuardHandles,
     HealthWatch, LineCounters, MoldSource, MoldSourceReport, PipelineConfig, PipelineReport,
@@ -190,6 +192,28 @@ pub fn run_line_watched(
 ///
 /// As [`run_line`].
 pub fn run_observed_line(
+    source: LineSource,
+    pipeline: PipelineConfig,
+    snapshot: Option<SnapshotWriter>,
+    overload: OverloadConfig,
+    stop: &AtomicBool,
+    handles: &LineHandles,
+    health: Option<Arc<Health>>,
+) -> std::io::Result<LineRun> {
+    run_served_line(
+        source, pipeline, snapshot, overload, stop, handles, health, None,
+    )
+}
+
+/// [`run_observed_line`], with the update stream fanned out to `subscribers` (the hub the
+/// subscriber server reads) when given; the stream needs the snapshot, so without one
+/// `subscribers` is dropped (its subscriptions end at once).
+///
+/// # Errors
+///
+/// As [`run_line`].
+#[allow(clippy::too_many_arguments)]
+pub fn run_served_line(
     mut source: LineSource,
     pipeline: PipelineConfig,
     snapshot: Option<SnapshotWriter>,
@@ -197,6 +221,7 @@ pub fn run_observed_line(
     stop: &AtomicBool,
     handles: &LineHandles,
     health: Option<Arc<Health>>,
+    subscribers: Option<EventFanout>,
 ) -> std::io::Result<LineRun> {
     source.attach_counters(Arc::clone(&handles.counters));
     source.attach_guard(handles.guard(health.clone()));
@@ -206,6 +231,10 @@ pub fn run_observed_line(
         Some(writer) => {
             let publisher = SheddingPublisher::new(SnapshotSink::new(writer), overload)
                 .with_shared_counters(Arc::clone(&handles.overload));
+            let publisher = match subscribers {
+                Some(fanout) => publisher.with_subscribers(fanout),
+                None => publisher,
+            };
             let counters = publisher.shared_counters();
             let watched = HealthWatch::new(publisher, health, Arc::clone(&violations))
                 .with_overload(Arc::clone(&counters));

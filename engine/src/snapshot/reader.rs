@@ -200,14 +200,32 @@ impl SnapshotReader {
     /// its sequence stayed odd (a writer busy or killed mid-write); [`ReadError::Contended`]
     /// if writes kept overlapping the copy.
     pub fn read(&self, slot: usize) -> Result<InstrumentState, ReadError> {
+        let mut words = Vec::new();
+        self.read_with(slot, &mut words, InstrumentState::from_payload)
+    }
+
+    /// Copies slot `slot` out consistently into `words` (resized to the slot's payload once,
+    /// then reused, so a caller that keeps `words` reads without allocating) and hands the
+    /// copy to `view`: the sequence, the fixed payload, the bid and the ask ladders (each the
+    /// file's depth long; the payload's level counts say how many are live).
+    ///
+    /// # Errors
+    ///
+    /// As [`SnapshotReader::read`].
+    pub fn read_with<R>(
+        &self,
+        slot: usize,
+        words: &mut Vec<u64>,
+        view: impl FnOnce(u64, &SlotPayload, &[LevelRecord], &[LevelRecord]) -> R,
+    ) -> Result<R, ReadError> {
         let in_use = self.in_use();
         if slot >= in_use {
             return Err(ReadError::NoSuchSlot { slot, in_use });
         }
         let lock = self.slot_reader(slot);
-        let mut words = vec![0u64; self.geometry.payload_words()];
+        words.resize(self.geometry.payload_words(), 0);
         let sequence = lock
-            .load_bounded(&mut words, self.attempts)
+            .load_bounded(words, self.attempts)
             .map_err(|e| match e {
                 TryReadError::WriteInProgress => ReadError::WriteInProgress {
                     sequence: lock.sequence(),
@@ -221,7 +239,7 @@ impl SnapshotReader {
         let payload: &SlotPayload = &bytemuck::cast_slice(fixed)[0];
         let levels: &[LevelRecord] = bytemuck::cast_slice(ladders);
         let (bids, asks) = levels.split_at(self.geometry.depth);
-        Ok(InstrumentState::from_payload(sequence, payload, bids, asks))
+        Ok(view(sequence, payload, bids, asks))
     }
 
     /// The raw sequence word of slot `slot` (odd while a write is in progress), for

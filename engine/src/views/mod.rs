@@ -14,8 +14,10 @@ mod book_view;
 mod exit_status;
 mod line_report;
 mod line_summary;
+mod serve_summary;
 mod sim_summary;
 mod snapshot_status;
+mod subscriber_lines;
 mod time_of_day;
 mod top_frame;
 
@@ -32,7 +34,9 @@ pub use line_summary::{
     write_latency, write_lost_ranges, write_mold_source, write_overload, write_soup_source,
     NO_REQUEST_SERVER,
 };
+pub use serve_summary::write_serve_counts;
 pub use sim_summary::{write_mold_sim_stats, write_soup_sim_stats};
 pub use snapshot_status::{age, header_status, slot_flags, SILENT_AFTER_NS};
+pub use subscriber_lines::write_subscriber_event;
 pub use time_of_day::time_of_day;
 pub use top_frame::{write_top_frame, TopFrames, TopRow};

@@ -16,20 +16,22 @@ use ticklane_engine::config::{FeedConfig, RunConfig};
 use ticklane_engine::health::Health;
 use ticklane_engine::live::{
     install_draining_shutdown, install_shutdown, process_seed, record_udp, run_demo,
-    run_observed_line, stagger_delay, stagger_start, DemoConfig, ExchangeSim, ExchangeSimConfig,
+    run_served_line, stagger_delay, stagger_start, DemoConfig, ExchangeSim, ExchangeSimConfig,
     LineHandles, LineSource,
 };
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::snapshot::SnapshotWriter;
 use ticklane_engine::views::{
     demo_status, group, line_run_status, ready_line, write_demo_intro, write_demo_report,
-    write_line_run, write_mold_sim_stats, write_soup_sim_stats, ExitStatus, NO_REQUEST_SERVER,
+    write_line_run, write_mold_sim_stats, write_serve_counts, write_soup_sim_stats, ExitStatus,
+    NO_REQUEST_SERVER,
 };
 use ticklane_feed::capture::ReadOptions;
 use ticklane_feed::sim::{BurstLoss, Faults, GenConfig, Interruption, LineB, MessageLog, Rate};
 use ticklane_feed::soupbintcp::Credentials;
 
 use super::arg_values::{fraction, login, sim_rate, DEFAULT_SIM_RATE};
+use super::serve_command;
 
 /// `ticklane run`.
 #[derive(Args, Debug)]
@@ -42,6 +44,10 @@ pub struct RunArgs {
     /// file's `admin.listen`; loopback is the safe choice).
     #[arg(long, requires = "config", value_name = "ADDR")]
     pub admin: Option<SocketAddr>,
+    /// Serve subscribers (`ticklane subscribe`) on this address (overrides the file's
+    /// `serve.listen`; needs `snapshot.path`, where the initial book images come from).
+    #[arg(long, requires = "config", value_name = "ADDR")]
+    pub serve: Option<SocketAddr>,
     /// Demo only: messages in the simulated day.
     #[arg(long, default_value_t = 1_000_000)]
     pub messages: u64,
@@ -60,6 +66,7 @@ impl RunArgs {
         RunArgs {
             config: None,
             admin: None,
+            serve: None,
             messages: demo.messages,
             rate: demo.rate,
             drop: demo.drop_ratio,
@@ -197,8 +204,15 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     }
     stagger_start(Some(&health), delay, &stop);
     let source = LineSource::open(&feed, &pipeline)?;
+    let (server, fanout) = match args.serve.or(config.serve.listen) {
+        Some(listen) => {
+            let (server, fanout) = serve_command::start(listen, &config, &stop)?;
+            (Some(server), Some(fanout))
+        }
+        None => (None, None),
+    };
     println!("{}", ready_line(path, &source)?);
-    let run = run_observed_line(
+    let run = run_served_line(
         source,
         pipeline,
         snapshot,
@@ -206,8 +220,14 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
         &stop,
         &handles,
         Some(health),
+        fanout,
     )?;
-    write_line_run(&mut io::stdout().lock(), &run, unrecoverable)?;
+    let served = server.map(serve_command::stop).transpose()?;
+    let mut out = io::stdout().lock();
+    write_line_run(&mut out, &run, unrecoverable)?;
+    if let Some(counts) = served {
+        write_serve_counts(&mut out, &counts)?;
+    }
     Ok(line_run_status(&run))
 }
 

@@ -1,0 +1,82 @@
+//! `ticklane subscribe`: follow symbols on a subscriber server and print every update.
+
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+use ticklane_engine::live::install_shutdown;
+use ticklane_engine::serve::client::{run_subscriber, ClientConfig, ClientError};
+use ticklane_engine::views::{write_subscriber_event, ExitStatus};
+use ticklane_feed::resilience::BackoffConfig;
+
+/// `ticklane subscribe`.
+#[derive(Args, Debug)]
+pub struct SubscribeArgs {
+    /// The subscriber server (`ticklane run --serve ADDR`, or `[serve] listen`).
+    #[arg(long, value_name = "ADDR")]
+    pub server: SocketAddr,
+    /// Symbols to follow, comma separated.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub symbols: Vec<String>,
+    /// The account to log in as.
+    #[arg(long, default_value = "ticklane")]
+    pub account: String,
+    /// The first reconnect's backoff ceiling (ms); each one after doubles it.
+    #[arg(long, default_value_t = 100)]
+    pub backoff_base_ms: u64,
+    /// The backoff's cap (ms), and the longest server retry-after honoured: a longer one is
+    /// reported as maintenance and the command ends.
+    #[arg(long, default_value_t = 30_000)]
+    pub backoff_cap_ms: u64,
+    /// Give up after this many failed connection attempts in a row.
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+}
+
+/// Runs `ticklane subscribe` until a signal, maintenance, or `--max-attempts`.
+pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
+    let stop = install_shutdown()?;
+    let config = ClientConfig {
+        account: args.account.clone(),
+        backoff: BackoffConfig {
+            base: Duration::from_millis(args.backoff_base_ms),
+            cap: Duration::from_millis(args.backoff_cap_ms),
+        },
+        max_attempts: args.max_attempts,
+        seed: u64::from(std::process::id()),
+        ..ClientConfig::new(args.server, args.symbols.clone())
+    };
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let mut failed = None;
+    let result = run_subscriber(
+        &config,
+        &stop,
+        &mut |delay| std::thread::sleep(delay),
+        &mut |event| {
+            let written = write_subscriber_event(&mut out, &event).and_then(|()| out.flush());
+            match written {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    failed = Some(e);
+                    ControlFlow::Break(())
+                }
+            }
+        },
+    );
+    out.flush()?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
+    match result {
+        Ok(()) => Ok(ExitStatus::Interrupted),
+        Err(e @ ClientError::Maintenance { .. }) => {
+            eprintln!("ticklane subscribe: {e}");
+            Ok(ExitStatus::Failure)
+        }
+        Err(e) => Err(e.into()),
+    }
+}

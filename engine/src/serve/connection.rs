@@ -1,0 +1,169 @@
+//! One subscriber's connection as the server holds it: its socket, what it sent that is not
+//! yet a whole frame, its write queue, its subscriptions, and its sequence number.
+#![forbid(unsafe_code)]
+
+use std::io::{self, Read};
+use std::net::SocketAddr;
+
+use mio::net::TcpStream;
+
+use super::protocol::{encode_server, Reason, ServerMessage};
+use super::write_queue::WriteQueue;
+
+/// Bytes kept free in every queue for the frames that end a connection (come back later,
+/// cut loose), so that those always find room.
+pub(crate) const CONTROL_RESERVE: usize = 32;
+
+/// One subscription of a connection.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sub {
+    pub(crate) symbol: [u8; 8],
+    pub(crate) locate: u16,
+    /// Whether the server's per-locate interest count includes it (under `locate`).
+    pub(crate) counted: bool,
+    /// Updates at or below this feed sequence are in the image already sent.
+    pub(crate) image_feed_seq: u64,
+    /// 0 when nothing is owed; otherwise the order in which its state was conflated (the
+    /// largest is the newest), so that images owed go out newest first.
+    pub(crate) pending: u64,
+    /// The request the next image answers; 0 for a refresh.
+    pub(crate) answer: u32,
+    /// When the image owed was first held back because its source was behind (ns); 0 when
+    /// it was not.
+    pub(crate) owed_since_ns: u64,
+}
+
+/// Where a connection stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Connected; the first frame must be a login.
+    AwaitingLogin,
+    /// Logged in: requests are served and updates flow.
+    Streaming,
+    /// Going: nothing more is read or queued; what is queued is flushed until the deadline
+    /// (ns on the server's clock), then the socket closes.
+    Closing { deadline_ns: u64 },
+}
+
+pub(crate) struct Connection {
+    pub(crate) stream: TcpStream,
+    pub(crate) peer: SocketAddr,
+    pub(crate) read_buf: Box<[u8]>,
+    pub(crate) read_len: usize,
+    pub(crate) queue: WriteQueue,
+    pub(crate) limit: usize,
+    pub(crate) phase: Phase,
+    /// The sequence number the next sequenced message carries.
+    pub(crate) next_seq: u64,
+    pub(crate) subs: Vec<Sub>,
+    /// Above the high mark (until back at the low mark): state updates are conflated.
+    pub(crate) conflating: bool,
+    /// The socket reported end of stream or an error: drop it as soon as possible.
+    pub(crate) dead: bool,
+    /// When the server last queued anything (ns), for heartbeats.
+    pub(crate) last_queued_ns: u64,
+    /// When the connection was accepted (ns), for the login timeout.
+    pub(crate) accepted_ns: u64,
+}
+
+impl Connection {
+    pub(crate) fn new(
+        stream: TcpStream,
+        peer: SocketAddr,
+        read_bytes: usize,
+        limit: usize,
+        max_symbols: usize,
+        now_ns: u64,
+    ) -> Self {
+        Connection {
+            stream,
+            peer,
+            read_buf: vec![0; read_bytes].into_boxed_slice(),
+            read_len: 0,
+            queue: WriteQueue::new(limit),
+            limit,
+            phase: Phase::AwaitingLogin,
+            next_seq: 1,
+            subs: Vec::with_capacity(max_symbols),
+            conflating: false,
+            dead: false,
+            last_queued_ns: now_ns,
+            accepted_ns: now_ns,
+        }
+    }
+
+    /// Whether `len` more bytes of data fit, leaving the control reserve free.
+    pub(crate) fn fits(&self, len: usize) -> bool {
+        self.queue.len() + len + CONTROL_RESERVE <= self.limit
+    }
+
+    /// Reads what the socket has into the read buffer, until it would block or the buffer
+    /// is full.
+    pub(crate) fn fill(&mut self) -> io::Result<()> {
+        while self.read_len < self.read_buf.len() {
+            match self.stream.read(&mut self.read_buf[self.read_len..]) {
+                Ok(0) => {
+                    self.dead = true;
+                    return Ok(());
+                }
+                Ok(n) => self.read_len += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the first `used` bytes of the read buffer.
+    pub(crate) fn consume(&mut self, used: usize) {
+        self.read_buf.copy_within(used..self.read_len, 0);
+        self.read_len -= used;
+    }
+
+    /// Queues a control frame (it always fits: the reserve is kept for it).
+    pub(crate) fn push_control(&mut self, message: &ServerMessage<'_>, now_ns: u64) {
+        let mut frame = [0u8; CONTROL_RESERVE];
+        let mut out = Slice(&mut frame, 0);
+        encode_server(message, &mut out);
+        let len = out.1;
+        let _ = self.queue.push(&frame[..len]);
+        self.last_queued_ns = now_ns;
+    }
+
+    /// Ends the connection: the frame saying why is queued after what is queued already
+    /// (never dropped: a frame half sent must be finished, or the stream is garbage), and
+    /// the socket closes once it is sent or at `deadline_ns`.
+    pub(crate) fn close_with(
+        &mut self,
+        message: &ServerMessage<'_>,
+        now_ns: u64,
+        deadline_ns: u64,
+    ) {
+        if matches!(self.phase, Phase::Closing { .. }) {
+            return;
+        }
+        self.push_control(message, now_ns);
+        self.phase = Phase::Closing { deadline_ns };
+    }
+
+    /// Cuts the client loose for `reason`.
+    pub(crate) fn cut(&mut self, reason: Reason, now_ns: u64, deadline_ns: u64) {
+        self.close_with(&ServerMessage::CutLoose { reason }, now_ns, deadline_ns);
+    }
+
+    /// The subscription to `symbol`, if any.
+    pub(crate) fn sub_index(&self, symbol: &[u8; 8]) -> Option<usize> {
+        self.subs.iter().position(|s| &s.symbol == symbol)
+    }
+}
+
+/// A fixed buffer as a frame sink (control frames are small).
+struct Slice<'a>(&'a mut [u8], usize);
+
+impl super::protocol::FrameOut for Slice<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.0[self.1..self.1 + bytes.len()].copy_from_slice(bytes);
+        self.1 += bytes.len();
+    }
+}
