@@ -16,7 +16,7 @@
 //! | 5 | `overload` | sojourn detection, shedding publisher, subscriber fan-out |
 //! | 6 | `pipeline` | threads, ring, sources (capture, MoldUDP64, SoupBinTCP), the book stage |
 //! | 7 | `config` | the run configuration file |
-//! | 8 | `replay`, `live`, `tail`, `admin` | the applications that wire the floors below; the HTTP server for health, metrics and admin calls |
+//! | 8 | `replay`, `live`, `tail`, `admin`, `web` | the applications that wire the floors below; the HTTP server for health, metrics and admin calls; the browser view (page and WebSocket) |
 //! | 9 | `views` | what the binary prints of their reports, and the exit status each earns |
 //!
 //! The `ticklane` binary sits above them all: it parses arguments, calls one application
@@ -73,5 +73,7 @@ pub mod live;
 pub mod replay;
 #[cfg(not(loom))]
 pub mod tail;
+#[cfg(not(loom))]
+pub mod web;
 #[cfg(not(loom))]
 pub mod views;

@@ -28,6 +28,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("replay", 8),
     ("live", 8),
     ("admin", 8),
+    ("web", 8),
     ("tail", 8),
     ("views", 9),
 ];

@@ -77,6 +77,9 @@ pub enum Conflict {
         /// The core.
         core: usize,
     },
+    /// `web.listen` (or `--web`) without `snapshot.path`: the browser view reads the
+    /// snapshot.
+    WebWithoutSnapshot,
 }
 
 impl Conflict {
@@ -85,6 +88,7 @@ impl Conflict {
         match self {
             Conflict::LevelTable { .. } => ["engine.max_books", "engine.levels_per_side"],
             Conflict::SameBusyCore { .. } => ["engine.reader_core", "engine.book_core"],
+            Conflict::WebWithoutSnapshot => ["web.listen", "snapshot.path"],
         }
     }
 }
@@ -109,6 +113,11 @@ impl fmt::Display for Conflict {
                 "engine.reader_core and engine.book_core are both {core} with \
                  engine.wait = \"busy-spin\": two spinning threads on one core starve each other; \
                  allowed: different cores, or wait = \"spin-yield\" or \"park\""
+            ),
+            Conflict::WebWithoutSnapshot => write!(
+                f,
+                "web.listen (or --web) is set but snapshot.path is not: the browser view \
+                 reads its books from the snapshot; set snapshot.path"
             ),
         }
     }

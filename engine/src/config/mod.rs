@@ -88,6 +88,8 @@ pub struct RunConfig {
     pub feed_name: String,
     /// `[admin]`: the HTTP server.
     pub admin: AdminSection,
+    /// `[web]`: the browser view.
+    pub web: WebSection,
     /// The file it was read from, for errors.
     file: PathBuf,
 }
@@ -180,6 +182,14 @@ pub struct AdminSection {
     pub token: Option<AdminToken>,
 }
 
+/// `[web]`, checked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WebSection {
+    /// Where the browser view listens (its page and its WebSocket); no view when absent.
+    /// It reads the snapshot, so it needs `snapshot.path`.
+    pub listen: Option<SocketAddr>,
+}
+
 /// A feed line ready to open.
 #[derive(Clone, Debug)]
 pub enum FeedConfig {
@@ -241,12 +251,23 @@ impl RunConfig {
             Some(section) => admin_section(&check, section.get_ref())?,
             None => AdminSection::default(),
         };
+        let web = match &raw.web {
+            Some(section) => WebSection {
+                listen: check.socket_addr("web.listen", &section.get_ref().listen, false)?,
+            },
+            None => WebSection::default(),
+        };
+        if web.listen.is_some() && snapshot.path.is_none() {
+            let span = raw.web.as_ref().map(toml::Spanned::span);
+            return Err(check.conflict(Conflict::WebWithoutSnapshot, span));
+        }
         Ok(RunConfig {
             engine,
             snapshot,
             feed,
             feed_name,
             admin,
+            web,
             file: path.to_path_buf(),
         })
     }
@@ -766,6 +787,25 @@ mod tests {
             let err = mold_with(bad).expect_err(bad).to_string();
             assert!(err.contains(key), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn web_listen_is_checked_and_needs_the_snapshot() {
+        let c = mold_with("[snapshot]\npath = \"/tmp/s\"\n[web]\nlisten = \"127.0.0.1:8080\"\n")
+            .expect("valid");
+        assert_eq!(c.web.listen, Some("127.0.0.1:8080".parse().expect("addr")));
+        assert_eq!(mold_with("").expect("valid").web, WebSection::default());
+        for (bad, key) in [
+            ("[snapshot]\npath = \"/tmp/s\"\n[web]\nlisten = \"localhost\"", "web.listen"),
+            ("[snapshot]\npath = \"/tmp/s\"\n[web]\nlisten = 8080", "web.listen"),
+            ("[snapshot]\npath = \"/tmp/s\"\n[web]\nport = 1", "port"),
+        ] {
+            let err = mold_with(bad).expect_err(bad).to_string();
+            assert!(err.contains(key), "{bad}: {err}");
+        }
+        let err = mold_with("[web]\nlisten = \"127.0.0.1:8080\"\n").expect_err("no snapshot");
+        assert_eq!(err.key(), Some("web.listen"));
+        assert!(err.to_string().contains("snapshot.path"), "{err}");
     }
 
     #[test]

@@ -25,6 +25,15 @@ pub struct RawFile {
     pub feed: Option<Spanned<RawFeed>>,
     /// `[admin]`.
     pub admin: Option<Spanned<RawAdmin>>,
+    /// `[web]`.
+    pub web: Option<Spanned<RawWeb>>,
+}
+
+/// `[web]`: the browser view's HTTP and WebSocket server.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWeb {
+    pub listen: RawValue,
 }
 
 /// `[admin]`: the HTTP server for health, metrics and admin calls.

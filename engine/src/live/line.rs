@@ -9,7 +9,9 @@ use super::line_handles::LineHandles;
 use crate::clock::Clock;
 use crate::config::FeedConfig;
 use crate::health::Health;
-use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
+use crate::overload::{
+    EventFanout, OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink,
+};
 use crate::pipeline::{
     run_pipeline, ContractViolations, FrameProducer, FrameSource, HealthWatch, LineCounters,
     MoldSource, MoldSourceReport, PipelineConfig, PipelineReport, SoupSource, SoupSourceReport,
@@ -176,6 +178,27 @@ pub fn run_line_watched(
 ///
 /// As [`run_line`].
 pub fn run_observed_line(
+    source: LineSource,
+    pipeline: PipelineConfig,
+    snapshot: Option<SnapshotWriter>,
+    overload: OverloadConfig,
+    stop: &AtomicBool,
+    handles: &LineHandles,
+    health: Option<Arc<Health>>,
+) -> std::io::Result<LineRun> {
+    run_subscribed_line(source, pipeline, snapshot, overload, stop, handles, health, None)
+}
+
+/// [`run_observed_line`], with the update stream delivered to the consumers of
+/// `subscribers` (the browser view's subscription, say) when there is a snapshot to
+/// publish into; without one nothing is published, and the fanout is dropped (its
+/// subscriptions close).
+///
+/// # Errors
+///
+/// As [`run_line`].
+#[allow(clippy::too_many_arguments)]
+pub fn run_subscribed_line(
     mut source: LineSource,
     pipeline: PipelineConfig,
     snapshot: Option<SnapshotWriter>,
@@ -183,6 +206,7 @@ pub fn run_observed_line(
     stop: &AtomicBool,
     handles: &LineHandles,
     health: Option<Arc<Health>>,
+    subscribers: Option<EventFanout>,
 ) -> std::io::Result<LineRun> {
     source.attach_counters(Arc::clone(&handles.counters));
     let violations = Arc::new(ContractViolations::new(health.clone()));
@@ -191,6 +215,10 @@ pub fn run_observed_line(
         Some(writer) => {
             let publisher = SheddingPublisher::new(SnapshotSink::new(writer), overload)
                 .with_shared_counters(Arc::clone(&handles.overload));
+            let publisher = match subscribers {
+                Some(fanout) => publisher.with_subscribers(fanout),
+                None => publisher,
+            };
             let counters = publisher.shared_counters();
             let watched = HealthWatch::new(publisher, health, Arc::clone(&violations))
                 .with_overload(Arc::clone(&counters));

@@ -12,15 +12,16 @@ use anyhow::{Context, Result};
 use clap::Args;
 use ticklane_engine::admin::{AdminServer, AdminState, FeedHandles, ServerLimits};
 use ticklane_engine::admin_token::AdminToken;
-use ticklane_engine::config::{FeedConfig, RunConfig};
+use ticklane_engine::config::{ConfigError, Conflict, FeedConfig, Place, RunConfig};
 use ticklane_engine::health::Health;
 use ticklane_engine::live::{
     install_draining_shutdown, install_shutdown, process_seed, record_udp, run_demo,
-    run_observed_line, stagger_delay, stagger_start, DemoConfig, ExchangeSim, ExchangeSimConfig,
+    run_subscribed_line, stagger_delay, stagger_start, DemoConfig, ExchangeSim, ExchangeSimConfig,
     LineHandles, LineSource,
 };
-use ticklane_engine::overload::OverloadConfig;
-use ticklane_engine::snapshot::SnapshotWriter;
+use ticklane_engine::overload::{EventFanout, OverloadConfig, SubscriberConfig, SubscriberHub};
+use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
+use ticklane_engine::web::{WebLimits, WebServer, WebState};
 use ticklane_engine::views::{
     demo_status, group, line_run_status, ready_line, write_demo_intro, write_demo_report,
     write_line_run, write_mold_sim_stats, write_soup_sim_stats, ExitStatus, NO_REQUEST_SERVER,
@@ -42,6 +43,10 @@ pub struct RunArgs {
     /// file's `admin.listen`; loopback is the safe choice).
     #[arg(long, requires = "config", value_name = "ADDR")]
     pub admin: Option<SocketAddr>,
+    /// Serve the browser view (a live page of the books) on this address (overrides the
+    /// file's `web.listen`; needs `snapshot.path`).
+    #[arg(long, requires = "config", value_name = "ADDR")]
+    pub web: Option<SocketAddr>,
     /// Demo only: messages in the simulated day.
     #[arg(long, default_value_t = 1_000_000)]
     pub messages: u64,
@@ -60,6 +65,7 @@ impl RunArgs {
         RunArgs {
             config: None,
             admin: None,
+            web: None,
             messages: demo.messages,
             rate: demo.rate,
             drop: demo.drop_ratio,
@@ -180,6 +186,14 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
         Some(listen) => Some(start_admin(listen, &config, &health, &handles)?),
         None => None,
     };
+    let web_listen = args.web.or(config.web.listen);
+    let (_web, subscribers) = match web_listen {
+        Some(listen) => {
+            let (server, fanout) = start_web(listen, &config, &health)?;
+            (Some(server), Some(fanout))
+        }
+        None => (None, None),
+    };
     let engine = &config.engine;
     let delay = stagger_delay(
         engine.instance.index(),
@@ -197,7 +211,7 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     stagger_start(Some(&health), delay, &stop);
     let source = LineSource::open(&feed, &pipeline)?;
     println!("{}", ready_line(path, &source)?);
-    let run = run_observed_line(
+    let run = run_subscribed_line(
         source,
         pipeline,
         snapshot,
@@ -205,9 +219,52 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
         &stop,
         &handles,
         Some(health),
+        subscribers,
     )?;
     write_line_run(&mut io::stdout().lock(), &run, unrecoverable)?;
     Ok(line_run_status(&run))
+}
+
+/// Starts the browser view on `listen`, reading the snapshot the line writes and one
+/// subscription on a hub whose fanout the line's publisher gets; says where.
+fn start_web(
+    listen: SocketAddr,
+    config: &RunConfig,
+    health: &Arc<Health>,
+) -> Result<(WebServer, EventFanout)> {
+    let Some(path) = &config.snapshot.path else {
+        // `--web` on a file without `snapshot.path` (the file's own `web.listen` is refused
+        // when it is read).
+        return Err(ConfigError::Conflict {
+            place: Place {
+                path: config.file().to_path_buf(),
+                at: None,
+            },
+            conflict: Conflict::WebWithoutSnapshot,
+        }
+        .into());
+    };
+    let snapshot = SnapshotReader::open(path)
+        .with_context(|| format!("browser view: snapshot {}", path.display()))?;
+    // The view drains its subscription every 10 ms; this queue holds that long of an
+    // unpaced simulator's events, so it is rarely cut loose (and refreshes when it is).
+    let (hub, fanout) = SubscriberHub::new(SubscriberConfig {
+        queue_events: 32 * 1024,
+        reserved_events: 4 * 1024,
+        ..SubscriberConfig::default()
+    });
+    let state = WebState {
+        health: Arc::clone(health),
+        snapshot,
+        hub: Some(hub),
+    };
+    let server = WebServer::start(listen, state, WebLimits::default())
+        .with_context(|| format!("browser view on {listen} (web.listen or --web)"))?;
+    println!(
+        "ticklane run: browser view on http://{}/",
+        server.local_addr()
+    );
+    Ok((server, fanout))
 }
 
 /// Starts the admin server on `listen` and says where.
