@@ -74,6 +74,6 @@ pub mod replay;
 #[cfg(not(loom))]
 pub mod tail;
 #[cfg(not(loom))]
-pub mod web;
-#[cfg(not(loom))]
 pub mod views;
+#[cfg(not(loom))]
+pub mod web;

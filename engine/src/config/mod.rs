@@ -796,8 +796,14 @@ mod tests {
         assert_eq!(c.web.listen, Some("127.0.0.1:8080".parse().expect("addr")));
         assert_eq!(mold_with("").expect("valid").web, WebSection::default());
         for (bad, key) in [
-            ("[snapshot]\npath = \"/tmp/s\"\n[web]\nlisten = \"localhost\"", "web.listen"),
-            ("[snapshot]\npath = \"/tmp/s\"\n[web]\nlisten = 8080", "web.listen"),
+            (
+                "[snapshot]\npath = \"/tmp/s\"\n[web]\nlisten = \"localhost\"",
+                "web.listen",
+            ),
+            (
+                "[snapshot]\npath = \"/tmp/s\"\n[web]\nlisten = 8080",
+                "web.listen",
+            ),
             ("[snapshot]\npath = \"/tmp/s\"\n[web]\nport = 1", "port"),
         ] {
             let err = mold_with(bad).expect_err(bad).to_string();

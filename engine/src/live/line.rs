@@ -186,7 +186,9 @@ pub fn run_observed_line(
     handles: &LineHandles,
     health: Option<Arc<Health>>,
 ) -> std::io::Result<LineRun> {
-    run_subscribed_line(source, pipeline, snapshot, overload, stop, handles, health, None)
+    run_subscribed_line(
+        source, pipeline, snapshot, overload, stop, handles, health, None,
+    )
 }
 
 /// [`run_observed_line`], with the update stream delivered to the consumers of

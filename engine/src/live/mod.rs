@@ -13,8 +13,8 @@ mod stagger;
 pub use demo::{run_demo, DemoConfig, DemoError, DemoReport, TransportCheck};
 pub use exchange_sim::{ExchangeSim, ExchangeSimConfig, ExchangeSimReport};
 pub use line::{
-    run_line, run_line_watched, run_observed_line, run_subscribed_line, LineReport, LineRun, LineSource,
-    LineSourceReport, FEED_KEYS,
+    run_line, run_line_watched, run_observed_line, run_subscribed_line, LineReport, LineRun,
+    LineSource, LineSourceReport, FEED_KEYS,
 };
 pub use line_handles::{LineHandles, RETRANSMISSION_SUFFIX};
 pub use record::{record_udp, RecordError, RecordReport};

@@ -159,9 +159,8 @@ mod tests {
             heartbeat_ns: 1_000_000_000,
             ..bytemuck::Zeroable::zeroed()
         };
-        let v: Value =
-            serde_json::from_str(&health_json(&health.report(), &header, 1_250_000_000))
-                .expect("json");
+        let v: Value = serde_json::from_str(&health_json(&health.report(), &header, 1_250_000_000))
+            .expect("json");
         assert_eq!(v["state"], "Degraded");
         assert_eq!(v["reasons"], json!(["line_stale"]));
         assert_eq!(v["behind_us"], 2_500);
@@ -175,7 +174,10 @@ mod tests {
             parse_request(r#"{"subscribe": ["AAPL", " MSFT "]}"#),
             BrowserRequest::Subscribe(vec![b"AAPL".to_vec(), b"MSFT".to_vec()])
         );
-        assert_eq!(parse_request(r#"{"subscribe": []}"#), BrowserRequest::Subscribe(vec![]));
+        assert_eq!(
+            parse_request(r#"{"subscribe": []}"#),
+            BrowserRequest::Subscribe(vec![])
+        );
         for bad in [
             "",
             "{",

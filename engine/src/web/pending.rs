@@ -83,7 +83,10 @@ mod tests {
         p.mark(40);
         assert_eq!(p.len(), 3);
         assert_eq!(p.conflated(), 1998);
-        assert_eq!([p.pop(), p.pop(), p.pop(), p.pop()], [Some(7), Some(2), Some(40), None]);
+        assert_eq!(
+            [p.pop(), p.pop(), p.pop(), p.pop()],
+            [Some(7), Some(2), Some(40), None]
+        );
         // Popped slots can be owed again.
         p.mark(2);
         assert_eq!(p.pop(), Some(2));

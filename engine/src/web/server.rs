@@ -244,6 +244,7 @@ impl Server {
         let mut events = Events::with_capacity(8);
         let mut next_health = Instant::now();
         let mut next_sweep = Instant::now();
+        let mut last_health = String::new();
         while !stop.load(Ordering::Acquire) {
             if let Err(e) = poll.poll(&mut events, Some(self.limits.tick)) {
                 if e.kind() != io::ErrorKind::Interrupted {
@@ -260,15 +261,17 @@ impl Server {
                 self.sweep();
             }
             self.owe_changed();
-            let health = (now >= next_health).then(|| {
+            // Computed on schedule, kept for browsers that connect in between.
+            let fresh = now >= next_health;
+            if fresh {
                 next_health = now + self.limits.health_every;
-                health_json(
+                last_health = health_json(
                     &self.health.report(),
                     &self.books.reader.header(),
                     wall_clock_ns(),
-                )
-            });
-            self.serve_browsers(health.as_deref());
+                );
+            }
+            self.serve_browsers(&last_health, fresh);
         }
         for b in &mut self.browsers {
             let _ = b.ws.close(None);
@@ -290,7 +293,11 @@ impl Server {
                         self.counters.refused += 1;
                         let mut stream = stream;
                         // Best effort, never waited on: the answer fits any socket buffer.
-                        let _ = stream.write_all(&http_answer(503, "text/plain", b"too many browsers\n"));
+                        let _ = stream.write_all(&http_answer(
+                            503,
+                            "text/plain",
+                            b"too many browsers\n",
+                        ));
                         let _ = stream.shutdown(Shutdown::Both);
                         continue;
                     }
@@ -358,8 +365,10 @@ impl Server {
                     let room = max_request.saturating_sub(conn.head.len());
                     conn.head.extend_from_slice(&buf[..n.min(room)]);
                     if n > room {
-                        conn.answer =
-                            Some((http_answer(431, "text/plain", b"request head too large\n"), 0));
+                        conn.answer = Some((
+                            http_answer(431, "text/plain", b"request head too large\n"),
+                            0,
+                        ));
                         return HttpStep::Keep;
                     }
                 }
@@ -380,7 +389,10 @@ impl Server {
             }
             Request::Socket { key } => HttpStep::Upgrade(key),
             Request::Refuse(status) => {
-                conn.answer = Some((http_answer(status, "text/plain", reason(status).as_bytes()), 0));
+                conn.answer = Some((
+                    http_answer(status, "text/plain", reason(status).as_bytes()),
+                    0,
+                ));
                 HttpStep::Keep
             }
         }
@@ -473,10 +485,10 @@ impl Server {
         }
     }
 
-    fn serve_browsers(&mut self, health: Option<&str>) {
+    fn serve_browsers(&mut self, health: &str, fresh: bool) {
         let mut i = 0;
         while i < self.browsers.len() {
-            if health.is_some() {
+            if fresh {
                 self.browsers[i].health_due = true;
             }
             if self.serve_browser(i, health) {
@@ -490,7 +502,7 @@ impl Server {
 
     /// Reads what the browser sent, then sends what it is owed if its socket keeps up.
     /// `false`: the browser is gone.
-    fn serve_browser(&mut self, i: usize, health: Option<&str>) -> bool {
+    fn serve_browser(&mut self, i: usize, health: &str) -> bool {
         loop {
             match self.browsers[i].ws.read() {
                 Ok(Message::Text(text)) => {
@@ -514,13 +526,11 @@ impl Server {
             Err(tungstenite::Error::Io(e)) if e.kind() == io::ErrorKind::WouldBlock => return true,
             Err(_) => return false,
         }
-        if browser.health_due {
-            if let Some(h) = health {
-                match browser.ws.write(Message::text(h)) {
-                    Ok(()) => browser.health_due = false,
-                    Err(e) if is_backpressure(&e) => return true,
-                    Err(_) => return false,
-                }
+        if browser.health_due && !health.is_empty() {
+            match browser.ws.write(Message::text(health)) {
+                Ok(()) => browser.health_due = false,
+                Err(e) if is_backpressure(&e) => return true,
+                Err(_) => return false,
             }
         }
         for _ in 0..limits.books_per_turn {

@@ -21,11 +21,11 @@ use ticklane_engine::live::{
 };
 use ticklane_engine::overload::{EventFanout, OverloadConfig, SubscriberConfig, SubscriberHub};
 use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
-use ticklane_engine::web::{WebLimits, WebServer, WebState};
 use ticklane_engine::views::{
     demo_status, group, line_run_status, ready_line, write_demo_intro, write_demo_report,
     write_line_run, write_mold_sim_stats, write_soup_sim_stats, ExitStatus, NO_REQUEST_SERVER,
 };
+use ticklane_engine::web::{WebLimits, WebServer, WebState};
 use ticklane_feed::capture::ReadOptions;
 use ticklane_feed::sim::{BurstLoss, Faults, GenConfig, Interruption, LineB, MessageLog, Rate};
 use ticklane_feed::soupbintcp::Credentials;
