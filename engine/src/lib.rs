@@ -16,7 +16,7 @@
 //! | 5 | `overload`, `serve_guard` | sojourn detection, shedding publisher, subscriber fan-out; the subscriber server's admission policy (reconnect-storm defences) and its stampede-free cache |
 //! | 6 | `pipeline` | threads, ring, sources (capture, MoldUDP64, SoupBinTCP), the book stage |
 //! | 7 | `config` | the run configuration file |
-//! | 8 | `replay`, `live`, `tail`, `admin`, `serve` | the applications that wire the floors below; the HTTP server for health, metrics and admin calls; the subscriber server, its protocol and client |
+//! | 8 | `replay`, `live`, `tail`, `admin`, `serve`, `web` | the applications that wire the floors below; the HTTP server for health, metrics and admin calls; the subscriber server, its protocol and client; the browser view (page and WebSocket) |
 //! | 9 | `views` | what the binary prints of their reports, and the exit status each earns |
 //!
 //! The `ticklane` binary sits above them all: it parses arguments, calls one application
@@ -79,3 +79,5 @@ pub mod serve;
 pub mod tail;
 #[cfg(not(loom))]
 pub mod views;
+#[cfg(not(loom))]
+pub mod web;

@@ -29,6 +29,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("replay", 8),
     ("live", 8),
     ("admin", 8),
+    ("web", 8),
     ("tail", 8),
     ("serve", 8),
     ("views", 9),

@@ -94,6 +94,9 @@ pub enum Conflict {
         /// `feed.limit_max`.
         max: u32,
     },
+    /// `web.listen` (or `--web`) without `snapshot.path`: the browser view reads the
+    /// snapshot.
+    WebWithoutSnapshot,
 }
 
 impl Conflict {
@@ -106,6 +109,7 @@ impl Conflict {
                 ["feed.breaker_slow_ms", timeout_key]
             }
             Conflict::LimitBounds { .. } => ["feed.limit_min", "feed.limit_max"],
+            Conflict::WebWithoutSnapshot => ["web.listen", "snapshot.path"],
         }
     }
 }
@@ -145,6 +149,11 @@ impl fmt::Display for Conflict {
                 f,
                 "feed.limit_min = {min} is above feed.limit_max = {max}; allowed: \
                  limit_min <= limit_max"
+            ),
+            Conflict::WebWithoutSnapshot => write!(
+                f,
+                "web.listen (or --web) is set but snapshot.path is not: the browser view \
+                 reads its books from the snapshot; set snapshot.path"
             ),
         }
     }

@@ -93,6 +93,8 @@ pub struct RunConfig {
     pub admin: AdminSection,
     /// `[serve]`: the subscriber server.
     pub serve: ServeSection,
+    /// `[web]`: the browser view.
+    pub web: WebSection,
     /// The file it was read from, for errors.
     file: PathBuf,
 }
@@ -192,6 +194,14 @@ pub struct ServeSection {
     pub listen: Option<SocketAddr>,
 }
 
+/// `[web]`, checked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WebSection {
+    /// Where the browser view listens (its page and its WebSocket); no view when absent.
+    /// It reads the snapshot, so it needs `snapshot.path`.
+    pub listen: Option<SocketAddr>,
+}
+
 /// A feed line ready to open.
 #[derive(Clone, Debug)]
 // Made once per process and never moved on a hot path: boxing the larger variant would buy
@@ -262,6 +272,16 @@ impl RunConfig {
             },
             None => ServeSection::default(),
         };
+        let web = match &raw.web {
+            Some(section) => WebSection {
+                listen: check.socket_addr("web.listen", &section.get_ref().listen, false)?,
+            },
+            None => WebSection::default(),
+        };
+        if web.listen.is_some() && snapshot.path.is_none() {
+            let span = raw.web.as_ref().map(toml::Spanned::span);
+            return Err(check.conflict(Conflict::WebWithoutSnapshot, span));
+        }
         Ok(RunConfig {
             engine,
             snapshot,
@@ -269,6 +289,7 @@ impl RunConfig {
             feed_name,
             admin,
             serve,
+            web,
             file: path.to_path_buf(),
         })
     }
@@ -846,6 +867,31 @@ mod tests {
             FeedConfig::Mold(m) => Ok(m),
             FeedConfig::Soup(_) => panic!("a MoldUDP64 line"),
         }
+    }
+
+    #[test]
+    fn web_listen_is_checked_and_needs_the_snapshot() {
+        let c = mold_with("[snapshot]\npath = \"/tmp/s\"\n[web]\nlisten = \"127.0.0.1:8080\"\n")
+            .expect("valid");
+        assert_eq!(c.web.listen, Some("127.0.0.1:8080".parse().expect("addr")));
+        assert_eq!(mold_with("").expect("valid").web, WebSection::default());
+        for (bad, key) in [
+            (
+                "[snapshot]\npath = \"/tmp/s\"\n[web]\nlisten = \"localhost\"",
+                "web.listen",
+            ),
+            (
+                "[snapshot]\npath = \"/tmp/s\"\n[web]\nlisten = 8080",
+                "web.listen",
+            ),
+            ("[snapshot]\npath = \"/tmp/s\"\n[web]\nport = 1", "port"),
+        ] {
+            let err = mold_with(bad).expect_err(bad).to_string();
+            assert!(err.contains(key), "{bad}: {err}");
+        }
+        let err = mold_with("[web]\nlisten = \"127.0.0.1:8080\"\n").expect_err("no snapshot");
+        assert_eq!(err.key(), Some("web.listen"));
+        assert!(err.to_string().contains("snapshot.path"), "{err}");
     }
 
     #[test]

@@ -27,6 +27,16 @@ pub struct RawFile {
     pub admin: Option<Spanned<RawAdmin>>,
     /// `[serve]`.
     pub serve: Option<Spanned<RawServe>>,
+    /// `[web]`.
+    pub web: Option<Spanned<RawWeb>>,
+}
+
+/// `[web]`: the browser view's HTTP and WebSocket server.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWeb {
+    /// `web.listen`.
+    pub listen: RawValue,
 }
 
 /// `[serve]`: the subscriber server.

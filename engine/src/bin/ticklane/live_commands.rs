@@ -12,20 +12,21 @@ use anyhow::{Context, Result};
 use clap::Args;
 use ticklane_engine::admin::{AdminServer, AdminState, FeedHandles, ServerLimits};
 use ticklane_engine::admin_token::AdminToken;
-use ticklane_engine::config::{FeedConfig, RunConfig};
+use ticklane_engine::config::{ConfigError, Conflict, FeedConfig, Place, RunConfig};
 use ticklane_engine::health::Health;
 use ticklane_engine::live::{
     install_draining_shutdown, install_shutdown, process_seed, record_udp, run_demo,
     run_served_line, stagger_delay, stagger_start, DemoConfig, ExchangeSim, ExchangeSimConfig,
     LineHandles, LineSource,
 };
-use ticklane_engine::overload::OverloadConfig;
-use ticklane_engine::snapshot::SnapshotWriter;
+use ticklane_engine::overload::{OverloadConfig, SubscriberConfig, SubscriberHub};
+use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_engine::views::{
     demo_status, group, line_run_status, ready_line, write_demo_intro, write_demo_report,
     write_line_run, write_mold_sim_stats, write_serve_counts, write_soup_sim_stats, ExitStatus,
     NO_REQUEST_SERVER,
 };
+use ticklane_engine::web::{WebLimits, WebServer, WebState};
 use ticklane_feed::capture::ReadOptions;
 use ticklane_feed::sim::{BurstLoss, Faults, GenConfig, Interruption, LineB, MessageLog, Rate};
 use ticklane_feed::soupbintcp::Credentials;
@@ -48,6 +49,10 @@ pub struct RunArgs {
     /// `serve.listen`; needs `snapshot.path`, where the initial book images come from).
     #[arg(long, requires = "config", value_name = "ADDR")]
     pub serve: Option<SocketAddr>,
+    /// Serve the browser view (a live page of the books) on this address (overrides the
+    /// file's `web.listen`; needs `snapshot.path`).
+    #[arg(long, requires = "config", value_name = "ADDR")]
+    pub web: Option<SocketAddr>,
     /// Demo only: messages in the simulated day.
     #[arg(long, default_value_t = 1_000_000)]
     pub messages: u64,
@@ -67,6 +72,7 @@ impl RunArgs {
             config: None,
             admin: None,
             serve: None,
+            web: None,
             messages: demo.messages,
             rate: demo.rate,
             drop: demo.drop_ratio,
@@ -188,6 +194,20 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
         Some(listen) => Some(start_admin(listen, &config, &health, &handles)?),
         None => None,
     };
+    let web_listen = args.web.or(config.web.listen);
+    let serve_listen = args.serve.or(config.serve.listen);
+    // One hub for the browser view and the subscriber server: the line's publisher has one
+    // fanout, and each server takes its own subscription from the hub.
+    let (hub, fanout) = if web_listen.is_some() || serve_listen.is_some() {
+        let (hub, fanout) = SubscriberHub::new(view_hub_config());
+        (Some(hub), Some(fanout))
+    } else {
+        (None, None)
+    };
+    let _web = match (web_listen, &hub) {
+        (Some(listen), Some(hub)) => Some(start_web(listen, &config, &health, hub.clone())?),
+        _ => None,
+    };
     let engine = &config.engine;
     let delay = stagger_delay(
         engine.instance.index(),
@@ -204,12 +224,9 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     }
     stagger_start(Some(&health), delay, &stop);
     let source = LineSource::open(&feed, &pipeline)?;
-    let (server, fanout) = match args.serve.or(config.serve.listen) {
-        Some(listen) => {
-            let (server, fanout) = serve_command::start(listen, &config, &stop)?;
-            (Some(server), Some(fanout))
-        }
-        None => (None, None),
+    let server = match (serve_listen, hub) {
+        (Some(listen), Some(hub)) => Some(serve_command::start(listen, &config, &stop, hub)?),
+        _ => None,
     };
     println!("{}", ready_line(path, &source)?);
     let run = run_served_line(
@@ -229,6 +246,53 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
         write_serve_counts(&mut out, &counts)?;
     }
     Ok(line_run_status(&run))
+}
+
+/// Starts the browser view on `listen`, reading the snapshot the line writes and one
+/// subscription on a hub whose fanout the line's publisher gets; says where.
+fn start_web(
+    listen: SocketAddr,
+    config: &RunConfig,
+    health: &Arc<Health>,
+    hub: SubscriberHub,
+) -> Result<WebServer> {
+    let Some(path) = &config.snapshot.path else {
+        // `--web` on a file without `snapshot.path` (the file's own `web.listen` is refused
+        // when it is read).
+        return Err(ConfigError::Conflict {
+            place: Place {
+                path: config.file().to_path_buf(),
+                at: None,
+            },
+            conflict: Conflict::WebWithoutSnapshot,
+        }
+        .into());
+    };
+    let snapshot = SnapshotReader::open(path)
+        .with_context(|| format!("browser view: snapshot {}", path.display()))?;
+    let state = WebState {
+        health: Arc::clone(health),
+        snapshot,
+        hub: Some(hub),
+    };
+    let server = WebServer::start(listen, state, WebLimits::default())
+        .with_context(|| format!("browser view on {listen} (web.listen or --web)"))?;
+    println!(
+        "ticklane run: browser view on http://{}/",
+        server.local_addr()
+    );
+    Ok(server)
+}
+
+/// The hub the browser view and the subscriber server share. The view drains its
+/// subscription every 10 ms; this queue holds that long of an unpaced simulator's events, so
+/// it is rarely cut loose (and refreshes when it is).
+fn view_hub_config() -> SubscriberConfig {
+    SubscriberConfig {
+        queue_events: 32 * 1024,
+        reserved_events: 4 * 1024,
+        ..SubscriberConfig::default()
+    }
 }
 
 /// Starts the admin server on `listen` and says where.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use ticklane_engine::config::RunConfig;
-use ticklane_engine::overload::{EventFanout, SubscriberConfig, SubscriberHub};
+use ticklane_engine::overload::SubscriberHub;
 use ticklane_engine::serve::{
     start_server_stopping_on, AdmitAll, ServeConfig, ServeCounts, ServeHandle, SnapshotImages,
 };
@@ -19,7 +19,8 @@ pub fn start(
     listen: SocketAddr,
     config: &RunConfig,
     stop: &Arc<AtomicBool>,
-) -> Result<(ServeHandle, EventFanout)> {
+    hub: SubscriberHub,
+) -> Result<ServeHandle> {
     let path = config
         .snapshot
         .path
@@ -27,7 +28,6 @@ pub fn start(
         .context("the subscriber server (serve.listen or --serve) needs snapshot.path: the initial book images come from it")?;
     let reader =
         SnapshotReader::open(path).with_context(|| format!("snapshot {}", path.display()))?;
-    let (hub, fanout) = SubscriberHub::new(SubscriberConfig::default());
     let server = start_server_stopping_on(
         ServeConfig::new(listen),
         Some(hub),
@@ -37,7 +37,7 @@ pub fn start(
     )
     .with_context(|| format!("subscriber server on {listen} (serve.listen or --serve)"))?;
     println!("ticklane run: subscribers on {}", server.local_addr());
-    Ok((server, fanout))
+    Ok(server)
 }
 
 /// Stops the server gracefully and returns its counts.
