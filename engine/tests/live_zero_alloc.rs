@@ -9,7 +9,6 @@
 //! closed only at the end, and the messages published while it was open are counted one by
 //! one and must be every message after warm-up, well over a million.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -28,49 +27,15 @@ use ticklane_feed::itch::Message;
 use ticklane_feed::moldudp64::RecoveryConfig;
 use ticklane_feed::net::UdpFeedConfig;
 
-static COUNTING: AtomicBool = AtomicBool::new(false);
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+mod counting_alloc;
+use counting_alloc::{ALLOCATIONS, COUNTING};
+
 /// Publications seen while the window was open, and in all (written by `finish`).
 static MEASURED: AtomicU64 = AtomicU64::new(0);
 static PUBLICATIONS: AtomicU64 = AtomicU64::new(0);
 /// Set when the window opens, and when `finish` closes it.
 static OPENED: AtomicBool = AtomicBool::new(false);
 static CLOSED_AT_FINISH: AtomicBool = AtomicBool::new(false);
-
-struct CountingAllocator;
-
-// SAFETY: every call is forwarded unchanged to the system allocator; counting is two
-// atomic operations, which never allocate.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract; we pass it on.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: as above.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: as above.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as above.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 const WARM_UP_PUBLICATIONS: u64 = 50_000;
 const MESSAGES: u64 = 1_100_000;
