@@ -29,6 +29,7 @@ pub mod admission;
 pub mod client;
 mod connection;
 mod counters;
+mod guarded_admission;
 pub mod images;
 pub mod protocol;
 mod server;
@@ -36,6 +37,7 @@ mod write_queue;
 
 pub use admission::{Admission, AdmitAll, Stage, Verdict};
 pub use counters::{ServeCounters, ServeCounts};
+pub use guarded_admission::{GuardCounters, GuardedAdmission};
 pub use images::{BookImage, ImageSource, SnapshotImages};
 pub use server::{start_server, start_server_stopping_on, ServeConfig, ServeHandle};
 pub use write_queue::WriteQueue;

@@ -4,15 +4,21 @@ use std::io::{self, Write};
 
 use crate::digit_groups::group;
 use crate::serve::ServeCounts;
+use crate::serve_guard::{AdmissionCounts, RejectReason, Stage};
 
 /// Writes the server's counters: clients accepted and rejected, cut loose and shed, updates
-/// conflated, requests served and dropped for budget, bytes sent.
+/// conflated, requests served and dropped for budget, bytes sent; then, when the storm
+/// defences were on, what admission admitted and refused at each stage, with the reasons.
 ///
 /// # Errors
 ///
 /// If `out` fails.
-pub fn write_serve_counts(out: &mut impl Write, c: &ServeCounts) -> io::Result<()> {
-    writeln!(
+pub fn write_serve_counts(
+    out: &mut impl Write,
+    c: &ServeCounts,
+    admission: Option<&AdmissionCounts>,
+) -> io::Result<()> {
+    write!(
         out,
         "subscribers: {} accepted, {} rejected, {} cut loose, {} shed, {} updates conflated, {} requests ({} dropped: budget ran out), {} bytes sent",
         group(c.accepted),
@@ -23,7 +29,41 @@ pub fn write_serve_counts(out: &mut impl Write, c: &ServeCounts) -> io::Result<(
         group(c.requests),
         group(c.expired_requests),
         group(c.bytes)
-    )
+    )?;
+    if let Some(a) = admission {
+        write_admission(out, a)?;
+    }
+    writeln!(out)
+}
+
+/// `; admission: connect 3 admitted, 2 rejected (rate 2), ...`: every stage, and the
+/// reasons that refused anything.
+fn write_admission(out: &mut impl Write, a: &AdmissionCounts) -> io::Result<()> {
+    write!(out, "; admission:")?;
+    for (n, stage) in Stage::ALL.into_iter().enumerate() {
+        let sep = if n == 0 { "" } else { "," };
+        write!(
+            out,
+            "{sep} {} {} admitted, {} rejected",
+            stage.as_str(),
+            group(a.admitted_at(stage)),
+            group(a.rejected_total(stage))
+        )?;
+        let mut first = true;
+        for reason in RejectReason::ALL {
+            let n = a.rejected_at(stage, reason);
+            if n == 0 {
+                continue;
+            }
+            let open = if first { " (" } else { ", " };
+            write!(out, "{open}{} {}", reason.as_str(), group(n))?;
+            first = false;
+        }
+        if !first {
+            write!(out, ")")?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -43,10 +83,30 @@ mod tests {
             bytes: 1_000_000,
             ..ServeCounts::default()
         };
-        write_serve_counts(&mut out, &counts).unwrap();
+        write_serve_counts(&mut out, &counts, None).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "subscribers: 3 accepted, 1 rejected, 1 cut loose, 0 shed, 12,345 updates conflated, 7 requests (2 dropped: budget ran out), 1,000,000 bytes sent\n"
+        );
+    }
+
+    #[test]
+    fn prints_admission_per_stage_with_the_reasons_that_refused() {
+        let mut admission = AdmissionCounts {
+            admitted: [300, 300, 290, 1_200, 0],
+            ..AdmissionCounts::default()
+        };
+        admission.rejected[0][0] = 1_500; // connect, rate
+        admission.rejected[0][3] = 4; // connect, ip_connections
+        admission.rejected[2][5] = 10; // login, account_sessions
+        let mut out = Vec::new();
+        write_serve_counts(&mut out, &ServeCounts::default(), Some(&admission)).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "subscribers: 0 accepted, 0 rejected, 0 cut loose, 0 shed, 0 updates conflated, 0 requests (0 dropped: budget ran out), 0 bytes sent; \
+             admission: connect 300 admitted, 1,504 rejected (rate 1,500, ip_connections 4), \
+             handshake 300 admitted, 0 rejected, login 290 admitted, 10 rejected (account_sessions 10), \
+             subscribe 1,200 admitted, 0 rejected, symbol_list 0 admitted, 0 rejected\n"
         );
     }
 }

@@ -242,8 +242,8 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     let served = server.map(serve_command::stop).transpose()?;
     let mut out = io::stdout().lock();
     write_line_run(&mut out, &run, unrecoverable)?;
-    if let Some(counts) = served {
-        write_serve_counts(&mut out, &counts)?;
+    if let Some((counts, admission)) = served {
+        write_serve_counts(&mut out, &counts, Some(&admission))?;
     }
     Ok(line_run_status(&run))
 }

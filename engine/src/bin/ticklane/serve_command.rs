@@ -3,24 +3,34 @@
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use ticklane_engine::config::RunConfig;
 use ticklane_engine::overload::SubscriberHub;
 use ticklane_engine::serve::{
-    start_server_stopping_on, AdmitAll, ServeConfig, ServeCounts, ServeHandle, SnapshotImages,
+    start_server_stopping_on, GuardCounters, GuardedAdmission, ServeConfig, ServeCounts,
+    ServeHandle, SnapshotImages,
 };
+use ticklane_engine::serve_guard::AdmissionCounts;
 use ticklane_engine::snapshot::SnapshotReader;
 
-/// Starts the server on `listen`, reading images from the line's snapshot; the fanout goes
-/// to the book thread.
+/// The running server and its admission's counts.
+pub struct Served {
+    server: ServeHandle,
+    admission: Arc<GuardCounters>,
+}
+
+/// Starts the server on `listen` behind the reconnect-storm defences
+/// ([`GuardedAdmission`] with its defaults; the server's login timeout is theirs), reading
+/// images from the line's snapshot; the fanout goes to the book thread.
 /// The server begins its graceful stop as soon as `stop` (the shutdown flag) is set.
 pub fn start(
     listen: SocketAddr,
     config: &RunConfig,
     stop: &Arc<AtomicBool>,
     hub: SubscriberHub,
-) -> Result<ServeHandle> {
+) -> Result<Served> {
     let path = config
         .snapshot
         .path
@@ -28,19 +38,32 @@ pub fn start(
         .context("the subscriber server (serve.listen or --serve) needs snapshot.path: the initial book images come from it")?;
     let reader =
         SnapshotReader::open(path).with_context(|| format!("snapshot {}", path.display()))?;
+    let admission = GuardedAdmission::default();
+    let counters = admission.counters();
+    let serve_config = ServeConfig {
+        login_timeout: Duration::from_millis(u64::from(admission.config().login_timeout_ms)),
+        ..ServeConfig::new(listen)
+    };
     let server = start_server_stopping_on(
-        ServeConfig::new(listen),
+        serve_config,
         Some(hub),
         Box::new(SnapshotImages::new(reader)),
-        Box::new(AdmitAll),
+        Box::new(admission),
         Arc::clone(stop),
     )
     .with_context(|| format!("subscriber server on {listen} (serve.listen or --serve)"))?;
     println!("ticklane run: subscribers on {}", server.local_addr());
-    Ok(server)
+    Ok(Served {
+        server,
+        admission: counters,
+    })
 }
 
-/// Stops the server gracefully and returns its counts.
-pub fn stop(server: ServeHandle) -> Result<ServeCounts> {
-    server.stop().context("stopping the subscriber server")
+/// Stops the server gracefully and returns its counts and its admission's.
+pub fn stop(served: Served) -> Result<(ServeCounts, AdmissionCounts)> {
+    let counts = served
+        .server
+        .stop()
+        .context("stopping the subscriber server")?;
+    Ok((counts, served.admission.load()))
 }
