@@ -298,7 +298,18 @@ impl Server {
                             "text/plain",
                             b"too many browsers\n",
                         ));
-                        let _ = stream.shutdown(Shutdown::Both);
+                        // A socket closed with unread bytes is reset, and a reset can take
+                        // the answer with it: read what the request has sent so far (it
+                        // usually came with the connection), then close.
+                        let _ = stream.set_nonblocking(true);
+                        let mut sink = [0u8; 4096];
+                        for _ in 0..4 {
+                            match stream.read(&mut sink) {
+                                Ok(n) if n > 0 => continue,
+                                _ => break,
+                            }
+                        }
+                        let _ = stream.shutdown(Shutdown::Write);
                         continue;
                     }
                     let _ = stream.set_nodelay(true);
