@@ -35,14 +35,10 @@ pub fn breaker(
     defaults: BreakerConfig,
 ) -> Result<BreakerConfig, ConfigError> {
     let ms = |key, value: &RawValue, rule: &Allowed, default: Duration| {
-        check
-            .integer(key, value, rule, default.as_millis() as u64)
-            .map(Duration::from_millis)
+        check.millis(key, value, rule, default)
     };
     let n = |key, value: &RawValue, rule: &Allowed, default: u32| {
-        check
-            .integer(key, value, rule, u64::from(default))
-            .map(|v| u32::try_from(v).expect("invariant: the rule fits u32"))
+        check.integer_u32(key, value, rule, default)
     };
     Ok(BreakerConfig {
         window: ms(
@@ -142,14 +138,10 @@ pub fn recovery(
     base: RecoveryConfig,
 ) -> Result<RecoveryConfig, ConfigError> {
     let ms = |key, value: &RawValue, rule: &Allowed, default: Duration| {
-        check
-            .integer(key, value, rule, default.as_millis() as u64)
-            .map(Duration::from_millis)
+        check.millis(key, value, rule, default)
     };
     let n = |key, value: &RawValue, rule: &Allowed, default: u32| {
-        check
-            .integer(key, value, rule, u64::from(default))
-            .map(|v| u32::try_from(v).expect("invariant: the rule fits u32"))
+        check.integer_u32(key, value, rule, default)
     };
     let retry_budget = RetryBudgetConfig {
         ratio_percent: n(

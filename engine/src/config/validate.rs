@@ -109,6 +109,39 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// [`Checker::integer`] as milliseconds.
+    ///
+    /// # Errors
+    ///
+    /// As [`Checker::integer`].
+    pub fn millis(
+        &self,
+        key: &'static str,
+        raw: &RawValue,
+        rule: &Allowed,
+        default: Duration,
+    ) -> Result<Duration, ConfigError> {
+        let default_ms = u64::try_from(default.as_millis()).unwrap_or(u64::MAX);
+        self.integer(key, raw, rule, default_ms)
+            .map(Duration::from_millis)
+    }
+
+    /// [`Checker::integer`] for a rule whose maximum fits a `u32`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Checker::integer`].
+    pub fn integer_u32(
+        &self,
+        key: &'static str,
+        raw: &RawValue,
+        rule: &Allowed,
+        default: u32,
+    ) -> Result<u32, ConfigError> {
+        self.integer(key, raw, rule, u64::from(default))
+            .map(|v| u32::try_from(v).expect("invariant: the rule fits u32"))
+    }
+
     /// As [`Checker::integer`], for a present value.
     ///
     /// # Errors
@@ -209,18 +242,13 @@ impl<'a> Checker<'a> {
         raw: &RawValue,
         rule: &Allowed,
     ) -> Result<Option<String>, ConfigError> {
-        let Some(v) = raw else {
-            return Ok(None);
-        };
-        match v.get_ref() {
-            Value::String(s) if rule.admits_text(s) => Ok(Some(s.clone())),
-            _ => Err(self.refuse(
-                key,
-                &Value::String("<redacted>".into()),
-                Some(v.span()),
-                rule.clone(),
-            )),
-        }
+        self.ascii(key, raw, rule).map_err(|e| match e {
+            ConfigError::Value { .. } => {
+                let span = raw.as_ref().map(Spanned::span);
+                self.refuse(key, &Value::String("<redacted>".into()), span, rule.clone())
+            }
+            other => other,
+        })
     }
 
     /// A name that `rule` (a name rule) admits; `default` when absent.
