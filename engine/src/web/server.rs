@@ -156,6 +156,9 @@ struct HttpConn {
     deadline: Instant,
     /// The answer being written, and how much of it went out.
     answer: Option<(Vec<u8>, usize)>,
+    /// Over the connection limit: its request is read (so that closing it does not reset
+    /// the answer away), then answered 503 whatever it asked.
+    refused: bool,
 }
 
 /// One browser on the WebSocket.
@@ -289,28 +292,16 @@ impl Server {
             match listener.accept() {
                 Ok((stream, _peer)) => {
                     let stream = TcpStream::from(stream);
-                    if self.connections() >= self.limits.max_clients {
+                    // Past the limit a connection is still read and answered 503 (closing
+                    // it unread would reset the answer away); past twice the limit, under a
+                    // flood, it is dropped at once so refusals cannot pile up.
+                    let connections = self.connections();
+                    let refused = connections >= self.limits.max_clients;
+                    if refused {
                         self.counters.refused += 1;
-                        let mut stream = stream;
-                        // Best effort, never waited on: the answer fits any socket buffer.
-                        let _ = stream.write_all(&http_answer(
-                            503,
-                            "text/plain",
-                            b"too many browsers\n",
-                        ));
-                        // A socket closed with unread bytes is reset, and a reset can take
-                        // the answer with it: read what the request has sent so far (it
-                        // usually came with the connection), then close.
-                        let _ = stream.set_nonblocking(true);
-                        let mut sink = [0u8; 4096];
-                        for _ in 0..4 {
-                            match stream.read(&mut sink) {
-                                Ok(n) if n > 0 => continue,
-                                _ => break,
-                            }
+                        if connections >= 2 * self.limits.max_clients + 16 {
+                            continue;
                         }
-                        let _ = stream.shutdown(Shutdown::Write);
-                        continue;
                     }
                     let _ = stream.set_nodelay(true);
                     self.http.push(HttpConn {
@@ -318,6 +309,7 @@ impl Server {
                         head: Vec::new(),
                         deadline: Instant::now() + self.limits.request_deadline,
                         answer: None,
+                        refused,
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -390,6 +382,10 @@ impl Server {
         }
         match classify(&conn.head) {
             Request::Partial => HttpStep::Keep,
+            _ if conn.refused => {
+                conn.answer = Some((http_answer(503, "text/plain", b"too many browsers\n"), 0));
+                HttpStep::Keep
+            }
             Request::Page => {
                 self.counters.pages += 1;
                 conn.answer = Some((
