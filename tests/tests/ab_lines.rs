@@ -149,16 +149,23 @@ fn check_common(r: &MoldSourceReport, sim: &SimStats) -> ArbitrationReport {
     let lines = r.lines.expect("per-line counters of an A/B line");
     assert_eq!(lines.delivered(), r.recovery.delivered, "{lines:?}");
     assert_eq!(r.recovery.delivered, MESSAGES);
-    // Loopback loses nothing the faults did not: each line carried what was sent on it.
-    assert_eq!(
-        lines.a.messages, sim.messages_sent,
-        "line A carried {lines:?}"
+    // Loopback loses nothing the faults did not, unless the kernel dropped datagrams from a
+    // full receive buffer (a busy machine running other tests): then a line carries less,
+    // never more, and the other line or the retransmission server filled the rest.
+    let overran = r.kernel_overruns.is_some_and(|k| k.dropped > 0);
+    for (line, carried, sent) in [
+        ("A", lines.a.messages, sim.messages_sent),
+        ("B", lines.b.messages, sim.b_messages_sent),
+    ] {
+        if overran {
+            assert!(carried <= sent, "line {line} carried {lines:?}");
+        } else {
+            assert_eq!(carried, sent, "line {line} carried {lines:?}");
+        }
+    }
+    assert!(
+        overran || (lines.a.packets >= sim.packets_sent && lines.b.packets >= sim.b_packets_sent)
     );
-    assert_eq!(
-        lines.b.messages, sim.b_messages_sent,
-        "line B carried {lines:?}"
-    );
-    assert!(lines.a.packets >= sim.packets_sent && lines.b.packets >= sim.b_packets_sent);
     // Every request belongs to a gap counted after its arbitration wait.
     assert_eq!(
         r.recovery.first_requests, r.recovery.gaps,
