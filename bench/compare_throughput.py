@@ -11,6 +11,8 @@ excluded). The rounds are interleaved (A B C A B C ...) so drift on a shared mac
 every engine alike; the best round of each counts. Engines:
 
   ticklane   `ticklane replay FILE --bbo-out /dev/null` (full books + top-of-book stream)
+  ticklane-Nt  the same with `--threads N`, for each N of `--threads` (default 2; 1 or
+             `--threads ''` for none): its ratio below 1 is its speedup's inverse
   itch-book  itch_book._core.Session(tables=["bbo"]): parse, full books for every symbol and
              the bbo table, fed 8 MiB chunks of the file; the table is drained after each
              chunk (what itch-book's own Feed does, without its reader thread and numpy
@@ -106,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ticklane", default="target/release-lto/ticklane",
                     help="path of the ticklane binary (default: %(default)s)")
     ap.add_argument("--skip-ticklane", action="store_true", help="time only the two PyPI engines")
+    ap.add_argument("--threads", default="2",
+                    help="comma-separated book-thread counts to time besides 1 (default: %(default)s)")
     ap.add_argument("--driver", choices=sorted(DRIVERS), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.driver:
@@ -122,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         if not os.access(a.ticklane, os.X_OK):
             raise SystemExit(f"{a.ticklane}: not an executable (build it, or pass --skip-ticklane)")
         engines.append(("ticklane", [a.ticklane, "replay", a.file, "--bbo-out", "/dev/null"]))
+        for n in (int(t) for t in a.threads.split(",") if t.strip() and int(t) > 1):
+            engines.append((f"ticklane-{n}t", [a.ticklane, "replay", a.file, "--bbo-out",
+                                               "/dev/null", "--threads", str(n)]))
     for name in ("itch-book", "itchcpp"):
         engines.append((name, [sys.executable, me, "--driver", name, a.file]))
 
@@ -137,12 +144,12 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)
 
     print(f"file: {a.file}  messages: {messages}  rounds: {a.rounds} (best of, interleaved)")
-    print(f"{'engine':<11} {'best_s':>8} {'msgs_per_s':>12}   ticklane_ratio")
+    print(f"{'engine':<12} {'best_s':>8} {'msgs_per_s':>12}   ticklane_ratio")
     base = best.get("ticklane")
     for name, _ in engines:
         s = best[name]
         ratio = f"{s / base:.2f}x" if base else "-"
-        print(f"{name:<11} {s:>8.3f} {messages / s:>12.0f}   {ratio}")
+        print(f"{name:<12} {s:>8.3f} {messages / s:>12.0f}   {ratio}")
     return 0
 
 

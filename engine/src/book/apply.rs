@@ -175,6 +175,12 @@ impl<S: BboSink> Applier<S> {
         &self.by_type
     }
 
+    /// The top-of-book sink, if there is a stream: for a caller that hands the rows on
+    /// in batches of its own (`replay --threads N`).
+    pub fn sink_mut(&mut self) -> Option<&mut S> {
+        self.bbo.as_mut().map(|b| &mut b.sink)
+    }
+
     /// Top-of-book rows written so far.
     pub fn bbo_rows(&self) -> u64 {
         self.bbo.as_ref().map_or(0, |b| b.rows)

@@ -47,9 +47,29 @@ pub fn write_level_row<W: Write>(
 ///
 /// Whatever `sink` returns.
 pub fn write_book_csv<W: Write>(books: &Books, depth: usize, sink: W) -> io::Result<W> {
+    write_partitioned_book_csv(std::slice::from_ref(books), depth, sink)
+}
+
+/// [`write_book_csv`] for books split over several tables, each locate's book in exactly
+/// one of them (`replay --threads N`): the same rows in the same order as one table
+/// holding every book.
+///
+/// # Errors
+///
+/// Whatever `sink` returns.
+pub fn write_partitioned_book_csv<W: Write>(
+    parts: &[Books],
+    depth: usize,
+    sink: W,
+) -> io::Result<W> {
+    let mut owned: Vec<(Locate, &Books)> = parts
+        .iter()
+        .flat_map(|books| books.locates().into_iter().map(move |l| (l, books)))
+        .collect();
+    owned.sort_unstable_by_key(|&(locate, _)| locate);
     let mut out = CsvBuffer::new(sink);
     out.bytes(BOOK_HEADER.as_bytes())?;
-    for locate in books.locates() {
+    for (locate, books) in owned {
         for side in [Side::Bid, Side::Ask] {
             let Some(ladder) = books.side(locate, side) else {
                 continue;

@@ -9,5 +9,5 @@ mod csv_buffer;
 
 pub use bbo_csv::{BboCsvWriter, BBO_HEADER};
 pub use bbo_thread::ThreadedBboSink;
-pub use book_csv::{write_book_csv, write_level_row, BOOK_HEADER};
+pub use book_csv::{write_book_csv, write_level_row, write_partitioned_book_csv, BOOK_HEADER};
 pub use csv_buffer::CsvBuffer;

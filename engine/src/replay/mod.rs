@@ -4,11 +4,15 @@
 
 mod fault;
 mod paced;
+mod partition;
 mod run;
 mod summary;
+mod threaded;
 
 pub use crate::digit_groups::group;
 pub use fault::{ReplayExit, ReplayFault};
 pub use paced::{replay_paced, PacedOutcome, SnapshotTarget};
+pub use partition::LocatePartition;
 pub use run::{replay_file, ReplayError, ReplayOptions, ReplayOutcome};
 pub use summary::{PacketCounts, ReplaySummary};
+pub use threaded::{replay_file_threaded, PartitionedOutcome};

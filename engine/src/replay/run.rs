@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ticklane_feed::capture::{CaptureReader, ReadOptions};
+use ticklane_feed::capture::{CaptureReader, NoMessages, ReadOptions};
 
 use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
@@ -69,7 +69,7 @@ pub enum ReplayError {
 }
 
 /// Writes `summary` as JSON to `path`.
-fn write_summary(path: &Path, json: &str) -> io::Result<()> {
+pub(super) fn write_summary(path: &Path, json: &str) -> io::Result<()> {
     let mut out = BufWriter::new(File::create(path)?);
     out.write_all(json.as_bytes())?;
     out.flush()
@@ -106,13 +106,53 @@ pub(super) fn with_failure_summary<T>(
     }
 }
 
-fn output(path: &Path) -> Result<BufWriter<File>, ReplayError> {
+pub(super) fn output(path: &Path) -> Result<BufWriter<File>, ReplayError> {
     File::create(path)
         .map(BufWriter::new)
         .map_err(|source| ReplayError::Output {
             path: path.to_path_buf(),
             source,
         })
+}
+
+/// Overwrites the terminal's progress line: how far through the input, how fast.
+#[cold]
+pub(super) fn progress_line(reader: &CaptureReader, index: u64, started: Instant) {
+    let stats = reader.stats();
+    let pct = stats
+        .bytes_total
+        .map(|total| {
+            format!(
+                "{:5.1}%",
+                100.0 * stats.bytes_consumed as f64 / total.max(1) as f64
+            )
+        })
+        .unwrap_or_default();
+    let rate = index as f64 / started.elapsed().as_secs_f64() / 1e6;
+    eprint!(
+        "\r  {pct} {:>12} messages  {rate:.1} M msg/s",
+        super::group(index)
+    );
+}
+
+/// The fault that ended the input, if any, else why it delivered no messages: an input
+/// that held no feed data at all is a fault too.
+pub(super) fn end_of_input(
+    opts: &ReplayOptions,
+    error: Option<ReplayFault>,
+    reader: &CaptureReader,
+) -> (Option<ReplayFault>, Option<NoMessages>) {
+    match (error, reader.no_messages()) {
+        (Some(error), _) => (Some(error), None),
+        (None, Some(why)) if why.held_no_feed_data() => (
+            Some(ReplayFault::NoFeedData {
+                path: opts.input.clone(),
+                why,
+            }),
+            None,
+        ),
+        (None, why) => (None, why),
+    }
 }
 
 /// A finished replay: its report and the books as they ended.
@@ -124,7 +164,7 @@ pub struct ReplayOutcome {
 }
 
 /// Messages between progress updates (a power of two: the check is a mask).
-const PROGRESS_EVERY: u64 = 1 << 20;
+pub(super) const PROGRESS_EVERY: u64 = 1 << 20;
 
 /// Replays `opts.input`. Everything before an input error is applied and reported: the
 /// summary's `error` says what stopped the replay, where, and at which message; an input
@@ -187,21 +227,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             }
         }
         if show_progress && index & (PROGRESS_EVERY - 1) == 0 {
-            let stats = reader.stats();
-            let pct = stats
-                .bytes_total
-                .map(|total| {
-                    format!(
-                        "{:5.1}%",
-                        100.0 * stats.bytes_consumed as f64 / total.max(1) as f64
-                    )
-                })
-                .unwrap_or_default();
-            let rate = index as f64 / started.elapsed().as_secs_f64() / 1e6;
-            eprint!(
-                "\r  {pct} {:>12} messages  {rate:.1} M msg/s",
-                super::group(index)
-            );
+            progress_line(&reader, index, started);
         }
     }
     if show_progress {
@@ -209,17 +235,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
     }
     let format = reader.format();
     let packets = PacketCounts::of_capture(format, &reader.stats());
-    let (error, no_messages) = match (error, reader.no_messages()) {
-        (Some(error), _) => (Some(error), None),
-        (None, Some(why)) if why.held_no_feed_data() => (
-            Some(ReplayFault::NoFeedData {
-                path: opts.input.clone(),
-                why,
-            }),
-            None,
-        ),
-        (None, why) => (None, why),
-    };
+    let (error, no_messages) = end_of_input(opts, error, &reader);
     let messages = applier.messages();
     let unknown_types = applier.unknown_types();
     let by_type = *applier.by_type();

@@ -10,7 +10,8 @@ use ticklane_engine::book::BookConfig;
 use ticklane_engine::config::RunConfig;
 use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
 use ticklane_engine::replay::{
-    replay_file, replay_paced, ReplayExit, ReplayOptions, ReplaySummary, SnapshotTarget,
+    replay_file, replay_file_threaded, replay_paced, ReplayExit, ReplayOptions, ReplaySummary,
+    SnapshotTarget,
 };
 use ticklane_engine::tail::{tail_capture, tail_config, SymbolFilter};
 use ticklane_engine::views::{group, write_tops, ExitStatus};
@@ -72,6 +73,11 @@ pub struct ReplayArgs {
     /// this pace: `max`, `recorded`, or `<N>x` (N times the recorded pace).
     #[arg(long)]
     pace: Option<Pace>,
+    /// Spread the stocks over this many book threads (1 = one thread, today's path); the
+    /// outputs are those of one thread.
+    #[arg(long, default_value_t = 1, conflicts_with = "pace",
+          value_parser = clap::value_parser!(u8).range(1..))]
+    threads: u8,
     /// With --pace: publish the books into this memory-mapped snapshot file.
     #[arg(long, requires = "pace")]
     snapshot: Option<PathBuf>,
@@ -136,6 +142,7 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
         progress: !args.quiet,
     };
     let summary = match args.pace {
+        None if args.threads > 1 => replay_file_threaded(&opts, usize::from(args.threads))?.summary,
         None => replay_file(&opts)?.summary,
         Some(pace) => {
             let target = args.snapshot.as_ref().map(|path| SnapshotTarget {
