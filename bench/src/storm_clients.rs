@@ -192,7 +192,8 @@ impl Client {
         n: usize,
         report: &mut ThreadReport,
     ) {
-        match self.phase {
+        let phase = self.phase;
+        match phase {
             Phase::Waiting { until } if now >= until => {
                 report.seconds.add(now - began, Seen::Attempt);
                 self.inbox.clear();
@@ -201,7 +202,11 @@ impl Client {
                 match TcpStream::connect(server) {
                     Ok(mut stream) => {
                         let interest = Interest::READABLE | Interest::WRITABLE;
-                        if poll.registry().register(&mut stream, Token(n), interest).is_ok() {
+                        if poll
+                            .registry()
+                            .register(&mut stream, Token(n), interest)
+                            .is_ok()
+                        {
                             self.stream = Some(stream);
                             self.heartbeat = self.config.timeout;
                             self.last_heard = now;
@@ -224,12 +229,13 @@ impl Client {
             {
                 self.end_attempt(AttemptEnd::Unanswered, now, began, poll, report);
             }
+            // Quiet for a heartbeat interval: a heartbeat, as the library sends; a failed
+            // write ends the session.
             Phase::LoggingIn | Phase::Subscribing | Phase::Streaming
-                if now - self.last_sent >= self.heartbeat =>
+                if now - self.last_sent >= self.heartbeat
+                    && self.send(&ClientMessage::Heartbeat, now).is_err() =>
             {
-                if self.send(&ClientMessage::Heartbeat, now).is_err() {
-                    self.end_attempt(AttemptEnd::Unanswered, now, began, poll, report);
-                }
+                self.end_attempt(AttemptEnd::Unanswered, now, began, poll, report);
             }
             _ => {}
         }
@@ -410,12 +416,9 @@ impl Client {
         };
         let accepted_for = self.accepted_at.map(|at| now - at);
         match self.reconnect.after_attempt(accepted_for, server_delay) {
-            NextAttempt::Wait { delay, .. } => self.enter(
-                Phase::Waiting {
-                    until: now + delay,
-                },
-                now,
-            ),
+            NextAttempt::Wait { delay, .. } => {
+                self.enter(Phase::Waiting { until: now + delay }, now)
+            }
             NextAttempt::GaveUp { .. } => self.enter(Phase::Stopped("gave up"), now),
             NextAttempt::Maintenance { .. } => self.enter(Phase::Stopped("maintenance"), now),
         }

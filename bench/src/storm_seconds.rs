@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn events_fall_in_their_whole_second_and_threads_merge() {
         let mut a = StormSeconds::default();
-        a.add(0 * MS, Seen::Attempt);
+        a.add(Duration::ZERO, Seen::Attempt);
         a.add(999 * MS, Seen::Told);
         a.add(1_000 * MS, Seen::Attempt);
         a.add(2_500 * MS, Seen::Served);
@@ -208,7 +208,7 @@ mod tests {
     #[test]
     fn the_table_has_a_row_per_second_of_the_longer_run() {
         let mut short = StormSeconds::default();
-        short.add(0 * MS, Seen::Served);
+        short.add(Duration::ZERO, Seen::Served);
         let mut long = StormSeconds::default();
         long.add(2_100 * MS, Seen::Served);
         let table = side_by_side(&[
