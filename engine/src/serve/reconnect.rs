@@ -225,10 +225,7 @@ mod tests {
     #[test]
     fn the_same_seed_makes_the_same_waits() {
         let draws = |seed| {
-            let mut r = Reconnect::new(&ClientConfig {
-                seed,
-                ..config()
-            });
+            let mut r = Reconnect::new(&ClientConfig { seed, ..config() });
             (0..5)
                 .map(|_| wait(r.after_attempt(None, None)))
                 .collect::<Vec<_>>()
