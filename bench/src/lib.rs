@@ -6,7 +6,9 @@
 //! pipeline run ([`pipeline_run`]), and its outputs ([`hgrm`], [`svg_plot`]); and the
 //! warmed books the criterion suites start from ([`warm_books`]); and the layered-retry
 //! chain model of `shared/storm-model.md` ([`storm_model`]); and the reconnect storm against
-//! the subscriber server's admission policy, simulated ([`reconnect_storm`]).
+//! the subscriber server's admission policy, simulated ([`reconnect_storm`]), and over real
+//! sockets: many non-blocking clients per thread ([`storm_clients`]) and the per-second
+//! table they fill ([`storm_seconds`]).
 
 #![forbid(unsafe_code)]
 
@@ -17,7 +19,9 @@ pub mod inproc_source;
 pub mod pipeline_run;
 pub mod queues;
 pub mod reconnect_storm;
+pub mod storm_clients;
 pub mod storm_model;
+pub mod storm_seconds;
 pub mod svg_plot;
 pub mod udp_source;
 pub mod warm_books;

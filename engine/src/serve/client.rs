@@ -4,8 +4,9 @@
 //! retry-after (a longer one than its cap is reported as maintenance, never slept on), and
 //! resubscribes, so fresh images follow every reconnect.
 //!
-//! An immediate reconnect loop is impossible by construction: every reconnect waits at
-//! least [`ClientConfig::min_delay`] (plus full jitter up to the backoff's ceiling), and the
+//! The decision after each attempt is [`Reconnect`]'s (shared with the storm harness's
+//! non-blocking clients). An immediate reconnect loop is impossible by construction: every
+//! reconnect waits at least [`ClientConfig::min_delay`] (plus full jitter up to the backoff's ceiling), and the
 //! backoff's attempt count starts again only after a session that was accepted and stayed up
 //! for [`ClientConfig::stable_after`].
 #![forbid(unsafe_code)]
@@ -16,13 +17,13 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use ticklane_feed::resilience::{Backoff, BackoffConfig, BackoffDelay};
-use ticklane_feed::rng::SplitMix64;
+use ticklane_feed::resilience::BackoffConfig;
 
 use super::protocol::{
     decode_server, encode_client, ClientMessage, DecodeError, Reason, ServerMessage, MAX_FRAME,
     PROTOCOL_VERSION,
 };
+use super::reconnect::{NextAttempt, Reconnect};
 
 /// Why a session or the subscriber stopped.
 #[derive(Debug, thiserror::Error)]
@@ -505,15 +506,11 @@ pub fn run_subscriber(
     pause: &mut dyn FnMut(Duration),
     on_event: &mut dyn FnMut(SubscriberEvent<'_>) -> ControlFlow<()>,
 ) -> Result<(), ClientError> {
-    let backoff = Backoff::new(config.backoff);
-    let mut rng = SplitMix64::new(config.seed);
-    let mut attempt = 0u32;
-    let mut in_a_row = 0u32;
+    let mut reconnect = Reconnect::new(config);
     while !stop.load(Ordering::Relaxed) {
-        in_a_row += 1;
         let started = Instant::now();
         let mut accepted = false;
-        let outcome = session_once(config, attempt, stop, &mut accepted, on_event);
+        let outcome = session_once(config, reconnect.attempt(), stop, &mut accepted, on_event);
         let why = match outcome {
             Ok(ControlFlow::Break(())) => return Ok(()),
             Ok(ControlFlow::Continue(())) => return Ok(()),
@@ -521,29 +518,26 @@ pub fn run_subscriber(
             Err(ClientError::Io { .. } | ClientError::Decode { .. }) => None,
             Err(e) => return Err(e),
         };
-        if accepted && started.elapsed() >= config.stable_after {
-            attempt = 0;
-            in_a_row = 0;
-        }
-        if config.max_attempts.is_some_and(|max| in_a_row >= max) {
-            return Err(ClientError::GaveUp { attempts: in_a_row });
-        }
-        let server_delay = why.and_then(Ended::retry_after);
-        let delay = match backoff.next(attempt, server_delay, &mut rng) {
-            BackoffDelay::Wait(d) => d.max(config.min_delay),
-            BackoffDelay::TooLong { requested, cap } => {
-                return Err(ClientError::Maintenance {
-                    addr: config.server,
-                    requested,
-                    cap,
-                })
-            }
-        };
-        attempt = attempt.saturating_add(1);
+        let accepted_for = accepted.then(|| started.elapsed());
+        let (delay, server_asked) =
+            match reconnect.after_attempt(accepted_for, why.and_then(Ended::retry_after)) {
+                NextAttempt::Wait {
+                    delay,
+                    server_asked,
+                } => (delay, server_asked),
+                NextAttempt::GaveUp { attempts } => return Err(ClientError::GaveUp { attempts }),
+                NextAttempt::Maintenance { requested, cap } => {
+                    return Err(ClientError::Maintenance {
+                        addr: config.server,
+                        requested,
+                        cap,
+                    })
+                }
+            };
         if on_event(SubscriberEvent::Reconnecting {
             why,
             delay,
-            server_asked: server_delay.is_some(),
+            server_asked,
         })
         .is_break()
         {

@@ -32,6 +32,7 @@ mod counters;
 mod guarded_admission;
 pub mod images;
 pub mod protocol;
+pub mod reconnect;
 mod server;
 mod write_queue;
 
