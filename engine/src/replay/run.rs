@@ -16,7 +16,7 @@ use crate::snapshot::SnapshotError;
 /// What `ticklane replay` was asked to do.
 #[derive(Clone, Debug, Default)]
 pub struct ReplayOptions {
-    /// The input: ITCH50 (optionally gzipped), pcap or pcapng.
+    /// The input: ITCH50 (optionally gzipped), pcap, pcapng, or DBN MBO (optionally zstd).
     pub input: PathBuf,
     /// Where the top-of-book stream goes, if anywhere.
     pub bbo_out: Option<PathBuf>,
@@ -69,7 +69,7 @@ pub enum ReplayError {
 }
 
 /// Writes `summary` as JSON to `path`.
-fn write_summary(path: &Path, json: &str) -> io::Result<()> {
+pub(super) fn write_summary(path: &Path, json: &str) -> io::Result<()> {
     let mut out = BufWriter::new(File::create(path)?);
     out.write_all(json.as_bytes())?;
     out.flush()
@@ -106,7 +106,7 @@ pub(super) fn with_failure_summary<T>(
     }
 }
 
-fn output(path: &Path) -> Result<BufWriter<File>, ReplayError> {
+pub(super) fn output(path: &Path) -> Result<BufWriter<File>, ReplayError> {
     File::create(path)
         .map(BufWriter::new)
         .map_err(|source| ReplayError::Output {
@@ -140,6 +140,9 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
 }
 
 fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
+    if let Some(format) = super::dbn_input::dbn_format(&opts.input) {
+        return super::dbn_input::replay_dbn(opts, format);
+    }
     let started = Instant::now();
     let mut reader = CaptureReader::open(
         &opts.input,
@@ -249,6 +252,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         bbo_rows,
         elapsed_s,
         packets,
+        dbn: None,
         no_messages,
         error,
     };
