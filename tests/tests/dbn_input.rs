@@ -181,7 +181,7 @@ fn encode(records: &[Rec]) -> Vec<u8> {
         };
         encoder.encode_record(&msg).expect("record encodes");
     }
-    drop(encoder);
+    encoder.flush().expect("flush");
     out
 }
 
