@@ -336,7 +336,10 @@ impl ReplaySummary {
             .seen()
             .map(|(tag, n)| format!("{}:{}", tag as char, group(n)))
             .collect();
-        let _ = writeln!(t, "  by type      {}", types.join(" "));
+        // A DBN input has no ITCH types; its `by action` line stands instead.
+        if self.dbn.is_none() {
+            let _ = writeln!(t, "  by type      {}", types.join(" "));
+        }
         if let Some(p) = &self.packets {
             self.packet_lines(&mut t, p);
         }
