@@ -47,7 +47,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Replay a captured file (ITCH50, ITCH50.gz, pcap, pcapng) through the books.
+    /// Replay a captured file (ITCH50, ITCH50.gz, pcap, pcapng, Databento DBN MBO[.zst]) through the books.
     Replay(file_commands::ReplayArgs),
     /// Write a synthetic, valid ITCH50 file (gzipped if OUT ends in .gz).
     Gen(file_commands::GenArgs),

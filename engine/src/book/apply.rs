@@ -155,6 +155,31 @@ impl<S: BboSink> Applier<S> {
             .write_row(&BboRow::new(index, timestamp, locate, symbol, &top))
     }
 
+    /// The books, for inputs that are not ITCH messages (DBN MBO records) and change them
+    /// through the book-level operations; such a caller writes the top-of-book stream with
+    /// [`Applier::track_top_of_book`].
+    pub fn books_mut(&mut self) -> &mut Books {
+        &mut self.books
+    }
+
+    /// Writes a top-of-book row for `locate` if its top of book differs from its last row
+    /// (what [`Applier::step`] does after each message that changed a book).
+    ///
+    /// # Errors
+    ///
+    /// If the top-of-book stream cannot be written.
+    pub fn track_top_of_book(
+        &mut self,
+        index: u64,
+        timestamp: Nanos,
+        locate: Locate,
+    ) -> io::Result<()> {
+        match &mut self.bbo {
+            Some(bbo) => Self::track(bbo, &self.books, index, timestamp, locate),
+            None => Ok(()),
+        }
+    }
+
     /// The books as they stand.
     pub fn books(&self) -> &Books {
         &self.books

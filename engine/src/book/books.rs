@@ -206,6 +206,78 @@ impl Books {
         }
     }
 
+    /// Sets the symbol of a locate, as an `R` message does: for inputs whose stock
+    /// directory comes from elsewhere (DBN metadata).
+    pub fn set_symbol(&mut self, locate: Locate, symbol: Stock) {
+        self.symbols[usize::from(locate.0)] = symbol;
+    }
+
+    /// Adds an order under the add rules (as `A`; `side` is the ITCH byte, `B` or `S`, any
+    /// other is rejected and counted). Returns the locate if the book changed.
+    pub fn add_order(
+        &mut self,
+        locate: Locate,
+        side: u8,
+        order_ref: OrderRef,
+        shares: u32,
+        price: Price,
+    ) -> Option<Locate> {
+        self.add(locate, side, order_ref, shares, price)
+    }
+
+    /// Takes `shares` off a live order (as `X`): clamped and counted when more than it has,
+    /// counted when the reference is not live. Returns the order's locate if it was live.
+    pub fn reduce_order(&mut self, order_ref: OrderRef, shares: u32) -> Option<Locate> {
+        self.reduce(order_ref, shares)
+    }
+
+    /// Removes a live order (as `D`); an unknown reference is counted.
+    pub fn delete_order(&mut self, order_ref: OrderRef) -> Option<Locate> {
+        self.delete(order_ref)
+    }
+
+    /// Gives a live order a new price and size in place, keeping its reference, stock and
+    /// side (a DBN Modify; ITCH has no such message). The order leaves its level and rejoins
+    /// under the add rules, so a size of 0 removes it (counted as a rejected add). Queue
+    /// priority is not kept by these books, so whether a venue keeps it (Databento: a size
+    /// decrease at the same price does) changes no output. `None` if the reference is not
+    /// live (not counted here: the caller decides what an unknown modify means).
+    pub fn modify_order(
+        &mut self,
+        order_ref: OrderRef,
+        shares: u32,
+        price: Price,
+    ) -> Option<Locate> {
+        let order = self.orders.remove(order_ref)?;
+        self.take_from_level(order, order.shares, true);
+        self.add(order.locate, order.side.wire(), order_ref, shares, price);
+        Some(order.locate)
+    }
+
+    /// Removes every order of a locate's book (a DBN Clear). `None` if it has no book.
+    ///
+    /// An empty book costs nothing; a book with orders costs a scan of the whole order
+    /// table and one allocation, which is acceptable for an event a venue sends at a
+    /// session start or a recovery, not per message.
+    pub fn clear_book(&mut self, locate: Locate) -> Option<Locate> {
+        let book = match self.book_of[usize::from(locate.0)] {
+            NO_BOOK => return None,
+            book => book as usize,
+        };
+        if self.books[book].depth != [0, 0] {
+            let refs: Vec<OrderRef> = self
+                .orders
+                .iter()
+                .filter(|(_, order)| order.locate == locate)
+                .map(|(order_ref, _)| order_ref)
+                .collect();
+            for order_ref in refs {
+                self.delete(order_ref);
+            }
+        }
+        Some(locate)
+    }
+
     /// The book of a locate, opening it on first use.
     #[inline(always)]
     fn book_index_or_open(&mut self, locate: Locate) -> Option<usize> {

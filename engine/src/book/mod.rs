@@ -5,6 +5,7 @@ mod apply;
 mod bbo_row;
 mod books;
 mod ladder;
+mod mbo;
 mod order_table;
 mod top_of_book;
 mod trade;
@@ -15,6 +16,9 @@ pub use apply::{Applied, Applier, ApplyError, NoBbo};
 pub use bbo_row::{BboRow, BboSink};
 pub use books::{BookConfig, BookCounters, Books};
 pub use ladder::{LadderFull, LadderView, Level, LevelView, PriceLadder};
+pub use mbo::{
+    MboApplier, MboCounts, ACTIONS as MBO_ACTIONS, F_LAST, F_MAYBE_BAD_BOOK, F_SNAPSHOT,
+};
 pub use order_table::{InsertError, Order, OrderTable, Side};
 pub use top_of_book::TopOfBook;
 pub use trade::{trade_of, Trade};

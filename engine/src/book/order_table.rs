@@ -37,6 +37,15 @@ impl Side {
         }
     }
 
+    /// The ITCH side byte: `B` or `S`.
+    #[inline]
+    pub fn wire(self) -> u8 {
+        match self {
+            Side::Bid => b'B',
+            Side::Ask => b'S',
+        }
+    }
+
     /// The letter the CSV outputs use: `B` or `S`.
     pub fn letter(self) -> char {
         match self {

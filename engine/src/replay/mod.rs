@@ -2,6 +2,7 @@
 //! pipeline and snapshot to a captured input: the outputs the contracts name, the top-of-book
 //! stream, the final depth and the summary.
 
+mod dbn_input;
 mod fault;
 mod paced;
 mod partition;
@@ -14,5 +15,5 @@ pub use fault::{ReplayExit, ReplayFault};
 pub use paced::{replay_paced, PacedOutcome, SnapshotTarget};
 pub use partition::LocatePartition;
 pub use run::{replay_file, ReplayError, ReplayOptions, ReplayOutcome};
-pub use summary::{PacketCounts, ReplaySummary};
 pub use threaded::{replay_file_threaded, PartitionedOutcome};
+pub use summary::{DbnCounts, PacketCounts, ReplaySummary};

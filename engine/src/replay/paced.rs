@@ -141,6 +141,7 @@ fn finish(
         bbo_rows: 0,
         elapsed_s: elapsed.as_secs_f64(),
         packets,
+        dbn: None,
         no_messages,
         error,
     };

@@ -16,7 +16,7 @@ use crate::snapshot::SnapshotError;
 /// What `ticklane replay` was asked to do.
 #[derive(Clone, Debug, Default)]
 pub struct ReplayOptions {
-    /// The input: ITCH50 (optionally gzipped), pcap or pcapng.
+    /// The input: ITCH50 (optionally gzipped), pcap, pcapng, or DBN MBO (optionally zstd).
     pub input: PathBuf,
     /// Where the top-of-book stream goes, if anywhere.
     pub bbo_out: Option<PathBuf>,
@@ -180,6 +180,9 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
 }
 
 fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
+    if let Some(format) = super::dbn_input::dbn_format(&opts.input) {
+        return super::dbn_input::replay_dbn(opts, format);
+    }
     let started = Instant::now();
     let mut reader = CaptureReader::open(
         &opts.input,
@@ -265,6 +268,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         bbo_rows,
         elapsed_s,
         packets,
+        dbn: None,
         no_messages,
         error,
     };

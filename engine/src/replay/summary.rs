@@ -2,10 +2,10 @@
 
 use std::fmt::{self, Write as _};
 
-use ticklane_feed::capture::{CaptureStats, InputFormat, NoMessages, UnsupportedLink};
+use ticklane_feed::capture::{CaptureStats, DbnStats, InputFormat, NoMessages, UnsupportedLink};
 
 use super::fault::{ReplayExit, ReplayFault};
-use crate::book::{BookCounters, TypeCounts};
+use crate::book::{BookCounters, MboCounts, TypeCounts, MBO_ACTIONS};
 use crate::digit_groups::group;
 
 /// Declared-lost ranges listed one by one on the screen when there are at most this many.
@@ -75,6 +75,70 @@ impl PacketCounts {
     }
 }
 
+/// Record-level counts of a DBN MBO input (absent for ITCH inputs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DbnCounts {
+    /// What the DBN reader counted.
+    pub reader: DbnStats,
+    /// What the MBO translation counted.
+    pub mbo: MboCounts,
+}
+
+impl DbnCounts {
+    fn json(&self, j: &mut String) {
+        let (r, m) = (&self.reader, &self.mbo);
+        let _ = write!(
+            j,
+            "\"dbn\":{{\"records\":{},\"mbo_records\":{},\"symbol_mappings\":{},\
+             \"other_records\":{},\"long_symbols\":{},\"by_action\":{{",
+            r.records, r.mbo_records, r.symbol_mappings, r.other_records, r.long_symbols
+        );
+        for (i, (action, n)) in MBO_ACTIONS.iter().zip(m.by_action).enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            let _ = write!(j, "{sep}\"{}\":{n}", char::from(*action));
+        }
+        let _ = write!(
+            j,
+            "}},\"unknown_actions\":{},\"instrument_out_of_range\":{},\
+             \"unrepresentable_prices\":{},\"modify_unknown_added\":{},\
+             \"snapshot_records\":{},\"maybe_bad_book_records\":{}}},",
+            m.unknown_actions,
+            m.instrument_out_of_range,
+            m.unrepresentable_prices,
+            m.modify_unknown_added,
+            m.snapshot_records,
+            m.maybe_bad_book_records
+        );
+    }
+
+    fn text(&self, t: &mut String) {
+        let actions: Vec<String> = MBO_ACTIONS
+            .iter()
+            .zip(self.mbo.by_action)
+            .map(|(a, n)| format!("{}:{}", char::from(*a), group(n)))
+            .collect();
+        let _ = writeln!(t, "  by action    {}", actions.join(" "));
+        let m = &self.mbo;
+        let _ = writeln!(
+            t,
+            "  DBN records  {:>14}   symbol mappings {}   other {}   snapshot {}   maybe-bad-book {}",
+            group(self.reader.records),
+            group(self.reader.symbol_mappings),
+            group(self.reader.other_records),
+            group(m.snapshot_records),
+            group(m.maybe_bad_book_records)
+        );
+        let _ = writeln!(
+            t,
+            "  DBN skipped  unknown actions {}   instrument ids over 65535 {}   prices not in 1e-4 {}   modify of unknown order added {}",
+            group(m.unknown_actions),
+            group(m.instrument_out_of_range),
+            group(m.unrepresentable_prices),
+            group(m.modify_unknown_added)
+        );
+    }
+}
+
 /// Everything a replay reports.
 #[derive(Debug, Default)]
 pub struct ReplaySummary {
@@ -100,6 +164,8 @@ pub struct ReplaySummary {
     pub elapsed_s: f64,
     /// For pcap inputs.
     pub packets: Option<PacketCounts>,
+    /// For DBN inputs (`messages` then counts MBO records, and `by_type` stays empty).
+    pub dbn: Option<DbnCounts>,
     /// Why no message was delivered, when the input held feed data but none to deliver (a
     /// session of heartbeats only): an honest empty result, not a failure. An input with no
     /// feed data at all is an `error` ([`ReplayFault::NoFeedData`]) instead.
@@ -229,6 +295,9 @@ impl ReplaySummary {
             let _ = write!(j, "\"reordered\":{},", p.reordered);
             let _ = write!(j, "\"session_changes\":{},", p.session_changes);
         }
+        if let Some(d) = &self.dbn {
+            d.json(&mut j);
+        }
         match &self.no_messages {
             Some(why) => {
                 let _ = write!(j, "\"no_messages\":{},", json_string(&why.to_string()));
@@ -267,9 +336,15 @@ impl ReplaySummary {
             .seen()
             .map(|(tag, n)| format!("{}:{}", tag as char, group(n)))
             .collect();
-        let _ = writeln!(t, "  by type      {}", types.join(" "));
+        // A DBN input has no ITCH types; its `by action` line stands instead.
+        if self.dbn.is_none() {
+            let _ = writeln!(t, "  by type      {}", types.join(" "));
+        }
         if let Some(p) = &self.packets {
             self.packet_lines(&mut t, p);
+        }
+        if let Some(d) = &self.dbn {
+            d.text(&mut t);
         }
         let _ = writeln!(
             t,

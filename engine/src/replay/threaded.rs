@@ -60,7 +60,8 @@ pub struct PartitionedOutcome {
 
 /// Replays `opts.input` on `threads` book threads (1 is [`super::replay_file`] itself,
 /// unchanged). The outputs (`--bbo-out`, `--book-out`, the summary) are those of one
-/// thread; see the module documentation for the one exception.
+/// thread; see the module documentation for the one exception. A DBN input replays on one
+/// thread whatever `threads` says (its records are not routed by locate yet).
 ///
 /// # Errors
 ///
@@ -69,7 +70,7 @@ pub fn replay_file_threaded(
     opts: &ReplayOptions,
     threads: usize,
 ) -> Result<PartitionedOutcome, ReplayError> {
-    if threads <= 1 {
+    if threads <= 1 || super::dbn_input::dbn_format(&opts.input).is_some() {
         let done = super::replay_file(opts)?;
         return Ok(PartitionedOutcome {
             summary: done.summary,

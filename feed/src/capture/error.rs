@@ -187,6 +187,18 @@ pub enum CaptureErrorKind {
         /// Interfaces described so far in the section.
         count: usize,
     },
+    /// Databento's decoder rejected the DBN input; its message says why.
+    #[error("DBN: {0}")]
+    Dbn(String),
+    /// The DBN metadata names a schema other than MBO.
+    #[error("DBN schema is {0}, not mbo: replay reads market-by-order records only")]
+    DbnSchema(String),
+    /// The DBN input ends inside a record.
+    #[error("truncated: the input ends {remain} bytes into a DBN record")]
+    DbnTruncated {
+        /// Bytes present of the cut record.
+        remain: u64,
+    },
 }
 
 /// An error before the front adds the path and message index.

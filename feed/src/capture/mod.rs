@@ -23,6 +23,7 @@
 //! # Ok::<(), ticklane_feed::capture::CaptureError>(())
 //! ```
 
+mod dbn_mbo;
 mod error;
 mod gzip;
 mod itch50;
@@ -35,6 +36,7 @@ mod pcap_writer;
 mod pcapng;
 mod window;
 
+pub use dbn_mbo::{DbnItem, DbnMboReader, DbnStats, MboRecord};
 pub use error::{CaptureError, CaptureErrorKind, IoOp};
 pub use link::LinkType;
 pub use no_messages::{NoMessages, UnsupportedLink};
@@ -80,6 +82,11 @@ pub enum InputFormat {
     Pcap,
     /// pcapng of MoldUDP64.
     PcapNg,
+    /// Databento DBN (market-by-order records), read by [`DbnMboReader`], not
+    /// [`CaptureReader`].
+    Dbn,
+    /// The same, zstd compressed (any zstd input is taken to be DBN).
+    ZstdDbn,
 }
 
 impl std::fmt::Display for InputFormat {
@@ -89,6 +96,8 @@ impl std::fmt::Display for InputFormat {
             InputFormat::GzipItch50 => "ITCH50.gz",
             InputFormat::Pcap => "pcap",
             InputFormat::PcapNg => "pcapng",
+            InputFormat::Dbn => "DBN",
+            InputFormat::ZstdDbn => "DBN.zst",
         })
     }
 }
@@ -98,6 +107,12 @@ impl std::fmt::Display for InputFormat {
 pub fn detect(head: &[u8]) -> InputFormat {
     if head.starts_with(&[0x1f, 0x8b]) {
         return InputFormat::GzipItch50;
+    }
+    if head.starts_with(b"DBN") {
+        return InputFormat::Dbn;
+    }
+    if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        return InputFormat::ZstdDbn;
     }
     if head.starts_with(&[0x0a, 0x0d, 0x0d, 0x0a]) {
         return InputFormat::PcapNg;
@@ -293,6 +308,10 @@ impl CaptureReader {
             InputFormat::PcapNg => {
                 let (frames, tally) = UdpFrames::new(PcapNgFrames::new());
                 Inner::PcapNg(PacketStream::new(window, frames), tally)
+            }
+            InputFormat::Dbn | InputFormat::ZstdDbn => {
+                let why = "DBN holds MBO records, not ITCH messages: read it with DbnMboReader";
+                return Err(fail(0, CaptureErrorKind::Dbn(why.into())));
             }
         };
         Ok(CaptureReader {
@@ -494,6 +513,8 @@ mod tests {
         assert_eq!(detect(&[0x4d, 0x3c, 0xb2, 0xa1]), InputFormat::Pcap);
         assert_eq!(detect(&[0xa1, 0xb2, 0x3c, 0x4d]), InputFormat::Pcap);
         assert_eq!(detect(&[0x0a, 0x0d, 0x0d, 0x0a]), InputFormat::PcapNg);
+        assert_eq!(detect(b"DBN\x03"), InputFormat::Dbn);
+        assert_eq!(detect(&[0x28, 0xb5, 0x2f, 0xfd]), InputFormat::ZstdDbn);
         assert_eq!(detect(&[0x00, 0x0c, b'S', 0]), InputFormat::Itch50);
         assert_eq!(detect(&[]), InputFormat::Itch50);
     }

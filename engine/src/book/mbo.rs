@@ -1,0 +1,319 @@
+//! Databento MBO records applied to the same books as ITCH, through the books' own
+//! operations (add, reduce, delete, modify in place, clear), so the ITCH apply step and
+//! its hot loop stay as they are.
+//!
+//! How each action maps (Databento's documented MBO conventions):
+//!
+//! | action | books |
+//! | --- | --- |
+//! | `A`dd | add the order (ITCH add rules: 0 shares or a live reference rejected, counted) |
+//! | `C`ancel | take `size` shares off the order; it leaves at 0 (more than it has: clamped, counted) |
+//! | `M`odify | the order takes the new price and size; an unknown order is added, as Databento's own book example does, and counted |
+//! | clea`R` | every order of the instrument leaves |
+//! | `T`rade, `F`ill, `N`one | nothing: Databento sends a Cancel for every fill of a resting order |
+//!
+//! Instruments: an `instrument_id` that fits 16 bits is its own locate, so a DBN file
+//! written from ITCH (where `instrument_id` is the locate) replays to the same locates; a
+//! larger id is counted and its records skipped. Prices: DBN's 1e-9 units become ITCH's
+//! 1e-4 units when exact and within `u32`; any other price is counted and its record
+//! skipped. The top-of-book stream is examined once per event, at the record that carries
+//! `F_LAST` (Databento: the book is only consistent there), with the event's `sequence` as
+//! `msg_index` and `ts_event` (nanoseconds since the Unix epoch) as `timestamp_ns`.
+
+use std::io;
+
+use ticklane_feed::capture::MboRecord;
+use ticklane_feed::itch::{Locate, Nanos, OrderRef, Price, Stock};
+
+use super::apply::Applier;
+use super::bbo_row::BboSink;
+use super::{BookConfig, Books, Side};
+
+/// `F_LAST`: the last record of an event for an instrument.
+pub const F_LAST: u8 = 1 << 7;
+/// `F_SNAPSHOT`: the record comes from a book snapshot, not a live event.
+pub const F_SNAPSHOT: u8 = 1 << 5;
+/// `F_MAYBE_BAD_BOOK`: the venue's book may be wrong here (a gap upstream).
+pub const F_MAYBE_BAD_BOOK: u8 = 1 << 2;
+
+/// DBN price units per ITCH price unit (1e-4 / 1e-9).
+const DBN_PER_ITCH_PRICE: i64 = 100_000;
+
+/// The actions, in the order [`MboCounts::by_action`] counts them.
+pub const ACTIONS: [u8; 7] = [b'A', b'C', b'M', b'R', b'T', b'F', b'N'];
+
+/// What the MBO translation counted (the books count the rest: unknown references,
+/// rejected adds, clamped cancels).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MboCounts {
+    /// MBO records handled.
+    pub records: u64,
+    /// Records by action, in the order of [`ACTIONS`].
+    pub by_action: [u64; 7],
+    /// Records whose action byte is none of the seven: skipped.
+    pub unknown_actions: u64,
+    /// Records whose `instrument_id` does not fit a 16-bit locate: skipped.
+    pub instrument_out_of_range: u64,
+    /// Add or Modify records whose price is not a whole number of 1e-4 units within
+    /// `u32` (negative, undefined, or finer than ITCH can say): skipped.
+    pub unrepresentable_prices: u64,
+    /// Modify records naming an order not in the book, added as new orders.
+    pub modify_unknown_added: u64,
+    /// Records flagged `F_SNAPSHOT`.
+    pub snapshot_records: u64,
+    /// Records flagged `F_MAYBE_BAD_BOOK`.
+    pub maybe_bad_book_records: u64,
+}
+
+/// An event's changed book waiting for its `F_LAST` record.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    locate: Locate,
+    index: u64,
+    timestamp: Nanos,
+}
+
+/// The apply step for MBO records: books plus the optional top-of-book stream.
+pub struct MboApplier<S: BboSink> {
+    applier: Applier<S>,
+    counts: MboCounts,
+    pending: Option<Pending>,
+}
+
+impl<S: BboSink> MboApplier<S> {
+    /// Books at `config`, sending the top-of-book stream to `bbo` if given.
+    ///
+    /// # Errors
+    ///
+    /// If the book tables cannot be allocated.
+    pub fn new(config: BookConfig, bbo: Option<S>) -> io::Result<Self> {
+        Ok(MboApplier {
+            applier: Applier::new(config, bbo)?,
+            counts: MboCounts::default(),
+            pending: None,
+        })
+    }
+
+    /// Names an instrument (from DBN metadata or a symbol mapping record); an id that does
+    /// not fit a locate is ignored (its records are counted when they come).
+    pub fn set_symbol(&mut self, instrument_id: u32, symbol: Stock) {
+        if let Some(locate) = locate_of(instrument_id) {
+            self.applier.books_mut().set_symbol(locate, symbol);
+        }
+    }
+
+    /// Applies one MBO record. Returns the locate whose book it changed, if any.
+    ///
+    /// # Errors
+    ///
+    /// If the top-of-book stream cannot be written.
+    pub fn step(&mut self, record: &MboRecord) -> io::Result<Option<Locate>> {
+        let counts = &mut self.counts;
+        counts.records += 1;
+        if record.flags & F_SNAPSHOT != 0 {
+            counts.snapshot_records += 1;
+        }
+        if record.flags & F_MAYBE_BAD_BOOK != 0 {
+            counts.maybe_bad_book_records += 1;
+        }
+        match ACTIONS.iter().position(|&a| a == record.action) {
+            Some(i) => counts.by_action[i] += 1,
+            None => counts.unknown_actions += 1,
+        }
+        let changed = self.apply(record);
+        if let Some(locate) = changed {
+            if let Some(p) = self.pending {
+                if p.locate != locate {
+                    self.flush()?;
+                }
+            }
+            self.pending = Some(Pending {
+                locate,
+                index: u64::from(record.sequence),
+                timestamp: Nanos(record.ts_event),
+            });
+        }
+        if record.flags & F_LAST != 0 {
+            self.flush()?;
+        }
+        Ok(changed)
+    }
+
+    fn apply(&mut self, record: &MboRecord) -> Option<Locate> {
+        let Some(locate) = locate_of(record.instrument_id) else {
+            self.counts.instrument_out_of_range += 1;
+            return None;
+        };
+        let order_ref = OrderRef(record.order_id);
+        let books = self.applier.books_mut();
+        match record.action {
+            b'A' => {
+                let price = self.price(record.price)?;
+                let books = self.applier.books_mut();
+                add(books, locate, record.side, order_ref, record.size, price)
+            }
+            b'C' => books.reduce_order(order_ref, record.size),
+            b'M' => {
+                let price = self.price(record.price)?;
+                let books = self.applier.books_mut();
+                match books.modify_order(order_ref, record.size, price) {
+                    Some(changed) => Some(changed),
+                    None => {
+                        self.counts.modify_unknown_added += 1;
+                        let books = self.applier.books_mut();
+                        add(books, locate, record.side, order_ref, record.size, price)
+                    }
+                }
+            }
+            b'R' => books.clear_book(locate),
+            _ => None,
+        }
+    }
+
+    /// `price` in ITCH units, or `None` (counted) if it has no exact ITCH form.
+    fn price(&mut self, price: i64) -> Option<Price> {
+        let itch = (price % DBN_PER_ITCH_PRICE == 0)
+            .then(|| u32::try_from(price / DBN_PER_ITCH_PRICE).ok())
+            .flatten();
+        if itch.is_none() {
+            self.counts.unrepresentable_prices += 1;
+        }
+        itch.map(Price)
+    }
+
+    /// Writes the pending event's top-of-book row, if one is waiting.
+    fn flush(&mut self) -> io::Result<()> {
+        match self.pending.take() {
+            Some(p) => self
+                .applier
+                .track_top_of_book(p.index, p.timestamp, p.locate),
+            None => Ok(()),
+        }
+    }
+
+    /// What was counted so far.
+    pub fn counts(&self) -> MboCounts {
+        self.counts
+    }
+
+    /// The books as they stand.
+    pub fn books(&self) -> &Books {
+        self.applier.books()
+    }
+
+    /// Top-of-book rows written so far.
+    pub fn bbo_rows(&self) -> u64 {
+        self.applier.bbo_rows()
+    }
+
+    /// Writes the last event's row if its `F_LAST` never came, flushes the top-of-book
+    /// stream, and gives back the books.
+    ///
+    /// # Errors
+    ///
+    /// If the top-of-book stream cannot be written.
+    pub fn finish(mut self) -> io::Result<Books> {
+        self.flush()?;
+        self.applier.finish()
+    }
+}
+
+/// The locate of an instrument: itself, when it fits 16 bits.
+fn locate_of(instrument_id: u32) -> Option<Locate> {
+    u16::try_from(instrument_id).ok().map(Locate)
+}
+
+/// An add with DBN's side letters (`B`id, `A`sk); any other side is rejected by the books
+/// as a bad side, and counted there.
+fn add(
+    books: &mut Books,
+    locate: Locate,
+    side: u8,
+    order_ref: OrderRef,
+    shares: u32,
+    price: Price,
+) -> Option<Locate> {
+    let itch_side = match side {
+        b'B' => Side::Bid.wire(),
+        b'A' => Side::Ask.wire(),
+        _ => 0,
+    };
+    books.add_order(locate, itch_side, order_ref, shares, price)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::book::NoBbo;
+
+    fn rec(action: u8, side: u8, order_id: u64, price_dollars_e4: i64, size: u32) -> MboRecord {
+        MboRecord {
+            instrument_id: 7,
+            order_id,
+            price: price_dollars_e4 * DBN_PER_ITCH_PRICE,
+            size,
+            action,
+            side,
+            flags: F_LAST,
+            ts_event: 1,
+            sequence: 1,
+        }
+    }
+
+    fn applier() -> MboApplier<NoBbo> {
+        let config = BookConfig {
+            max_orders: 64,
+            max_books: 4,
+            levels_per_side: 8,
+        };
+        MboApplier::new(config, None).expect("books")
+    }
+
+    #[test]
+    fn prices_must_be_whole_itch_units() {
+        let mut m = applier();
+        let mut odd = rec(b'A', b'B', 1, 100, 10);
+        odd.price += 1;
+        assert_eq!(m.step(&odd).expect("step"), None);
+        let mut negative = rec(b'A', b'B', 2, 100, 10);
+        negative.price = -negative.price;
+        assert_eq!(m.step(&negative).expect("step"), None);
+        let mut undefined = rec(b'A', b'B', 3, 100, 10);
+        undefined.price = i64::MAX;
+        assert_eq!(m.step(&undefined).expect("step"), None);
+        assert_eq!(m.counts().unrepresentable_prices, 3);
+        assert_eq!(m.books().live_orders(), 0);
+    }
+
+    #[test]
+    fn wide_instrument_ids_are_counted_not_applied() {
+        let mut m = applier();
+        let mut wide = rec(b'A', b'B', 1, 100, 10);
+        wide.instrument_id = 1 << 16;
+        assert_eq!(m.step(&wide).expect("step"), None);
+        assert_eq!(m.counts().instrument_out_of_range, 1);
+        assert_eq!(m.books().live_orders(), 0);
+    }
+
+    #[test]
+    fn unknown_action_and_side_never_panic() {
+        let mut m = applier();
+        assert_eq!(m.step(&rec(b'Z', b'B', 1, 100, 10)).expect("step"), None);
+        assert_eq!(m.counts().unknown_actions, 1);
+        assert_eq!(m.step(&rec(b'A', b'N', 1, 100, 10)).expect("step"), None);
+        assert_eq!(m.books().counters().rejected_bad_side, 1);
+    }
+
+    #[test]
+    fn modify_of_an_unknown_order_adds_it() {
+        let mut m = applier();
+        assert_eq!(
+            m.step(&rec(b'M', b'A', 9, 250, 30)).expect("step"),
+            Some(Locate(7))
+        );
+        assert_eq!(m.counts().modify_unknown_added, 1);
+        let top = m.books().top_of_book(Locate(7));
+        assert_eq!((top.bid.orders, top.ask.orders), (0, 1));
+        assert_eq!((top.ask.price, top.ask.qty), (Price(250), 30));
+    }
+}

@@ -1,0 +1,324 @@
+//! Databento DBN files of market-by-order (MBO) records, plain or zstd-compressed, read
+//! with Databento's own decoder (the `dbn` crate).
+//!
+//! [`DbnMboReader`] yields each MBO record as a plain [`MboRecord`] (prices still in DBN's
+//! 1e-9 units: turning records into book operations is the engine's job), and each symbol
+//! mapping record as a [`DbnItem::Symbol`]. The stock directory starts from the metadata's
+//! symbol mappings ([`DbnMboReader::symbols`]).
+//!
+//! The decoder ends a stream quietly when the last record is cut short, and treats a zstd
+//! stream that ends early as an ordinary end of input; this reader counts every
+//! decompressed byte and every record length so that both are reported as errors naming
+//! the byte offset and record index, never taken for a clean end.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use dbn::decode::{DbnMetadata, DecodeRecordRef, DynReader};
+use dbn::{rtype, MboMsg, Record, VersionUpgradePolicy};
+
+use super::error::{CaptureError, CaptureErrorKind, IoOp};
+use crate::itch::Stock;
+
+/// Bytes of DBN's prelude: `DBN`, the version byte, and the metadata length (u32 LE).
+const PRELUDE_LEN: u64 = 8;
+
+/// One MBO record, as Databento defines its fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MboRecord {
+    /// Databento's numeric instrument id.
+    pub instrument_id: u32,
+    /// The order id assigned at the venue (for XNAS.ITCH, the ITCH order reference).
+    pub order_id: u64,
+    /// Price in units of 1e-9 (`i64::MAX` is DBN's undefined price).
+    pub price: i64,
+    /// Shares: the order's size (add, modify), the shares cancelled (cancel), or the shares
+    /// traded (trade, fill).
+    pub size: u32,
+    /// `A`dd, `C`ancel, `M`odify, clea`R`, `T`rade, `F`ill or `N`one.
+    pub action: u8,
+    /// `B`id, `A`sk or `N`one.
+    pub side: u8,
+    /// Bit field: `F_LAST` (0x80), `F_TOB` (0x40), `F_SNAPSHOT` (0x20), `F_MBP` (0x10),
+    /// `F_BAD_TS_RECV` (0x08), `F_MAYBE_BAD_BOOK` (0x04).
+    pub flags: u8,
+    /// Matching-engine timestamp, nanoseconds since the Unix epoch.
+    pub ts_event: u64,
+    /// The venue's sequence number.
+    pub sequence: u32,
+}
+
+/// What a DBN file yields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DbnItem {
+    /// An MBO record.
+    Mbo(MboRecord),
+    /// A symbol mapping record: from here on the instrument has this symbol.
+    Symbol {
+        /// The instrument.
+        instrument_id: u32,
+        /// Its symbol, space padded (see [`DbnStats::long_symbols`]).
+        symbol: Stock,
+    },
+}
+
+/// Counters of a DBN read so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DbnStats {
+    /// Records read, of any type.
+    pub records: u64,
+    /// MBO records yielded.
+    pub mbo_records: u64,
+    /// Symbol mapping records read.
+    pub symbol_mappings: u64,
+    /// Records of any other type (status, error, system messages): skipped.
+    pub other_records: u64,
+    /// Symbols longer than the 8 bytes of an ITCH stock field: cut to 8 bytes.
+    pub long_symbols: u64,
+    /// Decompressed bytes read past.
+    pub bytes_consumed: u64,
+}
+
+/// Counts the decompressed bytes read and remembers the prelude and the first read error,
+/// which the decoder would otherwise take for the end of input.
+struct Counting<R> {
+    inner: R,
+    count: u64,
+    prelude: [u8; PRELUDE_LEN as usize],
+    failure: Option<io::Error>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.inner.read(buf) {
+            Ok(n) => {
+                for (i, &b) in buf[..n].iter().enumerate() {
+                    let at = self.count + i as u64;
+                    if at >= PRELUDE_LEN {
+                        break;
+                    }
+                    self.prelude[at as usize] = b;
+                }
+                self.count += n as u64;
+                Ok(n)
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(e),
+            Err(e) => {
+                self.failure = Some(io::Error::new(e.kind(), e.to_string()));
+                Err(e)
+            }
+        }
+    }
+}
+
+type Decoder = dbn::decode::DbnDecoder<Counting<DynReader<'static, BufReader<File>>>>;
+
+/// Reads the MBO records of a DBN file (DBN versions 1 to 3, plain or zstd).
+///
+/// Not `Sync`; one allocation per symbol mapping record, none per MBO record.
+pub struct DbnMboReader {
+    path: PathBuf,
+    decoder: Decoder,
+    symbols: Vec<(u32, Stock)>,
+    /// Decompressed offset of the next record.
+    next_offset: u64,
+    stats: DbnStats,
+    done: bool,
+}
+
+impl DbnMboReader {
+    /// Opens `path`, decompressing if it is zstd, and reads the DBN metadata.
+    ///
+    /// # Errors
+    ///
+    /// A [`CaptureError`] naming the path if the file cannot be opened or its metadata
+    /// cannot be decoded, or if the metadata names a schema other than MBO.
+    pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        let fail = |offset, kind| CaptureError {
+            path: path.to_path_buf(),
+            offset,
+            index: 1,
+            kind,
+        };
+        let file = File::open(path).map_err(|error| {
+            fail(
+                0,
+                CaptureErrorKind::Io {
+                    op: IoOp::Open,
+                    error,
+                },
+            )
+        })?;
+        let reader = DynReader::new_inferred(file)
+            .map_err(|e| fail(0, CaptureErrorKind::Dbn(e.to_string())))?;
+        let counting = Counting {
+            inner: reader,
+            count: 0,
+            prelude: [0; PRELUDE_LEN as usize],
+            failure: None,
+        };
+        let decoder = Decoder::with_upgrade_policy(counting, VersionUpgradePolicy::AsIs)
+            .map_err(|e| fail(0, CaptureErrorKind::Dbn(format!("metadata: {e}"))))?;
+        let metadata = decoder.metadata();
+        if let Some(schema) = metadata.schema {
+            if schema != dbn::Schema::Mbo {
+                return Err(fail(0, CaptureErrorKind::DbnSchema(schema.to_string())));
+            }
+        }
+        let mut stats = DbnStats::default();
+        let mut symbols = Vec::new();
+        for mapping in &metadata.mappings {
+            // With `stype_out` instrument id, each interval's symbol is the id; the first
+            // interval is the one in force at the start of the file.
+            let id = mapping
+                .intervals
+                .iter()
+                .find_map(|interval| interval.symbol.parse::<u32>().ok());
+            if let Some(id) = id {
+                symbols.push((id, stock(&mapping.raw_symbol, &mut stats)));
+            }
+        }
+        let prelude = decoder.get_ref().prelude;
+        let metadata_len = u32::from_le_bytes([prelude[4], prelude[5], prelude[6], prelude[7]]);
+        Ok(DbnMboReader {
+            path: path.to_path_buf(),
+            decoder,
+            symbols,
+            next_offset: PRELUDE_LEN + u64::from(metadata_len),
+            stats,
+            done: false,
+        })
+    }
+
+    /// The path being read.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Instrument ids and symbols from the metadata's symbol mappings.
+    pub fn symbols(&self) -> &[(u32, Stock)] {
+        &self.symbols
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> DbnStats {
+        self.stats
+    }
+
+    /// The next MBO or symbol mapping record, or `None` at the end of the input.
+    ///
+    /// # Errors
+    ///
+    /// A [`CaptureError`] naming the decompressed byte offset of the record that failed and
+    /// its 1-based index among the records: a record the decoder rejects, a record cut short
+    /// at the end of the file, or a read or decompression failure. Every record before it
+    /// was yielded; later calls return `Ok(None)`.
+    pub fn next_item(&mut self) -> Result<Option<DbnItem>, CaptureError> {
+        loop {
+            if self.done {
+                return Ok(None);
+            }
+            let offset = self.next_offset;
+            let index = self.stats.records + 1;
+            let record = match self.decoder.decode_record_ref() {
+                Ok(Some(record)) => record,
+                Ok(None) => {
+                    self.done = true;
+                    let counting = self.decoder.get_mut();
+                    if let Some(error) = counting.failure.take() {
+                        return Err(self.error(
+                            offset,
+                            index,
+                            CaptureErrorKind::Io {
+                                op: IoOp::Decompress,
+                                error,
+                            },
+                        ));
+                    }
+                    let read = counting.count;
+                    self.stats.bytes_consumed = read;
+                    if read != offset {
+                        let remain = read.saturating_sub(offset);
+                        return Err(self.error(
+                            offset,
+                            index,
+                            CaptureErrorKind::DbnTruncated { remain },
+                        ));
+                    }
+                    return Ok(None);
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Err(self.error(offset, index, CaptureErrorKind::Dbn(e.to_string())));
+                }
+            };
+            self.stats.records += 1;
+            self.next_offset += record.record_size() as u64;
+            self.stats.bytes_consumed = self.next_offset;
+            let header = record.header();
+            match header.rtype {
+                rtype::MBO => {
+                    let Some(mbo) = record.get::<MboMsg>() else {
+                        // The decoder checked the length; a short MBO record is corrupt.
+                        self.done = true;
+                        return Err(self.error(
+                            offset,
+                            index,
+                            CaptureErrorKind::Dbn("MBO record shorter than 56 bytes".into()),
+                        ));
+                    };
+                    self.stats.mbo_records += 1;
+                    return Ok(Some(DbnItem::Mbo(MboRecord {
+                        instrument_id: mbo.hd.instrument_id,
+                        order_id: mbo.order_id,
+                        price: mbo.price,
+                        size: mbo.size,
+                        action: mbo.action as u8,
+                        side: mbo.side as u8,
+                        flags: mbo.flags.raw(),
+                        ts_event: mbo.hd.ts_event,
+                        sequence: mbo.sequence,
+                    })));
+                }
+                rtype::SYMBOL_MAPPING => {
+                    self.stats.symbol_mappings += 1;
+                    let instrument_id = header.instrument_id;
+                    let mut map = dbn::PitSymbolMap::new();
+                    map.on_record(record).map_err(|e| CaptureError {
+                        path: self.path.clone(),
+                        offset,
+                        index,
+                        kind: CaptureErrorKind::Dbn(e.to_string()),
+                    })?;
+                    if let Some(text) = map.get(instrument_id) {
+                        let symbol = stock(text, &mut self.stats);
+                        return Ok(Some(DbnItem::Symbol {
+                            instrument_id,
+                            symbol,
+                        }));
+                    }
+                }
+                _ => self.stats.other_records += 1,
+            }
+        }
+    }
+
+    fn error(&self, offset: u64, index: u64, kind: CaptureErrorKind) -> CaptureError {
+        CaptureError {
+            path: self.path.clone(),
+            offset,
+            index,
+            kind,
+        }
+    }
+}
+
+/// `text` as an ITCH stock field, cut to 8 bytes (counted) when longer.
+fn stock(text: &str, stats: &mut DbnStats) -> Stock {
+    let bytes = text.as_bytes();
+    if bytes.len() > 8 {
+        stats.long_symbols += 1;
+    }
+    Stock::new(&bytes[..bytes.len().min(8)]).expect("invariant: at most 8 bytes")
+}
