@@ -34,23 +34,39 @@ const RULES: [(&str, &str, &str); 27] = [
     ("max_connections", "0", "an integer in 1 ..= 1000000"),
     ("handshake_per_second", "0", "an integer in 1 ..= 1000000"),
     ("handshake_burst", "-1", "an integer in 1 ..= 1000000"),
-    ("handshake_max_in_flight", "0", "an integer in 1 ..= 1000000"),
+    (
+        "handshake_max_in_flight",
+        "0",
+        "an integer in 1 ..= 1000000",
+    ),
     ("login_per_second", "0", "an integer in 1 ..= 1000000"),
     ("login_burst", "0", "an integer in 1 ..= 1000000"),
     ("login_max_in_flight", "0", "an integer in 1 ..= 1000000"),
     ("subscribe_per_second", "1.5", "an integer in 1 ..= 1000000"),
     ("subscribe_burst", "0", "an integer in 1 ..= 1000000"),
-    ("subscribe_max_in_flight", "0", "an integer in 1 ..= 1000000"),
+    (
+        "subscribe_max_in_flight",
+        "0",
+        "an integer in 1 ..= 1000000",
+    ),
     ("symbol_list_per_second", "0", "an integer in 1 ..= 1000000"),
     ("symbol_list_burst", "\"5\"", "an integer in 1 ..= 1000000"),
-    ("symbol_list_max_in_flight", "0", "an integer in 1 ..= 1000000"),
+    (
+        "symbol_list_max_in_flight",
+        "0",
+        "an integer in 1 ..= 1000000",
+    ),
     ("ip_max_connections", "0", "an integer in 1 ..= 1000000"),
     ("ip_max_attempts", "0", "an integer in 1 ..= 1000000"),
     ("account_max_sessions", "0", "an integer in 1 ..= 1000000"),
     ("account_max_attempts", "0", "an integer in 1 ..= 1000000"),
     ("attempt_window_ms", "9", "an integer in 10 ..= 3600000"),
     ("retry_after_min_ms", "0", "an integer in 1 ..= 3600000"),
-    ("retry_after_max_ms", "3600001", "an integer in 1 ..= 3600000"),
+    (
+        "retry_after_max_ms",
+        "3600001",
+        "an integer in 1 ..= 3600000",
+    ),
     ("login_timeout_ms", "9", "an integer in 10 ..= 600000"),
     ("heartbeat_ms", "9", "an integer in 10 ..= 60000"),
     ("idle_timeout_ms", "29", "an integer in 30 ..= 3600000"),
@@ -86,7 +102,11 @@ fn every_serve_key_at_its_rules_edge_is_taken() {
     ];
     for (key, value) in inside {
         let text = with_serve(&format!("{key} = {value}"));
-        assert!(parse(&text).is_ok(), "{text} refused: {:?}", parse(&text).err());
+        assert!(
+            parse(&text).is_ok(),
+            "{text} refused: {:?}",
+            parse(&text).err()
+        );
     }
 }
 
@@ -113,7 +133,11 @@ fn a_fixed_retry_after_is_refused_because_it_resynchronises_clients() {
 fn an_idle_timeout_under_three_heartbeats_is_refused() {
     let e = refused(&with_serve("heartbeat_ms = 500\nidle_timeout_ms = 1499"));
     assert_eq!(e.key(), Some("serve.idle_timeout_ms"), "{e}");
-    assert!(e.to_string().contains("idle_timeout_ms >= 3 * heartbeat_ms"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("idle_timeout_ms >= 3 * heartbeat_ms"),
+        "{e}"
+    );
     assert!(parse(&with_serve("heartbeat_ms = 500\nidle_timeout_ms = 1500")).is_ok());
     // The default idle timeout (10 s) against a long heartbeat.
     let e = refused(&with_serve("heartbeat_ms = 4000"));
@@ -122,7 +146,9 @@ fn an_idle_timeout_under_three_heartbeats_is_refused() {
 
 #[test]
 fn a_low_mark_not_below_the_high_mark_is_refused() {
-    let e = refused(&with_serve("high_water_bytes = 4096\nlow_water_bytes = 4096"));
+    let e = refused(&with_serve(
+        "high_water_bytes = 4096\nlow_water_bytes = 4096",
+    ));
     assert_eq!(e.key(), Some("serve.low_water_bytes"), "{e}");
     // The default low mark (64 KiB) above a small high mark.
     let e = refused(&with_serve("high_water_bytes = 1024"));
@@ -135,15 +161,26 @@ fn absent_keys_keep_the_built_in_values() {
     let a = serve.admission;
     // The README's defaults, by hand.
     assert_eq!(
-        (a.connect.per_second, a.connect.burst, a.connect.max_in_flight),
+        (
+            a.connect.per_second,
+            a.connect.burst,
+            a.connect.max_in_flight
+        ),
         (500, 100, 10_000)
     );
     assert_eq!(
-        (a.symbol_list.per_second, a.symbol_list.burst, a.symbol_list.max_in_flight),
+        (
+            a.symbol_list.per_second,
+            a.symbol_list.burst,
+            a.symbol_list.max_in_flight
+        ),
         (20, 5, 2)
     );
     assert_eq!((a.per_ip.max_open, a.per_ip.max_attempts), (16, 30));
-    assert_eq!((a.per_account.max_open, a.per_account.max_attempts), (4, 10));
+    assert_eq!(
+        (a.per_account.max_open, a.per_account.max_attempts),
+        (4, 10)
+    );
     assert_eq!(a.per_ip.window_ns, 10_000_000_000);
     assert_eq!((a.retry_after.min_ms, a.retry_after.max_ms), (2_000, 5_000));
     assert_eq!(a.login_timeout_ms, 5_000);
@@ -180,10 +217,16 @@ fn set_keys_reach_the_admission_settings() {
     assert_eq!(a.symbol_list.max_in_flight, 1);
     assert_eq!(a.per_ip.max_open, 3);
     assert_eq!(a.per_account.max_attempts, 7);
-    assert_eq!((a.per_ip.window_ns, a.per_account.window_ns), (2_500_000_000, 2_500_000_000));
+    assert_eq!(
+        (a.per_ip.window_ns, a.per_account.window_ns),
+        (2_500_000_000, 2_500_000_000)
+    );
     assert_eq!((a.retry_after.min_ms, a.retry_after.max_ms), (250, 2_500));
     assert_eq!(a.login_timeout_ms, 800);
     assert_eq!(serve.heartbeat_ms, 100);
     assert_eq!(serve.idle_timeout, Duration::from_millis(300));
-    assert_eq!((serve.high_water_bytes, serve.low_water_bytes), (8192, 1024));
+    assert_eq!(
+        (serve.high_water_bytes, serve.low_water_bytes),
+        (8192, 1024)
+    );
 }

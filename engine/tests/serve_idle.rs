@@ -87,17 +87,19 @@ fn a_library_client_subscribed_to_nothing_stays_past_the_idle_timeout() {
     let mut session = Session::connect(server.local_addr(), "idle-ok", TIMEOUT).unwrap();
     // The client only reads: recv answers the server's heartbeats with its own and returns
     // only when the session ends, which here is the server's stop (reason `R`), not a cut.
-    let reader = std::thread::spawn(move || loop {
-        match session.recv() {
-            Ok(m) => panic!("unexpected message {m:?}"),
-            Err(ClientError::Ended { why, .. }) => break why,
-            Err(e) => panic!("{e}"),
-        }
+    let reader = std::thread::spawn(move || match session.recv() {
+        Ok(m) => panic!("unexpected message {m:?}"),
+        Err(ClientError::Ended { why, .. }) => why,
+        Err(e) => panic!("{e}"),
     });
     // Five idle timeouts of doing nothing: this wait is the point of the test, not a
     // guess at when something happens.
     std::thread::sleep(5 * idle);
-    assert_eq!(server.counters().load().clients, 1, "the client was dropped");
+    assert_eq!(
+        server.counters().load().clients,
+        1,
+        "the client was dropped"
+    );
     let counts = server.stop().unwrap();
     let end = reader.join().unwrap();
     assert!(

@@ -136,9 +136,7 @@ impl Conflict {
             Conflict::RetryAfterNotARange { .. } => {
                 ["serve.retry_after_min_ms", "serve.retry_after_max_ms"]
             }
-            Conflict::IdleUnderHeartbeats { .. } => {
-                ["serve.idle_timeout_ms", "serve.heartbeat_ms"]
-            }
+            Conflict::IdleUnderHeartbeats { .. } => ["serve.idle_timeout_ms", "serve.heartbeat_ms"],
             Conflict::WaterMarks { .. } => ["serve.low_water_bytes", "serve.high_water_bytes"],
         }
     }

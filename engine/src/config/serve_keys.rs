@@ -68,7 +68,8 @@ impl Default for ServeSection {
 /// timeout under three heartbeats, or a low mark not below the high one.
 pub fn serve_section(check: &Checker<'_>, raw: &RawServe) -> Result<ServeSection, ConfigError> {
     let d = ServeSection::default();
-    let n = |key, value: &RawValue, rule, default: u32| check.integer_u32(key, value, rule, default);
+    let n =
+        |key, value: &RawValue, rule, default: u32| check.integer_u32(key, value, rule, default);
     let rate = &limits::SERVE_RATE;
     let count = &limits::SERVE_COUNT;
     let stage = |keys: [&'static str; 3], values: [&RawValue; 3], default: StageLimit| {
@@ -85,7 +86,11 @@ pub fn serve_section(check: &Checker<'_>, raw: &RawServe) -> Result<ServeSection
             "serve.accept_burst",
             "serve.max_connections",
         ],
-        [&raw.accept_per_second, &raw.accept_burst, &raw.max_connections],
+        [
+            &raw.accept_per_second,
+            &raw.accept_burst,
+            &raw.max_connections,
+        ],
         a.connect,
     )?;
     let handshake = stage(
@@ -107,7 +112,11 @@ pub fn serve_section(check: &Checker<'_>, raw: &RawServe) -> Result<ServeSection
             "serve.login_burst",
             "serve.login_max_in_flight",
         ],
-        [&raw.login_per_second, &raw.login_burst, &raw.login_max_in_flight],
+        [
+            &raw.login_per_second,
+            &raw.login_burst,
+            &raw.login_max_in_flight,
+        ],
         a.login,
     )?;
     let subscribe = stage(
@@ -190,7 +199,10 @@ pub fn serve_section(check: &Checker<'_>, raw: &RawServe) -> Result<ServeSection
         )?,
     };
     if retry_after.min_ms >= retry_after.max_ms {
-        let span = raw.retry_after_max_ms.as_ref().or(raw.retry_after_min_ms.as_ref());
+        let span = raw
+            .retry_after_max_ms
+            .as_ref()
+            .or(raw.retry_after_min_ms.as_ref());
         return Err(check.conflict(
             Conflict::RetryAfterNotARange {
                 min_ms: retry_after.min_ms,
@@ -241,7 +253,10 @@ pub fn serve_section(check: &Checker<'_>, raw: &RawServe) -> Result<ServeSection
         d.low_water_bytes,
     )?;
     if low_water_bytes >= high_water_bytes {
-        let span = raw.low_water_bytes.as_ref().or(raw.high_water_bytes.as_ref());
+        let span = raw
+            .low_water_bytes
+            .as_ref()
+            .or(raw.high_water_bytes.as_ref());
         return Err(check.conflict(
             Conflict::WaterMarks {
                 low: low_water_bytes as u64,

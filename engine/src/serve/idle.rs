@@ -105,9 +105,6 @@ mod tests {
 
     #[test]
     fn a_clock_that_reads_before_the_last_frame_is_not_silence() {
-        assert_eq!(
-            rule().check(MS, 2 * MS, 2 * MS, true),
-            IdleAction::Nothing
-        );
+        assert_eq!(rule().check(MS, 2 * MS, 2 * MS, true), IdleAction::Nothing);
     }
 }
