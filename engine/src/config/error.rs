@@ -97,6 +97,29 @@ pub enum Conflict {
     /// `web.listen` (or `--web`) without `snapshot.path`: the browser view reads the
     /// snapshot.
     WebWithoutSnapshot,
+    /// `serve.retry_after_min_ms` is not below `serve.retry_after_max_ms`: one fixed
+    /// retry-after sends every refused client back in the same second.
+    RetryAfterNotARange {
+        /// `serve.retry_after_min_ms`.
+        min_ms: u32,
+        /// `serve.retry_after_max_ms`.
+        max_ms: u32,
+    },
+    /// `serve.idle_timeout_ms` is under three `serve.heartbeat_ms`: a healthy client that
+    /// heartbeats on time could be cut.
+    IdleUnderHeartbeats {
+        /// `serve.idle_timeout_ms`.
+        idle_ms: u64,
+        /// `serve.heartbeat_ms`.
+        heartbeat_ms: u32,
+    },
+    /// `serve.low_water_bytes` is not below `serve.high_water_bytes`.
+    WaterMarks {
+        /// `serve.low_water_bytes`.
+        low: u64,
+        /// `serve.high_water_bytes`.
+        high: u64,
+    },
 }
 
 impl Conflict {
@@ -110,6 +133,11 @@ impl Conflict {
             }
             Conflict::LimitBounds { .. } => ["feed.limit_min", "feed.limit_max"],
             Conflict::WebWithoutSnapshot => ["web.listen", "snapshot.path"],
+            Conflict::RetryAfterNotARange { .. } => {
+                ["serve.retry_after_min_ms", "serve.retry_after_max_ms"]
+            }
+            Conflict::IdleUnderHeartbeats { .. } => ["serve.idle_timeout_ms", "serve.heartbeat_ms"],
+            Conflict::WaterMarks { .. } => ["serve.low_water_bytes", "serve.high_water_bytes"],
         }
     }
 }
@@ -154,6 +182,26 @@ impl fmt::Display for Conflict {
                 f,
                 "web.listen (or --web) is set but snapshot.path is not: the browser view \
                  reads its books from the snapshot; set snapshot.path"
+            ),
+            Conflict::RetryAfterNotARange { min_ms, max_ms } => write!(
+                f,
+                "serve.retry_after_min_ms = {min_ms} is not below serve.retry_after_max_ms = \
+                 {max_ms}: one fixed retry-after sends every refused client back in the same \
+                 second, to be refused again; allowed: retry_after_min_ms < retry_after_max_ms"
+            ),
+            Conflict::IdleUnderHeartbeats {
+                idle_ms,
+                heartbeat_ms,
+            } => write!(
+                f,
+                "serve.idle_timeout_ms = {idle_ms} is under three serve.heartbeat_ms = \
+                 {heartbeat_ms}: a client that heartbeats on time could be cut; allowed: \
+                 idle_timeout_ms >= 3 * heartbeat_ms"
+            ),
+            Conflict::WaterMarks { low, high } => write!(
+                f,
+                "serve.low_water_bytes = {low} is not below serve.high_water_bytes = {high}; \
+                 allowed: low_water_bytes < high_water_bytes"
             ),
         }
     }

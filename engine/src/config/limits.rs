@@ -253,6 +253,62 @@ pub const ADMIN_TOKEN: Allowed = Allowed::Ascii {
     max_len: 256,
 };
 
+/// `serve.*_per_second` and `serve.*_burst`: a token bucket refills at least one token a
+/// second and holds at least one (0 would refuse every client for good: leave the server
+/// off instead); a million a second is past what one server thread can accept.
+pub const SERVE_RATE: Allowed = Allowed::Integer {
+    min: 1,
+    max: 1_000_000,
+};
+
+/// `serve.max_connections`, `serve.*_max_in_flight`, `serve.ip_*`, `serve.account_*`:
+/// holds and attempts at once; at least one, or the stage admits nothing.
+pub const SERVE_COUNT: Allowed = Allowed::Integer {
+    min: 1,
+    max: 1_000_000,
+};
+
+/// `serve.attempt_window_ms`: the per-IP and per-account attempt window, 10 ms to an hour.
+pub const SERVE_ATTEMPT_WINDOW_MS: Allowed = Allowed::Integer {
+    min: 10,
+    max: 3_600_000,
+};
+
+/// `serve.retry_after_min_ms` and `serve.retry_after_max_ms`: at least 1 ms (0 on the wire
+/// means "do not retry"), an hour at most (past that it is maintenance, not a retry).
+pub const SERVE_RETRY_AFTER_MS: Allowed = Allowed::Integer {
+    min: 1,
+    max: 3_600_000,
+};
+
+/// `serve.login_timeout_ms`: 10 ms (a loopback login) to 10 minutes.
+pub const SERVE_LOGIN_TIMEOUT_MS: Allowed = Allowed::Integer {
+    min: 10,
+    max: 600_000,
+};
+
+/// `serve.heartbeat_ms`: the client library reads at least every 10 ms of it; a minute at
+/// most, or a dead peer goes unnoticed for minutes.
+pub const SERVE_HEARTBEAT_MS: Allowed = Allowed::Integer {
+    min: 10,
+    max: 60_000,
+};
+
+/// `serve.idle_timeout_ms`: 30 ms to an hour (and at least three heartbeats, checked with
+/// `serve.heartbeat_ms`).
+pub const SERVE_IDLE_TIMEOUT_MS: Allowed = Allowed::Integer {
+    min: 30,
+    max: 3_600_000,
+};
+
+/// `serve.high_water_bytes` and `serve.low_water_bytes`: within a client's write queue
+/// (1 MiB), and at least one largest frame (64 KiB + 2) below it, so the queue can take the
+/// frame that crosses the mark; a low mark of 0 is allowed (stream again once empty).
+pub const SERVE_WATER_BYTES: Allowed = Allowed::Integer {
+    min: 0,
+    max: (1 << 20) - (1 << 16) - 2,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,11 +30,13 @@ mod instance;
 mod limits;
 mod raw;
 mod resilience_keys;
+mod serve_keys;
 mod validate;
 
 pub use allowed::Allowed;
 pub use error::{ConfigError, Conflict, Location, Place};
 pub use instance::{Instance, NAME_INDICES};
+pub use serve_keys::ServeSection;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -187,13 +189,6 @@ pub struct AdminSection {
     pub token: Option<AdminToken>,
 }
 
-/// `[serve]`, checked.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ServeSection {
-    /// Where the subscriber server listens; no server when absent.
-    pub listen: Option<SocketAddr>,
-}
-
 /// `[web]`, checked.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WebSection {
@@ -267,9 +262,7 @@ impl RunConfig {
             None => AdminSection::default(),
         };
         let serve = match &raw.serve {
-            Some(section) => ServeSection {
-                listen: check.socket_addr("serve.listen", &section.get_ref().listen, false)?,
-            },
+            Some(section) => serve_keys::serve_section(&check, section.get_ref())?,
             None => ServeSection::default(),
         };
         let web = match &raw.web {
@@ -740,6 +733,8 @@ mod tests {
             config.pipeline().map(|p| p.wait).ok(),
             Some(WaitStrategy::SpinYield)
         );
+        // Its `[serve]` keys are written out at their defaults.
+        assert_eq!(config.serve, ServeSection::default());
     }
 
     #[test]

@@ -44,6 +44,35 @@ pub struct RawWeb {
 #[serde(deny_unknown_fields)]
 pub struct RawServe {
     pub listen: RawValue,
+    // The storm defences (`serve_guard::AdmissionConfig`).
+    pub accept_per_second: RawValue,
+    pub accept_burst: RawValue,
+    pub max_connections: RawValue,
+    pub handshake_per_second: RawValue,
+    pub handshake_burst: RawValue,
+    pub handshake_max_in_flight: RawValue,
+    pub login_per_second: RawValue,
+    pub login_burst: RawValue,
+    pub login_max_in_flight: RawValue,
+    pub subscribe_per_second: RawValue,
+    pub subscribe_burst: RawValue,
+    pub subscribe_max_in_flight: RawValue,
+    pub symbol_list_per_second: RawValue,
+    pub symbol_list_burst: RawValue,
+    pub symbol_list_max_in_flight: RawValue,
+    pub ip_max_connections: RawValue,
+    pub ip_max_attempts: RawValue,
+    pub account_max_sessions: RawValue,
+    pub account_max_attempts: RawValue,
+    pub attempt_window_ms: RawValue,
+    pub retry_after_min_ms: RawValue,
+    pub retry_after_max_ms: RawValue,
+    pub login_timeout_ms: RawValue,
+    // The server's connections.
+    pub heartbeat_ms: RawValue,
+    pub idle_timeout_ms: RawValue,
+    pub high_water_bytes: RawValue,
+    pub low_water_bytes: RawValue,
 }
 
 /// `[admin]`: the HTTP server for health, metrics and admin calls.

@@ -64,6 +64,8 @@ pub(crate) struct Connection {
     pub(crate) last_queued_ns: u64,
     /// When the connection was accepted (ns), for the login timeout.
     pub(crate) accepted_ns: u64,
+    /// When the last whole frame from the client arrived (ns), for the idle timeout.
+    pub(crate) last_heard_ns: u64,
 }
 
 impl Connection {
@@ -89,6 +91,7 @@ impl Connection {
             dead: false,
             last_queued_ns: now_ns,
             accepted_ns: now_ns,
+            last_heard_ns: now_ns,
         }
     }
 

@@ -10,6 +10,7 @@ pub struct ServeCounters {
     accepted: AtomicU64,
     rejected: AtomicU64,
     cut_loose: AtomicU64,
+    cut_idle: AtomicU64,
     shed: AtomicU64,
     conflated: AtomicU64,
     expired_requests: AtomicU64,
@@ -28,6 +29,8 @@ pub struct ServeCounts {
     pub rejected: u64,
     /// Clients cut loose because an event could neither be conflated nor queued.
     pub cut_loose: u64,
+    /// Logged-in clients cut because nothing was heard from them for the idle timeout.
+    pub cut_idle: u64,
     /// Clients shed under overload (the heaviest queue first).
     pub shed: u64,
     /// State updates conflated (not sent; replaced by the latest image).
@@ -55,6 +58,7 @@ impl ServeCounters {
         add_accepted => accepted,
         add_rejected => rejected,
         add_cut_loose => cut_loose,
+        add_cut_idle => cut_idle,
         add_shed => shed,
         add_conflated => conflated,
         add_expired => expired_requests,
@@ -74,6 +78,7 @@ impl ServeCounters {
             accepted: l(&self.accepted),
             rejected: l(&self.rejected),
             cut_loose: l(&self.cut_loose),
+            cut_idle: l(&self.cut_idle),
             shed: l(&self.shed),
             conflated: l(&self.conflated),
             expired_requests: l(&self.expired_requests),

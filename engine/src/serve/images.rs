@@ -3,11 +3,15 @@
 //! The live server reads the snapshot ([`SnapshotImages`]): it holds every book's levels and
 //! its STALE / MAYBE_BAD flags, and a reader copies a slot out lock-free, off the book
 //! thread, without allocating once its scratch is warm. Tests hand in their own source.
+//!
+//! An image is as deep as the snapshot: `snapshot.depth` levels per side at most (10 by
+//! default). A side that fills that depth carries [`IMAGE_AT_DEPTH`]: the book may hold
+//! more levels than the image shows, and a deeper image needs a larger `snapshot.depth`.
 #![forbid(unsafe_code)]
 
 use ticklane_feed::itch::Price;
 
-use super::protocol::{IMAGE_MAYBE_BAD, IMAGE_STALE};
+use super::protocol::{IMAGE_AT_DEPTH, IMAGE_MAYBE_BAD, IMAGE_STALE};
 use crate::book::LevelView;
 use crate::snapshot::{LevelRecord, SlotPayload, SnapshotReader};
 
@@ -18,7 +22,7 @@ pub struct BookImage<'a> {
     pub symbol: [u8; 8],
     /// ITCH stock locate.
     pub locate: u16,
-    /// [`IMAGE_STALE`], [`IMAGE_MAYBE_BAD`].
+    /// [`IMAGE_STALE`], [`IMAGE_MAYBE_BAD`], [`IMAGE_AT_DEPTH`].
     pub flags: u8,
     /// `H`, `P`, `Q`, `T`; 0 if none seen.
     pub trading_state: u8,
@@ -43,6 +47,8 @@ pub trait ImageSource: Send {
 /// Images from the snapshot file the engine writes.
 pub struct SnapshotImages {
     reader: SnapshotReader,
+    /// Levels per side the snapshot holds (`snapshot.depth`).
+    depth: usize,
     words: Vec<u64>,
     bids: Vec<LevelView>,
     asks: Vec<LevelView>,
@@ -62,6 +68,7 @@ impl SnapshotImages {
         let depth = reader.depth();
         SnapshotImages {
             reader,
+            depth,
             words: Vec::new(),
             bids: Vec::with_capacity(depth),
             asks: Vec::with_capacity(depth),
@@ -78,8 +85,13 @@ fn fill(out: &mut Vec<LevelView>, records: &[LevelRecord], live: u32) {
     }));
 }
 
-fn image_flags(payload: &SlotPayload) -> u8 {
+/// The image's flags: the slot's STALE and MAYBE_BAD, and [`IMAGE_AT_DEPTH`] when a side
+/// fills the snapshot's `depth`.
+fn image_flags(payload: &SlotPayload, depth: usize) -> u8 {
     let mut flags = 0;
+    if payload.bid_levels as usize >= depth || payload.ask_levels as usize >= depth {
+        flags |= IMAGE_AT_DEPTH;
+    }
     if payload.flags & crate::snapshot::layout::SLOT_STALE != 0 {
         flags |= IMAGE_STALE;
     }
@@ -95,7 +107,7 @@ impl ImageSource for SnapshotImages {
         let Some(slot) = self.reader.find(trimmed) else {
             return false;
         };
-        let (bids, asks) = (&mut self.bids, &mut self.asks);
+        let (bids, asks, depth) = (&mut self.bids, &mut self.asks, self.depth);
         let read = self
             .reader
             .read_with(slot, &mut self.words, |_, payload, b, a| {
@@ -104,7 +116,7 @@ impl ImageSource for SnapshotImages {
                 (
                     payload.symbol,
                     payload.locate,
-                    image_flags(payload),
+                    image_flags(payload, depth),
                     payload.trading_state,
                     payload.feed_seq,
                 )

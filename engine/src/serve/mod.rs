@@ -30,6 +30,7 @@ pub mod client;
 mod connection;
 mod counters;
 mod guarded_admission;
+mod idle;
 pub mod images;
 pub mod protocol;
 pub mod reconnect;

@@ -41,6 +41,10 @@ pub const MAX_IMAGE_LEVELS: usize = 1024;
 pub const IMAGE_STALE: u8 = 1 << 0;
 /// Image flag: messages were lost; the book may be wrong until rebuilt.
 pub const IMAGE_MAYBE_BAD: u8 = 1 << 1;
+/// Image flag: a side carries as many levels as the image's source holds (the snapshot's
+/// `snapshot.depth`), so the book may have more beyond them. Added within version 1: a peer
+/// built before it ignores the bit.
+pub const IMAGE_AT_DEPTH: u8 = 1 << 2;
 
 /// Why a login was rejected or a client was told to go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -62,6 +66,9 @@ pub enum Reason {
     TooManySymbols = b'M',
     /// The client did not log in within the login timeout.
     Silent = b'T',
+    /// A logged-in client sent nothing (no request, no heartbeat) for the idle timeout.
+    /// Added within version 1: a peer built before it decodes it as [`Reason::Other`].
+    Idle = b'I',
     /// A reason this build does not know (decoded from a newer peer).
     Other = b'?',
 }
@@ -78,6 +85,7 @@ impl Reason {
             b'P' => Reason::ProtocolError,
             b'M' => Reason::TooManySymbols,
             b'T' => Reason::Silent,
+            b'I' => Reason::Idle,
             _ => Reason::Other,
         }
     }
@@ -94,6 +102,7 @@ impl fmt::Display for Reason {
             Reason::ProtocolError => "protocol error",
             Reason::TooManySymbols => "too many subscriptions",
             Reason::Silent => "no login within the login timeout",
+            Reason::Idle => "idle: nothing heard within the server's idle timeout",
             Reason::Other => "unknown reason",
         })
     }
@@ -148,7 +157,7 @@ pub struct ImageHeader {
     pub symbol: [u8; 8],
     /// ITCH stock locate.
     pub locate: u16,
-    /// [`IMAGE_STALE`], [`IMAGE_MAYBE_BAD`].
+    /// [`IMAGE_STALE`], [`IMAGE_MAYBE_BAD`], [`IMAGE_AT_DEPTH`].
     pub flags: u8,
     /// `H`, `P`, `Q`, `T`; 0 if none seen.
     pub trading_state: u8,
@@ -867,6 +876,7 @@ mod tests {
             Just(Reason::ProtocolError),
             Just(Reason::TooManySymbols),
             Just(Reason::Silent),
+            Just(Reason::Idle),
             Just(Reason::Other),
         ]
     }

@@ -27,6 +27,7 @@ use ticklane_feed::rng::SplitMix64;
 use super::admission::{Admission, Stage, Verdict};
 use super::connection::{Connection, Phase, Sub};
 use super::counters::{ServeCounters, ServeCounts};
+use super::idle::{IdleAction, IdleRule};
 use super::images::ImageSource;
 use super::protocol::{
     decode_client, encode_image, encode_server, ClientMessage, ImageHeader, Reason, ServerMessage,
@@ -77,6 +78,10 @@ pub struct ServeConfig {
     /// A connection that has not logged in this long after it was accepted is cut loose
     /// (reason `T`), so that half-open connections do not hold slots.
     pub login_timeout: Duration,
+    /// A logged-in client heard nothing from (no request, no heartbeat) this long is cut
+    /// loose (reason `I`). Keep it at least three heartbeat intervals: a client sends a
+    /// heartbeat after one interval without sending, and may notice that an interval late.
+    pub idle_timeout: Duration,
     /// Seeds the jitter of the retry-afters.
     pub seed: u64,
 }
@@ -99,6 +104,7 @@ impl ServeConfig {
             closing_grace: Duration::from_secs(1),
             stale_image_wait: Duration::from_millis(50),
             login_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(10),
             seed: 0x5eed,
         }
     }
@@ -390,6 +396,7 @@ impl Server {
                 match decode_client(&conn.read_buf[at..conn.read_len]) {
                     Ok(Some((message, used))) => {
                         at += used;
+                        conn.last_heard_ns = now;
                         self.handle(slot, message, now);
                     }
                     Ok(None) => break,
@@ -909,7 +916,7 @@ impl Server {
     }
 
     fn flush_all(&mut self, now: u64) {
-        let heartbeat_ns = u64::from(self.config.heartbeat_ms) * 1_000_000;
+        let idle = IdleRule::new(self.config.heartbeat_ms, self.config.idle_timeout);
         for slot in 0..self.clients.len() {
             let Some(conn) = self.clients[slot].as_mut() else {
                 continue;
@@ -921,11 +928,21 @@ impl Server {
                 let deadline = now + self.config.closing_grace.as_nanos() as u64;
                 conn.cut(Reason::Silent, now, deadline);
             }
-            if conn.phase == Phase::Streaming
-                && conn.queue.is_empty()
-                && now.saturating_sub(conn.last_queued_ns) >= heartbeat_ns
-            {
-                conn.push_control(&ServerMessage::Heartbeat, now);
+            if conn.phase == Phase::Streaming {
+                match idle.check(
+                    now,
+                    conn.last_heard_ns,
+                    conn.last_queued_ns,
+                    conn.queue.is_empty(),
+                ) {
+                    IdleAction::Nothing => {}
+                    IdleAction::Heartbeat => conn.push_control(&ServerMessage::Heartbeat, now),
+                    IdleAction::Cut => {
+                        let deadline = now + self.config.closing_grace.as_nanos() as u64;
+                        conn.cut(Reason::Idle, now, deadline);
+                        self.counters.add_cut_idle(1);
+                    }
+                }
             }
             match conn.queue.flush_to(&mut conn.stream) {
                 Ok(n) => self.counters.add_bytes(n as u64),

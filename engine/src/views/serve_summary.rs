@@ -20,10 +20,11 @@ pub fn write_serve_counts(
 ) -> io::Result<()> {
     write!(
         out,
-        "subscribers: {} accepted, {} rejected, {} cut loose, {} shed, {} updates conflated, {} requests ({} dropped: budget ran out), {} bytes sent",
+        "subscribers: {} accepted, {} rejected, {} cut loose, {} cut idle, {} shed, {} updates conflated, {} requests ({} dropped: budget ran out), {} bytes sent",
         group(c.accepted),
         group(c.rejected),
         group(c.cut_loose),
+        group(c.cut_idle),
         group(c.shed),
         group(c.conflated),
         group(c.requests),
@@ -77,6 +78,7 @@ mod tests {
             accepted: 3,
             rejected: 1,
             cut_loose: 1,
+            cut_idle: 4,
             conflated: 12_345,
             requests: 7,
             expired_requests: 2,
@@ -86,7 +88,7 @@ mod tests {
         write_serve_counts(&mut out, &counts, None).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "subscribers: 3 accepted, 1 rejected, 1 cut loose, 0 shed, 12,345 updates conflated, 7 requests (2 dropped: budget ran out), 1,000,000 bytes sent\n"
+            "subscribers: 3 accepted, 1 rejected, 1 cut loose, 4 cut idle, 0 shed, 12,345 updates conflated, 7 requests (2 dropped: budget ran out), 1,000,000 bytes sent\n"
         );
     }
 
@@ -103,7 +105,7 @@ mod tests {
         write_serve_counts(&mut out, &ServeCounts::default(), Some(&admission)).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "subscribers: 0 accepted, 0 rejected, 0 cut loose, 0 shed, 0 updates conflated, 0 requests (0 dropped: budget ran out), 0 bytes sent; \
+            "subscribers: 0 accepted, 0 rejected, 0 cut loose, 0 cut idle, 0 shed, 0 updates conflated, 0 requests (0 dropped: budget ran out), 0 bytes sent; \
              admission: connect 300 admitted, 1,504 rejected (rate 1,500, ip_connections 4), \
              handshake 300 admitted, 0 rejected, login 290 admitted, 10 rejected (account_sessions 10), \
              subscribe 1,200 admitted, 0 rejected, symbol_list 0 admitted, 0 rejected\n"

@@ -7,7 +7,9 @@ use ticklane_feed::itch::Alpha;
 
 use crate::book::{LevelView, Side};
 use crate::serve::client::SubscriberEvent;
-use crate::serve::protocol::{image_levels, ServerMessage, IMAGE_MAYBE_BAD, IMAGE_STALE};
+use crate::serve::protocol::{
+    image_levels, ServerMessage, IMAGE_AT_DEPTH, IMAGE_MAYBE_BAD, IMAGE_STALE,
+};
 
 fn price(out: &mut impl Write, level: LevelView) -> io::Result<()> {
     write!(
@@ -67,6 +69,9 @@ fn write_message(out: &mut impl Write, message: &ServerMessage<'_>) -> io::Resul
             }
             if header.flags & IMAGE_MAYBE_BAD != 0 {
                 flags.push_str(" MAYBE_BAD");
+            }
+            if header.flags & IMAGE_AT_DEPTH != 0 {
+                flags.push_str(" AT_DEPTH (the book may hold more: raise snapshot.depth)");
             }
             writeln!(
                 out,
@@ -185,6 +190,39 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "AAPL #4 trade 100 @ 123.4500\nAAPL #5 ask 123.4600 x 300 (2)\n"
+        );
+    }
+
+    #[test]
+    fn an_image_at_the_snapshots_depth_says_so() {
+        let mut out = Vec::new();
+        // One bid level (price 10.0000, 100 shares, 1 order), laid out as on the wire.
+        let mut levels = Vec::new();
+        levels.extend_from_slice(&100_000u32.to_be_bytes());
+        levels.extend_from_slice(&100u64.to_be_bytes());
+        levels.extend_from_slice(&1u32.to_be_bytes());
+        let image = ServerMessage::BookImage {
+            header: crate::serve::protocol::ImageHeader {
+                seq: 1,
+                request_id: 1,
+                symbol: *b"AAPL    ",
+                locate: 1,
+                flags: 4,
+                trading_state: b'T',
+                feed_seq: 9,
+                bid_levels: 1,
+                ask_levels: 0,
+            },
+            levels: &levels,
+        };
+        write_subscriber_event(&mut out, &SubscriberEvent::Message(image)).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with(
+                "AAPL #1 image: state T feed seq 9, 1 bids, 0 asks AT_DEPTH (the book may hold \
+                 more: raise snapshot.depth)\n  bid 10.0000"
+            ),
+            "{text}"
         );
     }
 }

@@ -22,7 +22,8 @@ pub struct Served {
 }
 
 /// Starts the server on `listen` behind the reconnect-storm defences
-/// ([`GuardedAdmission`] with its defaults; the server's login timeout is theirs), reading
+/// ([`GuardedAdmission`] with the `[serve]` keys' settings; the server's login timeout is
+/// theirs), with the file's heartbeat, idle timeout and write-queue marks, reading
 /// images from the line's snapshot; the fanout goes to the book thread.
 /// The server begins its graceful stop as soon as `stop` (the shutdown flag) is set.
 pub fn start(
@@ -38,10 +39,19 @@ pub fn start(
         .context("the subscriber server (serve.listen or --serve) needs snapshot.path: the initial book images come from it")?;
     let reader =
         SnapshotReader::open(path).with_context(|| format!("snapshot {}", path.display()))?;
-    let admission = GuardedAdmission::default();
+    let keys = &config.serve;
+    let admission = GuardedAdmission::new(keys.admission);
     let counters = admission.counters();
     let serve_config = ServeConfig {
         login_timeout: Duration::from_millis(u64::from(admission.config().login_timeout_ms)),
+        heartbeat_ms: keys.heartbeat_ms,
+        idle_timeout: keys.idle_timeout,
+        high_water: keys.high_water_bytes,
+        low_water: keys.low_water_bytes,
+        busy_retry_after_ms: (
+            keys.admission.retry_after.min_ms,
+            keys.admission.retry_after.max_ms,
+        ),
         ..ServeConfig::new(listen)
     };
     let server = start_server_stopping_on(
