@@ -511,6 +511,7 @@ fn replay_partitioned(
         packets,
         no_messages,
         error,
+        dbn: None,
     };
     if let Some(path) = &opts.summary_json {
         write_summary(path, &summary.to_json()).map_err(|source| ReplayError::Output {
