@@ -782,9 +782,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "open bug: the browser that resumes reading is not sent its owed book \
-                within 30 s (health still flows); traced on the webfix branch: the resumed \
-                browser reads no book at all, not even its subscribe image"]
     fn a_browser_that_reads_nothing_neither_slows_another_nor_misses_the_latest() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("s.snap");
@@ -808,12 +805,14 @@ mod tests {
             writer
                 .publish(&books, Locate(1), seq, Nanos(seq))
                 .expect("room");
-            if seq % 1000 == 0 {
-                // The fast browser keeps up while the slow one reads nothing.
+            // The fast browser keeps up while the slow one reads nothing, to the last
+            // update. Once only: a second wait for the state it already read would wait
+            // for a book nothing changes any more (this test's own bug, once taken for the
+            // slow browser being starved).
+            if seq % 1000 == 0 || seq == UPDATES {
                 read_until(&mut fast, "AAAA", seq);
             }
         }
-        read_until(&mut fast, "AAAA", UPDATES);
         // The slow browser, reading at last, reaches the latest state, having been sent
         // far fewer books than there were updates (the rest were conflated).
         let books_read = read_until(&mut slow, "AAAA", UPDATES);
