@@ -226,7 +226,11 @@ impl HeadReader {
 /// Reads one head from a blocking `stream`: each read waits at most `read_timeout` (and
 /// never past the deadline), and a read that times out is [`HeadError::TimedOut`]. Leaves
 /// the stream's read timeout set.
-pub fn read_blocking(stream: &mut TcpStream, limits: HeadLimits, read_timeout: Duration) -> Progress {
+pub fn read_blocking(
+    stream: &mut TcpStream,
+    limits: HeadLimits,
+    read_timeout: Duration,
+) -> Progress {
     let mut reader = HeadReader::new(limits, Instant::now());
     let mut timed = Timed {
         stream,

@@ -12,7 +12,7 @@
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -664,6 +664,7 @@ mod tests {
     use crate::health::Health;
     use crate::snapshot::SnapshotWriter;
     use serde_json::Value;
+    use std::io::Read;
     use ticklane_feed::itch::{self, owned, Locate, Nanos, OrderRef, Price, Stock};
 
     fn apply(books: &mut L3Books, message: owned::Message) -> Locate {
