@@ -8,7 +8,7 @@
 //!
 //! | floor | modules | what they hold |
 //! |---|---|---|
-//! | 0 | `sync`, `clock`, `digit_groups`, `health`, `dependency`, `admin_token` | the atomics shim (loom or core), the monotonic clock, counts for people, three-valued health, the shared handle of each dependency (breaker mirror, manual commands, storm counters), the admin's redacted bearer token |
+//! | 0 | `sync`, `clock`, `digit_groups`, `health`, `dependency`, `admin_token`, `http_head` | the atomics shim (loom or core), the monotonic clock, counts for people, three-valued health, the shared handle of each dependency (breaker mirror, manual commands, storm counters), the admin's redacted bearer token, one HTTP request head read under a size limit and a deadline (both HTTP servers) |
 //! | 1 | `ring`, `seqlock` | the SPSC ring and the seqlock slot protocol |
 //! | 2 | `book` | L3 books, their L2 view, and the per-message apply step |
 //! | 3 | `csv` | the CSV writers of the contracts (top-of-book stream, depth) |
@@ -40,6 +40,8 @@ pub mod dependency;
 pub mod digit_groups;
 #[cfg(not(loom))]
 pub mod health;
+#[cfg(not(loom))]
+pub mod http_head;
 mod sync;
 // Floor 1
 pub mod ring;

@@ -16,6 +16,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("health", 0),
     ("dependency", 0),
     ("admin_token", 0),
+    ("http_head", 0),
     ("ring", 1),
     ("seqlock", 1),
     ("book", 2),

@@ -1,5 +1,6 @@
 //! The admin interface's HTTP/1.1 server: a mio loop on one thread that accepts, reads one
-//! request with `httparse` (hyper's parser), answers it with [`route`] and closes.
+//! request head ([`crate::http_head`], `httparse` underneath), answers it with [`route`] and
+//! closes.
 //!
 //! Bounded in every way: one connection served at a time (the others wait in the kernel's
 //! accept backlog), a request of at most [`ServerLimits::max_request`] bytes of head, each
@@ -16,13 +17,14 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
 use prometheus_client::registry::Registry;
 
 use super::{metrics_registry, route, AdminState, Response};
+use crate::http_head::{read_blocking, reason, HeadLimits, Progress};
 
 const LISTENER: Token = Token(0);
 const WAKE: Token = Token(1);
@@ -160,63 +162,23 @@ enum Read_ {
 }
 
 fn read_request(stream: &mut TcpStream, limits: ServerLimits) -> Read_ {
-    let refuse = |status, body: &str| {
-        Read_::Refuse(Response {
-            status,
-            content_type: "text/plain; charset=utf-8",
-            body: format!("{body}\n"),
-        })
+    let head_limits = HeadLimits {
+        max_bytes: limits.max_request,
+        deadline: limits.request_deadline,
     };
-    let deadline = Instant::now() + limits.request_deadline;
-    let mut buf = vec![0u8; limits.max_request];
-    let mut len = 0;
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return refuse(408, "request timeout");
-        }
-        if stream
-            .set_read_timeout(Some(left.min(limits.read_timeout)))
-            .is_err()
-        {
-            return Read_::Gone;
-        }
-        if len == buf.len() {
-            return refuse(431, "request head too large");
-        }
-        match stream.read(&mut buf[len..]) {
-            Ok(0) => return Read_::Gone,
-            Ok(n) => len += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                return refuse(408, "request timeout")
-            }
-            Err(_) => return Read_::Gone,
-        }
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut request = httparse::Request::new(&mut headers);
-        match request.parse(&buf[..len]) {
-            Ok(httparse::Status::Complete(_)) => {
-                let authorization = request
-                    .headers
-                    .iter()
-                    .find(|h| h.name.eq_ignore_ascii_case("authorization"))
-                    .map(|h| h.value.to_vec());
-                return Read_::Request(
-                    request.method.unwrap_or("").to_owned(),
-                    request.path.unwrap_or("").to_owned(),
-                    authorization,
-                );
-            }
-            Ok(httparse::Status::Partial) => {}
-            Err(httparse::Error::TooManyHeaders) => return refuse(431, "too many headers"),
-            Err(_) => return refuse(400, "bad request"),
-        }
+    match read_blocking(stream, head_limits, limits.read_timeout) {
+        Progress::Complete(head) => Read_::Request(
+            head.method().to_owned(),
+            head.target().to_owned(),
+            head.header("authorization").map(<[u8]>::to_vec),
+        ),
+        Progress::Refused(e) => Read_::Refuse(Response {
+            status: e.status(),
+            content_type: "text/plain; charset=utf-8",
+            body: format!("{e}\n"),
+        }),
+        // A blocking read is never pending (read_blocking says TimedOut instead).
+        Progress::Pending | Progress::Gone => Read_::Gone,
     }
 }
 
@@ -290,22 +252,6 @@ fn linger_close(mut stream: TcpStream, limits: ServerLimits) {
             Ok(0) | Err(_) => return,
             Ok(n) => discarded += n,
         }
-    }
-}
-
-/// The reason phrase of the statuses this server answers with.
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        408 => "Request Timeout",
-        431 => "Request Header Fields Too Large",
-        503 => "Service Unavailable",
-        _ => "",
     }
 }
 

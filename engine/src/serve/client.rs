@@ -548,6 +548,28 @@ pub fn run_subscriber(
     Ok(())
 }
 
+/// Longest a [`pause_unless_stopped`] sleeps before it looks at its flag again: how late a
+/// stop can be noticed during a backoff.
+pub const STOP_CHECK: Duration = Duration::from_millis(20);
+
+/// Sleeps `delay`, in slices of at most [`STOP_CHECK`], and returns early once `stop` is
+/// set: the `pause` for [`run_subscriber`] in a process whose signal handler sets `stop`,
+/// so a Ctrl-C during a 30 s backoff ends it within [`STOP_CHECK`], not 30 s later.
+/// `true` if it returned because of `stop`.
+pub fn pause_unless_stopped(delay: Duration, stop: &AtomicBool) -> bool {
+    let deadline = Instant::now() + delay;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return true;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        std::thread::sleep(left.min(STOP_CHECK));
+    }
+}
+
 /// One session: connect, subscribe to everything, stream until it ends.
 fn session_once(
     config: &ClientConfig,
@@ -574,4 +596,35 @@ fn session_once(
         }
     }
     Ok(ControlFlow::Continue(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_pause_runs_its_length_unless_stopped_and_ends_soon_after_a_stop() {
+        let stop = AtomicBool::new(false);
+        let started = Instant::now();
+        assert!(!pause_unless_stopped(Duration::from_millis(30), &stop));
+        assert!(started.elapsed() >= Duration::from_millis(30));
+
+        stop.store(true, Ordering::Relaxed);
+        let started = Instant::now();
+        assert!(pause_unless_stopped(Duration::from_secs(600), &stop));
+        assert!(started.elapsed() < Duration::from_secs(60));
+
+        // Set by another thread while the pause is under way (as the signal thread does):
+        // a 600 s pause ends long before its length.
+        let stop = Arc::new(AtomicBool::new(false));
+        let setter = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || stop.store(true, Ordering::Relaxed))
+        };
+        let started = Instant::now();
+        assert!(pause_unless_stopped(Duration::from_secs(600), &stop));
+        assert!(started.elapsed() < Duration::from_secs(60));
+        setter.join().expect("setter");
+    }
 }

@@ -12,7 +12,7 @@
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -26,8 +26,9 @@ use tungstenite::{Message, WebSocket};
 
 use super::messages::{book_json, health_json, parse_request, BrowserRequest};
 use super::pending::PendingBooks;
-use super::request::{classify, reason, Request};
+use super::request::{classify, Request};
 use super::WebState;
+use crate::http_head::{reason, HeadError, HeadLimits, HeadReader, Progress};
 use crate::overload::{RecvError, SubscriberHub, Subscription};
 use crate::snapshot::{wall_clock_ns, SnapshotReader};
 
@@ -152,8 +153,7 @@ impl Drop for WebServer {
 /// A connection before it is a WebSocket: reading its head, or writing the page.
 struct HttpConn {
     stream: TcpStream,
-    head: Vec<u8>,
-    deadline: Instant,
+    head: HeadReader,
     /// The answer being written, and how much of it went out.
     answer: Option<(Vec<u8>, usize)>,
     /// Over the connection limit: its request is read (so that closing it does not reset
@@ -304,10 +304,13 @@ impl Server {
                         }
                     }
                     let _ = stream.set_nodelay(true);
+                    let limits = HeadLimits {
+                        max_bytes: self.limits.max_request,
+                        deadline: self.limits.request_deadline,
+                    };
                     self.http.push(HttpConn {
                         stream,
-                        head: Vec::new(),
-                        deadline: Instant::now() + self.limits.request_deadline,
+                        head: HeadReader::new(limits, Instant::now()),
                         answer: None,
                         refused,
                     });
@@ -332,16 +335,15 @@ impl Server {
                     let conn = self.http.swap_remove(i);
                     let _ = conn.stream.shutdown(Shutdown::Write);
                 }
-                HttpStep::Upgrade(key) => {
+                HttpStep::Upgrade(head) => {
                     let conn = self.http.swap_remove(i);
-                    self.upgrade(conn.stream, &key);
+                    self.upgrade(conn.stream, &head);
                 }
             }
         }
     }
 
     fn step_http(&mut self, i: usize) -> HttpStep {
-        let max_request = self.limits.max_request;
         let conn = &mut self.http[i];
         if let Some((answer, sent)) = &mut conn.answer {
             return match write_some(&mut conn.stream, &answer[*sent..]) {
@@ -356,60 +358,44 @@ impl Server {
                 Err(_) => HttpStep::Done,
             };
         }
-        if Instant::now() > conn.deadline {
-            conn.answer = Some((http_answer(408, "text/plain", b"request timeout\n"), 0));
-            return HttpStep::Keep;
-        }
-        let mut buf = [0u8; 4096];
-        loop {
-            match conn.stream.read(&mut buf) {
-                Ok(0) => return HttpStep::Done,
-                Ok(n) => {
-                    let room = max_request.saturating_sub(conn.head.len());
-                    conn.head.extend_from_slice(&buf[..n.min(room)]);
-                    if n > room {
-                        conn.answer = Some((
-                            http_answer(431, "text/plain", b"request head too large\n"),
-                            0,
-                        ));
-                        return HttpStep::Keep;
-                    }
+        let head = match conn.head.read_from(&mut conn.stream, Instant::now()) {
+            Progress::Pending => return HttpStep::Keep,
+            Progress::Gone => return HttpStep::Done,
+            Progress::Refused(e) => Err(e),
+            Progress::Complete(head) => Ok(head),
+        };
+        let answer = match head {
+            // Too slow or too large: said so even to a connection over the limit.
+            Err(e @ (HeadError::TimedOut | HeadError::TooLarge)) => {
+                http_answer(e.status(), "text/plain", format!("{e}\n").as_bytes())
+            }
+            _ if conn.refused => http_answer(503, "text/plain", b"too many browsers\n"),
+            Err(e) => http_answer(e.status(), "text/plain", reason(e.status()).as_bytes()),
+            Ok(head) => match classify(&head) {
+                Request::Page => {
+                    self.counters.pages += 1;
+                    http_answer(200, "text/html; charset=utf-8", PAGE.as_bytes())
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return HttpStep::Done,
-            }
-        }
-        match classify(&conn.head) {
-            Request::Partial => HttpStep::Keep,
-            _ if conn.refused => {
-                conn.answer = Some((http_answer(503, "text/plain", b"too many browsers\n"), 0));
-                HttpStep::Keep
-            }
-            Request::Page => {
-                self.counters.pages += 1;
-                conn.answer = Some((
-                    http_answer(200, "text/html; charset=utf-8", PAGE.as_bytes()),
-                    0,
-                ));
-                HttpStep::Keep
-            }
-            Request::Socket { key } => HttpStep::Upgrade(key),
-            Request::Refuse(status) => {
-                conn.answer = Some((
-                    http_answer(status, "text/plain", reason(status).as_bytes()),
-                    0,
-                ));
-                HttpStep::Keep
-            }
-        }
+                Request::Socket { key } => {
+                    return HttpStep::Upgrade(Upgrade {
+                        key,
+                        rest: head.rest().to_vec(),
+                    })
+                }
+                Request::Refuse(status) => {
+                    http_answer(status, "text/plain", reason(status).as_bytes())
+                }
+            },
+        };
+        conn.answer = Some((answer, 0));
+        HttpStep::Keep
     }
 
-    fn upgrade(&mut self, mut stream: TcpStream, key: &[u8]) {
+    fn upgrade(&mut self, mut stream: TcpStream, upgrade: &Upgrade) {
         let answer = format!(
             "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Accept: {}\r\n\r\n",
-            tungstenite::handshake::derive_accept_key(key)
+            tungstenite::handshake::derive_accept_key(&upgrade.key)
         );
         // A fresh socket's buffer takes these bytes whole; one that does not is dropped.
         if !matches!(write_some(&mut stream, answer.as_bytes()), Ok(n) if n == answer.len()) {
@@ -425,7 +411,13 @@ impl Server {
             .max_write_buffer_size(self.limits.max_unsent.max(64 * 1024));
         self.counters.sockets += 1;
         self.browsers.push(Browser {
-            ws: WebSocket::from_raw_socket(stream, Role::Server, Some(config)),
+            // Bytes that came with the head are the start of the first frame.
+            ws: WebSocket::from_partially_read(
+                stream,
+                upgrade.rest.clone(),
+                Role::Server,
+                Some(config),
+            ),
             symbols: None,
             pending: PendingBooks::new(),
             health_due: true,
@@ -601,7 +593,15 @@ impl Server {
 enum HttpStep {
     Keep,
     Done,
-    Upgrade(Vec<u8>),
+    Upgrade(Upgrade),
+}
+
+/// A head that asked for the WebSocket.
+struct Upgrade {
+    /// `Sec-WebSocket-Key`.
+    key: Vec<u8>,
+    /// Bytes read past the head.
+    rest: Vec<u8>,
 }
 
 /// What became of one message written to a browser.
@@ -664,6 +664,7 @@ mod tests {
     use crate::health::Health;
     use crate::snapshot::SnapshotWriter;
     use serde_json::Value;
+    use std::io::Read;
     use ticklane_feed::itch::{self, owned, Locate, Nanos, OrderRef, Price, Stock};
 
     fn apply(books: &mut L3Books, message: owned::Message) -> Locate {
@@ -782,9 +783,6 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "open bug: the browser that resumes reading is not sent its owed book \
-                within 30 s (health still flows); traced on the webfix branch: the resumed \
-                browser reads no book at all, not even its subscribe image"]
     fn a_browser_that_reads_nothing_neither_slows_another_nor_misses_the_latest() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("s.snap");
@@ -808,12 +806,14 @@ mod tests {
             writer
                 .publish(&books, Locate(1), seq, Nanos(seq))
                 .expect("room");
-            if seq % 1000 == 0 {
-                // The fast browser keeps up while the slow one reads nothing.
+            // The fast browser keeps up while the slow one reads nothing, to the last
+            // update. Once only: a second wait for the state it already read would wait
+            // for a book nothing changes any more (this test's own bug, once taken for the
+            // slow browser being starved).
+            if seq % 1000 == 0 || seq == UPDATES {
                 read_until(&mut fast, "AAAA", seq);
             }
         }
-        read_until(&mut fast, "AAAA", UPDATES);
         // The slow browser, reading at last, reaches the latest state, having been sent
         // far fewer books than there were updates (the rest were conflated).
         let books_read = read_until(&mut slow, "AAAA", UPDATES);

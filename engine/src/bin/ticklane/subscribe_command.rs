@@ -8,7 +8,9 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 use ticklane_engine::live::install_shutdown;
-use ticklane_engine::serve::client::{run_subscriber, ClientConfig, ClientError};
+use ticklane_engine::serve::client::{
+    pause_unless_stopped, run_subscriber, ClientConfig, ClientError,
+};
 use ticklane_engine::views::{write_subscriber_event, ExitStatus};
 use ticklane_feed::resilience::BackoffConfig;
 
@@ -55,7 +57,10 @@ pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
     let result = run_subscriber(
         &config,
         &stop,
-        &mut |delay| std::thread::sleep(delay),
+        // A signal during a backoff ends the pause at once, not when the backoff ends.
+        &mut |delay| {
+            pause_unless_stopped(delay, &stop);
+        },
         &mut |event| {
             let written = write_subscriber_event(&mut out, &event).and_then(|()| out.flush());
             match written {
@@ -67,9 +72,12 @@ pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
             }
         },
     );
-    out.flush()?;
-    if let Some(e) = failed {
-        return Err(e.into());
+    let flushed = out.flush();
+    // `… | head` closed stdout: end as the other commands do (141), not as a failure.
+    match failed.map_or(flushed, Err) {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitStatus::ClosedStdout),
+        Err(e) => return Err(e.into()),
+        Ok(()) => {}
     }
     match result {
         Ok(()) => Ok(ExitStatus::Interrupted),
