@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ticklane_feed::capture::{CaptureReader, ReadOptions};
+use ticklane_feed::capture::{CaptureReader, InputFormat, ReadOptions};
 
 use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
@@ -166,6 +166,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
     let mut applier = Applier::new(opts.books, bbo).map_err(ReplayError::Books)?;
     let mut dbn = opts.dbn_out.clone().map(DbnOut::create).transpose()?;
     let mut dbn_message = Vec::with_capacity(64);
+    let can_lose = matches!(reader.format(), InputFormat::Pcap | InputFormat::PcapNg);
     let show_progress = opts.progress && io::stderr().is_terminal();
     let mut error = None;
     loop {
@@ -182,6 +183,10 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         // (and for a copy of it, so the reader can say whether a loss was declared before it).
         let step = match &mut dbn {
             None => applier.step(index, raw.bytes),
+            // A file of ITCH messages cannot declare a loss; only a capture's sequencer can.
+            Some(out) if !can_lose => {
+                applier.step_with(index, raw.bytes, |books, m| out.before(books, m))
+            }
             Some(out) => {
                 dbn_message.clear();
                 dbn_message.extend_from_slice(raw.bytes);
