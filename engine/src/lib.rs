@@ -11,7 +11,7 @@
 //! | 0 | `sync`, `clock`, `digit_groups`, `health`, `dependency`, `admin_token`, `http_head` | the atomics shim (loom or core), the monotonic clock, counts for people, three-valued health, the shared handle of each dependency (breaker mirror, manual commands, storm counters), the admin's redacted bearer token, one HTTP request head read under a size limit and a deadline (both HTTP servers) |
 //! | 1 | `ring`, `seqlock` | the SPSC ring and the seqlock slot protocol |
 //! | 2 | `book` | L3 books, their L2 view, and the per-message apply step |
-//! | 3 | `csv` | the CSV writers of the contracts (top-of-book stream, depth) |
+//! | 3 | `csv`, `dbn_out` | the CSV writers of the contracts (top-of-book stream, depth); DBN output in Databento's five book and trade schemas |
 //! | 4 | `snapshot`, `publish` | the mmap snapshot; the trait the book stage publishes through |
 //! | 5 | `overload`, `serve_guard` | sojourn detection, shedding publisher, subscriber fan-out; the subscriber server's admission policy (reconnect-storm defences) and its stampede-free cache |
 //! | 6 | `pipeline` | threads, ring, sources (capture, MoldUDP64, SoupBinTCP), the book stage |
@@ -52,6 +52,8 @@ pub mod book;
 // Floor 3
 #[cfg(not(loom))]
 pub mod csv;
+#[cfg(not(loom))]
+pub mod dbn_out;
 // Floor 4
 #[cfg(not(loom))]
 pub mod publish;

@@ -21,6 +21,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("seqlock", 1),
     ("book", 2),
     ("csv", 3),
+    ("dbn_out", 3),
     ("snapshot", 4),
     ("publish", 4),
     ("overload", 5),

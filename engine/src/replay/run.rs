@@ -5,12 +5,13 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ticklane_feed::capture::{CaptureReader, NoMessages, ReadOptions};
+use ticklane_feed::capture::{CaptureReader, InputFormat, NoMessages, ReadOptions};
 
 use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{Applier, ApplyError, BookConfig};
 use crate::csv::{write_book_csv, ThreadedBboSink};
+use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions};
 use crate::snapshot::SnapshotError;
 
 /// What `ticklane replay` was asked to do.
@@ -32,6 +33,8 @@ pub struct ReplayOptions {
     pub books: BookConfig,
     /// Show a progress line on a terminal.
     pub progress: bool,
+    /// Where the DBN output goes, in which schema, if anywhere.
+    pub dbn_out: Option<DbnOutOptions>,
 }
 
 /// Why a replay could not start or finish its outputs (input errors are in the summary, as a
@@ -55,6 +58,9 @@ pub enum ReplayError {
         /// What went wrong.
         source: io::Error,
     },
+    /// The DBN output could not be written.
+    #[error("--dbn-out {0}")]
+    Dbn(#[from] DbnOutError),
     /// The replay failed, and the `--summary-json` that should carry the failure could not
     /// be written either.
     #[error("{error}; the summary could not be written either: {}: {source}", path.display())]
@@ -201,6 +207,9 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             None => None,
         };
     let mut applier = Applier::new(opts.books, bbo).map_err(ReplayError::Books)?;
+    let mut dbn = opts.dbn_out.clone().map(DbnOut::create).transpose()?;
+    let mut dbn_message = Vec::with_capacity(64);
+    let can_lose = matches!(reader.format(), InputFormat::Pcap | InputFormat::PcapNg);
     let show_progress = opts.progress && io::stderr().is_terminal();
     let mut error = None;
     loop {
@@ -213,8 +222,29 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             }
         };
         let (index, offset) = (raw.index, raw.offset);
-        match applier.step(index, raw.bytes) {
-            Ok(_) => {}
+        // Plain replay takes `step`; only `--dbn-out` pays for the look-up before each message
+        // (and for a copy of it, so the reader can say whether a loss was declared before it).
+        let step = match &mut dbn {
+            None => applier.step(index, raw.bytes),
+            // A file of ITCH messages cannot declare a loss; only a capture's sequencer can.
+            Some(out) if !can_lose => {
+                applier.step_with(index, raw.bytes, |books, m| out.before(books, m))
+            }
+            Some(out) => {
+                dbn_message.clear();
+                dbn_message.extend_from_slice(raw.bytes);
+                if reader.stats().gaps > 0 {
+                    out.mark_maybe_bad_book();
+                }
+                applier.step_with(index, &dbn_message, |books, m| out.before(books, m))
+            }
+        };
+        match step {
+            Ok(applied) => {
+                if let (Some(out), Some(message)) = (&mut dbn, &applied.message) {
+                    out.after(index, message, applied.changed, applier.books())?;
+                }
+            }
             Err(ApplyError::Decode(e)) => {
                 error = Some(ReplayFault::Decode {
                     path: opts.input.clone(),
@@ -247,6 +277,9 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         path: opts.bbo_out.clone().unwrap_or_default(),
         source,
     })?;
+    if let Some(out) = dbn {
+        out.finish()?;
+    }
     let elapsed_s = started.elapsed().as_secs_f64();
     if let Some(path) = &opts.book_out {
         write_book_csv(&books, opts.depth, output(path)?).map_err(|source| {

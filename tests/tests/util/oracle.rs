@@ -18,6 +18,16 @@ use super::{in_ci, repo_root, skip};
 ///
 /// Under `CI=true` when no such Python exists and `.ci/run` did not decide to skip.
 pub fn python(test: &str) -> Option<PathBuf> {
+    python_with(test, "itch_book", "itch-book")
+}
+
+/// A Python that can import `module` (PyPI's `package`), or `None` after saying loudly why
+/// `test` skips; the same rules as [`python`].
+///
+/// # Panics
+///
+/// Under `CI=true` when no such Python exists and `.ci/run` did not decide to skip.
+pub fn python_with(test: &str, module: &str, package: &str) -> Option<PathBuf> {
     if let Some(reason) = std::env::var_os("TICKLANE_ORACLE_SKIP") {
         let reason = reason.to_string_lossy();
         assert!(
@@ -30,15 +40,15 @@ pub fn python(test: &str) -> Option<PathBuf> {
     let python = std::env::var_os("TICKLANE_ORACLE_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo_root().join(".venv/bin/python"));
-    let has_itch_book = python.exists()
+    let has_module = python.exists()
         && Command::new(&python)
-            .args(["-c", "import itch_book"])
+            .args(["-c", &format!("import {module}")])
             .status()
             .is_ok_and(|s| s.success());
-    if has_itch_book {
+    if has_module {
         return Some(python);
     }
-    let why = format!("no Python with itch-book at {}", python.display());
+    let why = format!("no Python with {package} at {}", python.display());
     assert!(
         !in_ci(),
         "CI=true but {why}: .ci/run must install the oracle"

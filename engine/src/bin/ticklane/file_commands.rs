@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use ticklane_engine::book::BookConfig;
 use ticklane_engine::config::RunConfig;
+use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, SessionDate};
 use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
 use ticklane_engine::replay::{
     replay_file, replay_file_threaded, replay_paced, ReplayExit, ReplayOptions, ReplaySummary,
@@ -59,6 +60,17 @@ pub struct ReplayArgs {
     /// Levels per side in --book-out.
     #[arg(long, default_value_t = 10)]
     depth: usize,
+    /// Write the replay as Databento DBN here (zstd when the name ends in `.zst`; not with
+    /// --pace).
+    #[arg(long, conflicts_with = "pace")]
+    dbn_out: Option<PathBuf>,
+    /// The DBN schema: mbo, mbp-1, mbp-10, tbbo or trades.
+    #[arg(long, default_value = "mbo", requires = "dbn_out")]
+    schema: DbnSchema,
+    /// The session date (YYYY-MM-DD) for DBN's UTC timestamps; else read from the file name
+    /// (MMDDYYYY or YYYYMMDD).
+    #[arg(long, requires = "dbn_out")]
+    date: Option<SessionDate>,
     /// Write the summary as one JSON object here.
     #[arg(long)]
     summary_json: Option<PathBuf>,
@@ -140,6 +152,17 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
             levels_per_side: c.levels_per_side.get(),
         },
         progress: !args.quiet,
+        dbn_out: match &args.dbn_out {
+            None => None,
+            Some(path) => Some(DbnOutOptions {
+                path: path.clone(),
+                schema: args.schema,
+                date: match args.date {
+                    Some(date) => date,
+                    None => SessionDate::from_file_name(&args.file)?,
+                },
+            }),
+        },
     };
     let summary = match args.pace {
         None if args.threads > 1 => replay_file_threaded(&opts, usize::from(args.threads))?.summary,

@@ -1,0 +1,338 @@
+//! DBN output: a replay written as Databento's `XNAS.ITCH` dataset would carry it, in one of
+//! five schemas (MBO, MBP-1, MBP-10, TBBO, trades), with Databento's own encoder (`dbn`).
+//!
+//! The replay calls [`DbnOut::before`] with the books just before each message is applied
+//! (an execution or cancel needs the order as it was) and [`DbnOut::after`] with the books
+//! after; nothing here runs unless `--dbn-out` is given. [`DbnOut::finish`] writes the file:
+//! metadata first (with the locate → ticker mappings the stock directory gave), then records.
+//!
+//! Conventions (as Databento documents them for XNAS.ITCH): `ts_event` is the session's
+//! New York midnight plus the ITCH timestamp, `ts_recv` equals `ts_event` (a file has no
+//! capture time), prices are in 1e-9 (ITCH's 1e-4 × 100,000), `instrument_id` is the stock
+//! locate, `sequence` the ITCH message index, and `F_LAST` marks the last record one ITCH
+//! message produced. The per-schema mapping is in [`mbo`], [`mbp`] and [`trades`].
+
+pub mod mbo;
+pub mod mbp;
+mod session_date;
+mod spool;
+pub mod trades;
+
+use std::collections::BTreeMap;
+use std::ffi::c_char;
+use std::num::NonZeroU64;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use dbn::{MappingInterval, Metadata, SType, Schema, SymbolMapping};
+use ticklane_feed::itch::{Locate, Message, Nanos, Price};
+
+pub use session_date::{SessionDate, SessionDateError};
+
+use crate::book::{Books, Order, Side, TopOfBook, Trade};
+use mbo::MboWriter;
+use mbp::MbpWriter;
+use spool::Spool;
+use trades::TradeWriter;
+
+/// Databento's publisher id of XNAS.ITCH.
+pub const PUBLISHER_ID: u16 = dbn::Publisher::XnasItchXnas as u16;
+/// The dataset named in the metadata.
+pub const DATASET: &str = "XNAS.ITCH";
+
+/// The schemas `--schema` accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DbnSchema {
+    /// Every order event (`mbo`).
+    Mbo,
+    /// The top level after each change to it, and each trade (`mbp-1`).
+    Mbp1,
+    /// The top ten levels after each change to them, and each trade (`mbp-10`).
+    Mbp10,
+    /// Each trade with the top of book just before it (`tbbo`).
+    Tbbo,
+    /// Each trade (`trades`).
+    Trades,
+}
+
+impl DbnSchema {
+    fn dbn(self) -> Schema {
+        match self {
+            DbnSchema::Mbo => Schema::Mbo,
+            DbnSchema::Mbp1 => Schema::Mbp1,
+            DbnSchema::Mbp10 => Schema::Mbp10,
+            DbnSchema::Tbbo => Schema::Tbbo,
+            DbnSchema::Trades => Schema::Trades,
+        }
+    }
+}
+
+/// The schema names `--schema` accepts, for messages.
+pub const SCHEMA_NAMES: &str = "mbo, mbp-1, mbp-10, tbbo, trades";
+
+impl FromStr for DbnSchema {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "mbo" => DbnSchema::Mbo,
+            "mbp-1" => DbnSchema::Mbp1,
+            "mbp-10" => DbnSchema::Mbp10,
+            "tbbo" => DbnSchema::Tbbo,
+            "trades" => DbnSchema::Trades,
+            other => return Err(format!("unknown schema {other:?}: one of {SCHEMA_NAMES}")),
+        })
+    }
+}
+
+/// What `--dbn-out` was asked for.
+#[derive(Clone, Debug)]
+pub struct DbnOutOptions {
+    /// The output; zstd-compressed when it ends in `.zst`.
+    pub path: PathBuf,
+    /// The schema.
+    pub schema: DbnSchema,
+    /// The session date (`--date`, else from the input's file name).
+    pub date: SessionDate,
+}
+
+/// Why the DBN output could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum DbnOutError {
+    /// A file could not be written or read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// The DBN encoder refused.
+    #[error("{}: {source}", path.display())]
+    Dbn {
+        /// The file.
+        path: PathBuf,
+        /// What the encoder said.
+        source: dbn::Error,
+    },
+    /// DBN's `sequence` is 32 bits; this message index does not fit.
+    #[error("message {index}: past DBN's 32-bit sequence field")]
+    SequenceOverflow {
+        /// The ITCH message index.
+        index: u64,
+    },
+}
+
+/// Databento's side letters: `B` bid, `A` ask, `N` none.
+#[inline]
+pub(crate) fn side_char(side: Side) -> c_char {
+    match side {
+        Side::Bid => b'B' as c_char,
+        Side::Ask => b'A' as c_char,
+    }
+}
+
+/// The aggressor of a trade against a resting order: the other side.
+#[inline]
+pub(crate) fn aggressor_char(resting: Side) -> c_char {
+    match resting {
+        Side::Bid => b'A' as c_char,
+        Side::Ask => b'B' as c_char,
+    }
+}
+
+/// No side (`N`).
+pub(crate) const NO_SIDE: c_char = b'N' as c_char;
+
+/// ITCH price (1e-4 dollars) in DBN units (1e-9 dollars).
+#[inline]
+pub(crate) fn price_1e9(price: Price) -> i64 {
+    i64::from(price.0) * 100_000
+}
+
+/// What one ITCH message means before it is applied: the order it acts on and the trade it
+/// prints, looked up in the books as they were.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Before {
+    /// For E, C, X, D and U: the order named, as it stood (absent if unknown).
+    pub order: Option<Order>,
+    /// The trade the message prints (E, printable C, P), as `book::trade_of` finds it.
+    pub trade: Option<Trade>,
+    /// The traded stock's top of book before the message.
+    pub top: TopOfBook,
+}
+
+/// Stamps shared by every record of one ITCH message.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Stamp {
+    pub ts_event: u64,
+    pub sequence: u32,
+    /// `F_MAYBE_BAD_BOOK` once a loss was declared, else nothing; `F_LAST` is added per record.
+    pub flags: u8,
+}
+
+impl Stamp {
+    /// The flags of a record, `last` if it is the last one of its message.
+    #[inline]
+    pub fn flags(self, last: bool) -> dbn::FlagSet {
+        let mut flags = dbn::FlagSet::new(self.flags);
+        if last {
+            flags.set_last();
+        }
+        flags
+    }
+}
+
+/// The DBN writer of one replay.
+pub struct DbnOut {
+    opts: DbnOutOptions,
+    midnight_ns: u64,
+    spool: Spool,
+    /// Locate → ticker, from the stock directory (the last `R` for a locate wins).
+    symbols: BTreeMap<u16, String>,
+    before: Before,
+    last_ts_event: u64,
+    /// Set once the input declared messages lost: the books may be wrong from then on.
+    maybe_bad_book: bool,
+    schema: SchemaWriter,
+}
+
+enum SchemaWriter {
+    Mbo(MboWriter),
+    Mbp1(MbpWriter<1>),
+    Mbp10(MbpWriter<10>),
+    Trades(TradeWriter),
+}
+
+impl DbnOut {
+    /// A writer for `opts`; the output is created by [`DbnOut::finish`].
+    ///
+    /// # Errors
+    ///
+    /// If the temporary beside the output cannot be created.
+    pub fn create(opts: DbnOutOptions) -> Result<Self, DbnOutError> {
+        let spool = Spool::create(&opts.path)?;
+        let schema = match opts.schema {
+            DbnSchema::Mbo => SchemaWriter::Mbo(MboWriter),
+            DbnSchema::Mbp1 => SchemaWriter::Mbp1(MbpWriter::new()),
+            DbnSchema::Mbp10 => SchemaWriter::Mbp10(MbpWriter::new()),
+            DbnSchema::Tbbo => SchemaWriter::Trades(TradeWriter { with_top: true }),
+            DbnSchema::Trades => SchemaWriter::Trades(TradeWriter { with_top: false }),
+        };
+        Ok(DbnOut {
+            midnight_ns: opts.date.midnight_utc_ns(),
+            opts,
+            spool,
+            symbols: BTreeMap::new(),
+            before: Before::default(),
+            last_ts_event: 0,
+            maybe_bad_book: false,
+            schema,
+        })
+    }
+
+    /// Marks every later record `F_MAYBE_BAD_BOOK`: the input declared messages lost (a
+    /// MoldUDP64 gap in a capture), so the books may be wrong from here to the end.
+    pub fn mark_maybe_bad_book(&mut self) {
+        self.maybe_bad_book = true;
+    }
+
+    /// Notes what `message` acts on, from `books` as they are before it is applied.
+    #[inline]
+    pub fn before(&mut self, books: &Books, message: &Message<'_>) {
+        let order = match message {
+            Message::OrderExecuted(m) => books.order(m.order_ref()),
+            Message::OrderExecutedWithPrice(m) => books.order(m.order_ref()),
+            Message::OrderCancel(m) => books.order(m.order_ref()),
+            Message::OrderDelete(m) => books.order(m.order_ref()),
+            Message::OrderReplace(m) => books.order(m.original_order_ref()),
+            _ => None,
+        };
+        let trade = crate::book::trade_of(books, message);
+        let top = trade.map_or_else(TopOfBook::default, |t| books.top_of_book(t.locate));
+        self.before = Before { order, trade, top };
+    }
+
+    /// Writes the records of message number `index`, now applied to `books`; `changed` is
+    /// the locate whose book it changed.
+    ///
+    /// # Errors
+    ///
+    /// If the records cannot be written, or `index` does not fit DBN's sequence.
+    #[inline]
+    pub fn after(
+        &mut self,
+        index: u64,
+        message: &Message<'_>,
+        changed: Option<Locate>,
+        books: &Books,
+    ) -> Result<(), DbnOutError> {
+        if let Message::StockDirectory(m) = message {
+            let ticker = String::from_utf8_lossy(m.stock().trimmed()).into_owned();
+            self.symbols.insert(m.locate().0, ticker);
+            return Ok(());
+        }
+        let sequence = u32::try_from(index).map_err(|_| DbnOutError::SequenceOverflow { index })?;
+        let Nanos(ns) = message.timestamp();
+        let stamp = Stamp {
+            ts_event: self.midnight_ns + ns,
+            sequence,
+            flags: if self.maybe_bad_book {
+                dbn::flags::MAYBE_BAD_BOOK
+            } else {
+                0
+            },
+        };
+        self.last_ts_event = stamp.ts_event;
+        let before = std::mem::take(&mut self.before);
+        match &mut self.schema {
+            SchemaWriter::Mbo(w) => w.write(&mut self.spool, stamp, message, &before),
+            SchemaWriter::Mbp1(w) => {
+                w.write(&mut self.spool, stamp, message, &before, changed, books)
+            }
+            SchemaWriter::Mbp10(w) => {
+                w.write(&mut self.spool, stamp, message, &before, changed, books)
+            }
+            SchemaWriter::Trades(w) => w.write(&mut self.spool, stamp, &before),
+        }
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> u64 {
+        self.spool.count()
+    }
+
+    /// Writes the file: metadata, then the records. Returns the records written.
+    ///
+    /// # Errors
+    ///
+    /// If the output cannot be written.
+    pub fn finish(self) -> Result<u64, DbnOutError> {
+        let date = self.opts.date.date();
+        let next_day = date.next_day().unwrap_or(date);
+        let mappings = self
+            .symbols
+            .iter()
+            .map(|(locate, ticker)| SymbolMapping {
+                raw_symbol: ticker.clone(),
+                intervals: vec![MappingInterval {
+                    start_date: date,
+                    end_date: next_day,
+                    symbol: locate.to_string(),
+                }],
+            })
+            .collect();
+        let metadata = Metadata::builder()
+            .dataset(DATASET)
+            .schema(Some(self.opts.schema.dbn()))
+            .start(self.midnight_ns)
+            .end(NonZeroU64::new(
+                self.last_ts_event.max(self.midnight_ns) + 1,
+            ))
+            .stype_in(Some(SType::RawSymbol))
+            .stype_out(SType::InstrumentId)
+            .symbols(self.symbols.values().cloned().collect())
+            .mappings(mappings)
+            .build();
+        self.spool.finish(&metadata)
+    }
+}

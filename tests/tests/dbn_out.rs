@@ -1,0 +1,479 @@
+//! `replay --dbn-out`, read back by Databento's own Python package (`databento-dbn`, run by
+//! `tests/oracle/dbn_dump.py`) and compared field by field with what the same replay says
+//! elsewhere:
+//! - MBO and trades against a naive order model written here from the ITCH messages and the
+//!   mapping table Databento documents for XNAS.ITCH (Add; Trade, Fill, Cancel for an
+//!   execution; Cancel for X and D; Cancel then Add for U; Trade for P);
+//! - MBP-1's book updates against `--bbo-out`, and its trades' levels against the row before;
+//! - TBBO against the model's trades and the `--bbo-out` row before each;
+//! - MBP-10's last record per stock against `--book-out`'s depth;
+//! - a `.zst` output against the plain one.
+//!
+//! Without a Python that imports `databento_dbn` the test fails under `CI=true` and
+//! otherwise skips loudly (`util::oracle::python_with`).
+
+mod util;
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use ticklane_engine::book::BookConfig;
+use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, SessionDate};
+use ticklane_engine::replay::{replay_file, ReplayOptions};
+use ticklane_feed::itch::{decode, Message};
+use ticklane_feed::sim::GenConfig;
+
+/// 2019-01-30 00:00 America/New_York, from `TZ=America/New_York date -d '2019-01-30 00:00' +%s`.
+const MIDNIGHT_NS: u64 = 1_548_824_400 * 1_000_000_000;
+const F_LAST: u8 = 128;
+/// `databento_dbn.UNDEF_PRICE`: an empty level's price.
+const UNDEF_PRICE: i64 = i64::MAX;
+
+const DAY: GenConfig = GenConfig {
+    messages: 60_000,
+    seed: 12,
+    stocks: 6,
+    hard_cases: false,
+    crossing: false,
+};
+
+/// One replay with every CSV output and one DBN output.
+struct Run {
+    bbo: PathBuf,
+    book: PathBuf,
+    dbn: PathBuf,
+}
+
+fn replay(dir: &Path, input: &Path, schema: DbnSchema, name: &str) -> Run {
+    let run = Run {
+        bbo: dir.join(format!("{name}.bbo.csv")),
+        book: dir.join(format!("{name}.book.csv")),
+        dbn: dir.join(name),
+    };
+    let outcome = replay_file(&ReplayOptions {
+        input: input.to_path_buf(),
+        bbo_out: Some(run.bbo.clone()),
+        book_out: Some(run.book.clone()),
+        depth: 10,
+        books: BookConfig {
+            max_orders: 1 << 20,
+            max_books: 1024,
+            levels_per_side: 4096,
+        },
+        dbn_out: Some(DbnOutOptions {
+            path: run.dbn.clone(),
+            schema,
+            date: SessionDate::parse("2019-01-30").expect("a valid date"),
+        }),
+        ..ReplayOptions::default()
+    })
+    .expect("replay runs");
+    assert!(
+        outcome.summary.error.is_none(),
+        "{:?}",
+        outcome.summary.error
+    );
+    assert!(
+        !dir.join(format!("{name}.records.tmp")).exists(),
+        "the spool is removed"
+    );
+    run
+}
+
+/// Metadata (JSON) and record lines, as Databento's reader sees the file.
+fn dump(python: &Path, file: &Path) -> (String, Vec<Vec<String>>) {
+    let out = util::oracle::run(python, "dbn_dump.py", &[file], &[]);
+    let mut lines = out.lines();
+    let metadata = lines.next().expect("a metadata line").to_owned();
+    let records = lines
+        .map(|l| l.split(',').map(str::to_owned).collect())
+        .collect();
+    (metadata, records)
+}
+
+/// A live order in the naive model.
+#[derive(Clone, Copy)]
+struct Live {
+    locate: u16,
+    /// DBN's letter: `B` or `A`.
+    side: char,
+    price: u32,
+    shares: u32,
+}
+
+/// A trade as the model prints it.
+#[derive(Clone, Debug, PartialEq)]
+struct ModelTrade {
+    sequence: u64,
+    ts_event: u64,
+    locate: u16,
+    side: char,
+    price: u32,
+    shares: u32,
+}
+
+/// What the ITCH file says, read by a model that knows nothing of ticklane's books.
+struct Model {
+    /// Expected MBO record lines, in dump format.
+    mbo: Vec<String>,
+    trades: Vec<ModelTrade>,
+    /// Ticker → locate, from the stock directory.
+    symbols: HashMap<String, u16>,
+}
+
+fn other(side: char) -> char {
+    if side == 'B' {
+        'A'
+    } else {
+        'B'
+    }
+}
+
+fn model(file: &Path) -> Model {
+    let bytes = fs::read(file).expect("read the day");
+    let mut orders: HashMap<u64, Live> = HashMap::new();
+    let mut m = Model {
+        mbo: Vec::new(),
+        trades: Vec::new(),
+        symbols: HashMap::new(),
+    };
+    let mut at = 0;
+    let mut sequence = 0u64;
+    while at + 2 <= bytes.len() {
+        let len = usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
+        let body = &bytes[at + 2..at + 2 + len];
+        at += 2 + len;
+        sequence += 1;
+        let message = decode(body).expect("generated messages decode");
+        let ts = MIDNIGHT_NS + message.timestamp().0;
+        // (locate, action, side, order_id, price, size)
+        let mut events: Vec<(u16, char, char, u64, u32, u32)> = Vec::new();
+        let trade = |m: &mut Model, locate, side, price, shares| {
+            m.trades.push(ModelTrade {
+                sequence,
+                ts_event: ts,
+                locate,
+                side,
+                price,
+                shares,
+            })
+        };
+        let add = |orders: &mut HashMap<u64, Live>, locate, side: u8, r, shares, price| {
+            let side = if side == b'B' { 'B' } else { 'A' };
+            if shares > 0 && !orders.contains_key(&r) {
+                orders.insert(
+                    r,
+                    Live {
+                        locate,
+                        side,
+                        price,
+                        shares,
+                    },
+                );
+            }
+            (locate, 'A', side, r, price, shares)
+        };
+        match message {
+            Message::StockDirectory(d) => {
+                let ticker = String::from_utf8_lossy(d.stock().trimmed()).into_owned();
+                m.symbols.insert(ticker, d.locate().0);
+            }
+            Message::AddOrder(a) => {
+                let e = add(
+                    &mut orders,
+                    a.locate().0,
+                    a.side(),
+                    a.order_ref().0,
+                    a.shares(),
+                    a.price().0,
+                );
+                events.push(e);
+            }
+            Message::AddOrderMpid(a) => {
+                let e = add(
+                    &mut orders,
+                    a.locate().0,
+                    a.side(),
+                    a.order_ref().0,
+                    a.shares(),
+                    a.price().0,
+                );
+                events.push(e);
+            }
+            Message::OrderExecuted(x) => {
+                let r = x.order_ref().0;
+                if let Some(o) = orders.get(&r).copied() {
+                    let n = x.executed_shares().min(o.shares);
+                    trade(&mut m, o.locate, other(o.side), o.price, n);
+                    events.push((o.locate, 'T', other(o.side), 0, o.price, n));
+                    events.push((o.locate, 'F', o.side, r, o.price, n));
+                    events.push((o.locate, 'C', o.side, r, o.price, n));
+                    reduce(&mut orders, r, n);
+                }
+            }
+            Message::OrderExecutedWithPrice(x) => {
+                let r = x.order_ref().0;
+                if let Some(o) = orders.get(&r).copied() {
+                    let n = x.executed_shares().min(o.shares);
+                    let px = x.execution_price().0;
+                    if x.printable() == b'Y' {
+                        trade(&mut m, o.locate, other(o.side), px, n);
+                        events.push((o.locate, 'T', other(o.side), 0, px, n));
+                    }
+                    events.push((o.locate, 'F', o.side, r, px, n));
+                    events.push((o.locate, 'C', o.side, r, o.price, n));
+                    reduce(&mut orders, r, n);
+                }
+            }
+            Message::OrderCancel(x) => {
+                let r = x.order_ref().0;
+                if let Some(o) = orders.get(&r).copied() {
+                    let n = x.cancelled_shares().min(o.shares);
+                    events.push((o.locate, 'C', o.side, r, o.price, n));
+                    reduce(&mut orders, r, n);
+                }
+            }
+            Message::OrderDelete(x) => {
+                let r = x.order_ref().0;
+                if let Some(o) = orders.remove(&r) {
+                    events.push((o.locate, 'C', o.side, r, o.price, o.shares));
+                }
+            }
+            Message::OrderReplace(x) => {
+                let r = x.original_order_ref().0;
+                if let Some(o) = orders.remove(&r) {
+                    events.push((o.locate, 'C', o.side, r, o.price, o.shares));
+                    let wire = if o.side == 'B' { b'B' } else { b'S' };
+                    let e = add(
+                        &mut orders,
+                        o.locate,
+                        wire,
+                        x.new_order_ref().0,
+                        x.shares(),
+                        x.price().0,
+                    );
+                    events.push(e);
+                }
+            }
+            Message::Trade(p) => {
+                trade(&mut m, p.locate().0, 'N', p.price().0, p.shares());
+                events.push((p.locate().0, 'T', 'N', 0, p.price().0, p.shares()));
+            }
+            _ => {}
+        }
+        let count = events.len();
+        for (i, (locate, action, side, id, price, size)) in events.into_iter().enumerate() {
+            let flags = if i + 1 == count { F_LAST } else { 0 };
+            let price = i64::from(price) * 100_000;
+            m.mbo.push(format!(
+                "160,{locate},{ts},{ts},0,{sequence},{flags},{action},{side},{id},{price},{size}"
+            ));
+        }
+    }
+    m
+}
+
+fn reduce(orders: &mut HashMap<u64, Live>, r: u64, n: u32) {
+    if let Some(o) = orders.get_mut(&r) {
+        o.shares -= n;
+        if o.shares == 0 {
+            orders.remove(&r);
+        }
+    }
+}
+
+/// A `--bbo-out` row: msg_index, locate, then bid px/qty/orders and ask px/qty/orders.
+type BboRow = (u64, u16, [u64; 6]);
+
+fn bbo_rows(path: &Path) -> Vec<BboRow> {
+    fs::read_to_string(path)
+        .expect("read bbo")
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let n = |i: usize| f[i].parse::<u64>().expect("a number");
+            (n(0), n(2) as u16, [n(4), n(5), n(6), n(7), n(8), n(9)])
+        })
+        .collect()
+}
+
+/// A DBN level in ticklane's CSV units: price in 1e-4 (empty as 0), size, count.
+fn level(fields: &[String]) -> [u64; 6] {
+    let px = |s: &str| -> u64 {
+        let p: i64 = s.parse().expect("a price");
+        if p == UNDEF_PRICE {
+            0
+        } else {
+            assert_eq!(p % 100_000, 0, "DBN price {p} is a whole ITCH price");
+            (p / 100_000) as u64
+        }
+    };
+    let n = |s: &str| s.parse::<u64>().expect("a number");
+    [
+        px(&fields[0]),
+        n(&fields[1]),
+        n(&fields[2]),
+        px(&fields[3]),
+        n(&fields[4]),
+        n(&fields[5]),
+    ]
+}
+
+/// The last `--bbo-out` row of `locate` before message `sequence` (all zero if none).
+fn bbo_before(rows: &[BboRow], locate: u16, sequence: u64) -> [u64; 6] {
+    rows.iter()
+        .rev()
+        .find(|(i, l, _)| *l == locate && *i < sequence)
+        .map_or([0; 6], |r| r.2)
+}
+
+/// Every sequence's records: `F_LAST` on the last one only.
+fn check_f_last(records: &[Vec<String>]) {
+    for (i, r) in records.iter().enumerate() {
+        let last_of_message = records.get(i + 1).is_none_or(|next| next[5] != r[5]);
+        let flags: u8 = r[6].parse().expect("flags");
+        assert_eq!(flags & F_LAST != 0, last_of_message, "F_LAST on {r:?}");
+    }
+}
+
+fn trade_line(t: &ModelTrade, rtype: u8) -> Vec<String> {
+    let price = i64::from(t.price) * 100_000;
+    vec![
+        rtype.to_string(),
+        t.locate.to_string(),
+        t.ts_event.to_string(),
+        t.ts_event.to_string(),
+        "0".into(),
+        t.sequence.to_string(),
+        F_LAST.to_string(),
+        "T".into(),
+        t.side.to_string(),
+        "0".into(),
+        price.to_string(),
+        t.shares.to_string(),
+    ]
+}
+
+#[test]
+fn dbn_output_reads_back_with_databento_dbn_and_matches_the_csv() {
+    let test = "dbn_output_reads_back_with_databento_dbn_and_matches_the_csv";
+    let Some(python) = util::oracle::python_with(test, "databento_dbn", "databento-dbn") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("day.itch50");
+    util::write_generated(&input, DAY);
+    let expected = model(&input);
+    assert!(expected.trades.len() > 100, "the day trades");
+
+    // MBO: record for record against the model; metadata names the dataset and the symbols.
+    let mbo = replay(dir.path(), &input, DbnSchema::Mbo, "day.mbo.dbn");
+    let (metadata, records) = dump(&python, &mbo.dbn);
+    let got: Vec<String> = records.iter().map(|r| r.join(",")).collect();
+    assert_eq!(got.len(), expected.mbo.len(), "MBO record count");
+    for (g, e) in got.iter().zip(&expected.mbo) {
+        assert_eq!(g, e);
+    }
+    for want in [
+        "\"dataset\": \"XNAS.ITCH\"".to_owned(),
+        "\"schema\": \"mbo\"".to_owned(),
+        format!("\"start\": {MIDNIGHT_NS}"),
+    ] {
+        assert!(metadata.contains(&want), "{want} in {metadata}");
+    }
+    for (ticker, locate) in &expected.symbols {
+        let want = format!("\"{ticker}\": [[\"2019-01-30\", \"2019-01-31\", \"{locate}\"]]");
+        assert!(metadata.contains(&want), "{want} in {metadata}");
+    }
+
+    // The same file zstd-compressed reads back the same.
+    let zst = replay(dir.path(), &input, DbnSchema::Mbo, "day.mbo.dbn.zst");
+    let raw = fs::read(&zst.dbn).expect("read zst");
+    assert_eq!(&raw[..4], &[0x28, 0xB5, 0x2F, 0xFD], "a zstd frame");
+    assert_eq!(
+        dump(&python, &zst.dbn).1,
+        records,
+        ".zst reads back as the plain file"
+    );
+
+    // MBP-1: book updates are the top-of-book stream; trades carry the top before them.
+    let mbp1 = replay(dir.path(), &input, DbnSchema::Mbp1, "day.mbp1.dbn");
+    let bbo = bbo_rows(&mbp1.bbo);
+    let (_, records) = dump(&python, &mbp1.dbn);
+    check_f_last(&records);
+    let updates: Vec<BboRow> = records
+        .iter()
+        .filter(|r| r[7] != "T")
+        .map(|r| {
+            (
+                r[5].parse().unwrap(),
+                r[1].parse().unwrap(),
+                level(&r[12..18]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        updates.len(),
+        bbo.len(),
+        "one MBP-1 update per top-of-book row"
+    );
+    assert_eq!(updates, bbo);
+    let trades: Vec<&Vec<String>> = records.iter().filter(|r| r[7] == "T").collect();
+    assert_eq!(trades.len(), expected.trades.len());
+    for (r, t) in trades.iter().zip(&expected.trades) {
+        let mut want = trade_line(t, 1);
+        want[6] = r[6].clone(); // F_LAST checked above
+        assert_eq!(&r[..12], &want[..], "MBP-1 trade");
+        assert_eq!(level(&r[12..18]), bbo_before(&bbo, t.locate, t.sequence));
+    }
+
+    // TBBO: each trade with the top of book before it.
+    let tbbo = replay(dir.path(), &input, DbnSchema::Tbbo, "day.tbbo.dbn");
+    let (metadata, records) = dump(&python, &tbbo.dbn);
+    assert!(metadata.contains("\"schema\": \"tbbo\""), "{metadata}");
+    assert_eq!(records.len(), expected.trades.len());
+    for (r, t) in records.iter().zip(&expected.trades) {
+        assert_eq!(&r[..12], &trade_line(t, 1)[..], "TBBO trade");
+        assert_eq!(level(&r[12..18]), bbo_before(&bbo, t.locate, t.sequence));
+    }
+
+    // Trades: each trade, as the model prints it.
+    let trades = replay(dir.path(), &input, DbnSchema::Trades, "day.trades.dbn.zst");
+    let (_, records) = dump(&python, &trades.dbn);
+    let want: Vec<Vec<String>> = expected.trades.iter().map(|t| trade_line(t, 0)).collect();
+    assert_eq!(records, want);
+
+    // MBP-10: each stock's last record holds the final depth of --book-out.
+    let mbp10 = replay(dir.path(), &input, DbnSchema::Mbp10, "day.mbp10.dbn");
+    let (_, records) = dump(&python, &mbp10.dbn);
+    check_f_last(&records);
+    let mut last: HashMap<u16, &Vec<String>> = HashMap::new();
+    for r in &records {
+        last.insert(r[1].parse().unwrap(), r);
+    }
+    let book = fs::read_to_string(&mbp10.book).expect("read book");
+    let mut from_csv: HashMap<(u16, usize), [u64; 6]> = HashMap::new();
+    for l in book.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        let (locate, side, lvl) = (
+            f[0].parse::<u16>().unwrap(),
+            f[2],
+            f[3].parse::<usize>().unwrap(),
+        );
+        let n = |i: usize| f[i].parse::<u64>().unwrap();
+        let entry = from_csv.entry((locate, lvl)).or_insert([0; 6]);
+        let at = if side == "B" { 0 } else { 3 };
+        entry[at..at + 3].copy_from_slice(&[n(4), n(5), n(6)]);
+    }
+    assert!(!from_csv.is_empty(), "the book CSV has levels");
+    for (locate, r) in &last {
+        for lvl in 0..10 {
+            let key = (*locate, lvl + 1); // --book-out counts levels from 1
+            let want = from_csv.get(&key).copied().unwrap_or([0; 6]);
+            let at = 12 + 6 * lvl;
+            assert_eq!(level(&r[at..at + 6]), want, "locate {locate} level {lvl}");
+        }
+    }
+}
