@@ -15,5 +15,5 @@ pub use fault::{ReplayExit, ReplayFault};
 pub use paced::{replay_paced, PacedOutcome, SnapshotTarget};
 pub use partition::LocatePartition;
 pub use run::{replay_file, ReplayError, ReplayOptions, ReplayOutcome};
-pub use threaded::{replay_file_threaded, PartitionedOutcome};
 pub use summary::{DbnCounts, PacketCounts, ReplaySummary};
+pub use threaded::{replay_file_threaded, PartitionedOutcome};

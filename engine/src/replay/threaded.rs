@@ -61,7 +61,8 @@ pub struct PartitionedOutcome {
 /// Replays `opts.input` on `threads` book threads (1 is [`super::replay_file`] itself,
 /// unchanged). The outputs (`--bbo-out`, `--book-out`, the summary) are those of one
 /// thread; see the module documentation for the one exception. A DBN input replays on one
-/// thread whatever `threads` says (its records are not routed by locate yet).
+/// thread whatever `threads` says (its records are not routed by locate yet), and so does a
+/// replay with `opts.dbn_out` (the DBN writer follows one book).
 ///
 /// # Errors
 ///
@@ -70,7 +71,8 @@ pub fn replay_file_threaded(
     opts: &ReplayOptions,
     threads: usize,
 ) -> Result<PartitionedOutcome, ReplayError> {
-    if threads <= 1 || super::dbn_input::dbn_format(&opts.input).is_some() {
+    if threads <= 1 || opts.dbn_out.is_some() || super::dbn_input::dbn_format(&opts.input).is_some()
+    {
         let done = super::replay_file(opts)?;
         return Ok(PartitionedOutcome {
             summary: done.summary,

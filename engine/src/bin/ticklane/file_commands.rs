@@ -86,8 +86,9 @@ pub struct ReplayArgs {
     #[arg(long)]
     pace: Option<Pace>,
     /// Spread the stocks over this many book threads (1 = one thread, today's path); the
-    /// outputs are those of one thread.
-    #[arg(long, default_value_t = 1, conflicts_with = "pace",
+    /// outputs are those of one thread. Not with --pace or --dbn-out (one thread writes DBN);
+    /// a DBN input replays on one thread.
+    #[arg(long, default_value_t = 1, conflicts_with_all = ["pace", "dbn_out"],
           value_parser = clap::value_parser!(u8).range(1..))]
     threads: u8,
     /// With --pace: publish the books into this memory-mapped snapshot file.
