@@ -40,8 +40,11 @@ pub(crate) enum Phase {
     AwaitingLogin,
     /// Logged in: requests are served and updates flow.
     Streaming,
-    /// Going: nothing more is read or queued; what is queued is flushed until the deadline
-    /// (ns on the server's clock), then the socket closes.
+    /// Going: nothing more is queued, and what the client sends is read and dropped; what is
+    /// queued is flushed, then the write side is shut (the client reads the reason, then the
+    /// end), and the socket closes when the client closes its side or at the deadline (ns on
+    /// the server's clock). Closing with the client's bytes unread would send a reset, and a
+    /// reset makes the client's kernel drop what it had not read yet: the reason with it.
     Closing { deadline_ns: u64 },
 }
 
@@ -66,6 +69,8 @@ pub(crate) struct Connection {
     pub(crate) accepted_ns: u64,
     /// When the last whole frame from the client arrived (ns), for the idle timeout.
     pub(crate) last_heard_ns: u64,
+    /// Closing, everything sent: the write side is shut.
+    pub(crate) write_shut: bool,
 }
 
 impl Connection {
@@ -92,6 +97,7 @@ impl Connection {
             last_queued_ns: now_ns,
             accepted_ns: now_ns,
             last_heard_ns: now_ns,
+            write_shut: false,
         }
     }
 
@@ -116,6 +122,38 @@ impl Connection {
             }
         }
         Ok(())
+    }
+
+    /// Reads and drops what the client sent (a closing connection serves nothing more),
+    /// until it would block; the end of the stream marks the connection dead.
+    pub(crate) fn discard_input(&mut self) {
+        loop {
+            match self.stream.read(&mut self.read_buf) {
+                Ok(0) => {
+                    self.dead = true;
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(_) => {
+                    self.dead = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Closing with everything sent: shuts the write side once, so the client reads the end
+    /// of the stream after the reason, and reads what it still sends.
+    pub(crate) fn finish_sending(&mut self) {
+        if !self.write_shut {
+            self.write_shut = true;
+            if self.stream.shutdown(std::net::Shutdown::Write).is_err() {
+                self.dead = true;
+            }
+        }
+        self.discard_input();
     }
 
     /// Drops the first `used` bytes of the read buffer.

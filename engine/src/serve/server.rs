@@ -377,7 +377,11 @@ impl Server {
             let Some(Some(conn)) = self.clients.get_mut(slot) else {
                 return;
             };
-            if matches!(conn.phase, Phase::Closing { .. }) || conn.dead {
+            if conn.dead {
+                return;
+            }
+            if matches!(conn.phase, Phase::Closing { .. }) {
+                conn.discard_input();
                 return;
             }
             if conn.fill().is_err() {
@@ -949,7 +953,12 @@ impl Server {
                 Err(_) => conn.dead = true,
             }
             let done = match conn.phase {
-                Phase::Closing { deadline_ns } => conn.queue.is_empty() || now >= deadline_ns,
+                Phase::Closing { deadline_ns } => {
+                    if conn.queue.is_empty() {
+                        conn.finish_sending();
+                    }
+                    now >= deadline_ns
+                }
                 _ => false,
             };
             if conn.dead || done {
