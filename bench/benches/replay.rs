@@ -1,12 +1,14 @@
-//! Decode alone, and decode + books + top-of-book tracking, over a generated day held in
-//! memory. Throughput is per message: criterion prints messages per second.
+//! Decode alone, decode + books, decode + books + top-of-book CSV, and the top-of-book CSV
+//! writer alone (formatting the day's rows, gathered beforehand), over a generated day held
+//! in memory. Throughput is per input message for all four: criterion prints messages per
+//! second, so `bbo_csv_rows_only` against `decode+book` says whether the writer keeps up
+//! with the book (both in the same run).
 
 use std::hint::black_box;
 use std::io;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ticklane_engine::book::Applier;
-use ticklane_engine::book::BookConfig;
+use ticklane_engine::book::{Applier, BboRow, BboSink, BookConfig};
 use ticklane_engine::csv::BboCsvWriter;
 use ticklane_feed::itch;
 use ticklane_feed::sim::{write_itch50, GenConfig};
@@ -35,6 +37,19 @@ fn frames(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
         at += 2 + len;
         Some(frame)
     })
+}
+
+/// A sink that keeps the rows, to replay them through the writer alone.
+struct Gather(Vec<BboRow>);
+
+impl BboSink for Gather {
+    fn write_row(&mut self, row: &BboRow) -> io::Result<()> {
+        self.0.push(*row);
+        Ok(())
+    }
+    fn finish(self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 fn bench(c: &mut Criterion) {
@@ -78,6 +93,28 @@ fn bench(c: &mut Criterion) {
                 r.step(i as u64 + 1, frame).expect("valid day");
             }
             black_box(r.bbo_rows())
+        })
+    });
+    let rows = {
+        let mut r = Applier::new(config, Some(Gather(Vec::new()))).expect("books fit");
+        for (i, frame) in frames(&bytes).enumerate() {
+            r.step(i as u64 + 1, frame).expect("valid day");
+        }
+        r.sink_mut()
+            .map(|g| std::mem::take(&mut g.0))
+            .unwrap_or_default()
+    };
+    println!(
+        "bbo_csv_rows_only: {} rows for {MESSAGES} messages",
+        rows.len()
+    );
+    group.bench_function("bbo_csv_rows_only", |b| {
+        b.iter(|| {
+            let mut csv = BboCsvWriter::new(io::sink()).expect("sink");
+            for row in &rows {
+                csv.write_row(black_box(row)).expect("sink");
+            }
+            csv.finish().expect("sink");
         })
     });
     group.finish();

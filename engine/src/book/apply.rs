@@ -124,14 +124,18 @@ impl<S: BboSink> Applier<S> {
         self.messages += 1;
         self.by_type.0[usize::from(message.tag())] += 1;
         before(&self.books, &message);
-        let changed = self.books.apply(&message);
-        if let (Some(locate), Some(bbo)) = (changed, &mut self.bbo) {
-            Self::track(bbo, &self.books, index, message.timestamp(), locate)
-                .map_err(ApplyError::Output)?;
+        let change = self.books.apply_change(&message);
+        if let (Some(change), Some(bbo)) = (change, &mut self.bbo) {
+            // A change behind the best levels leaves the top as its last row has it (the
+            // row was written, or found equal, after the last change that reached it).
+            if change.top_moved {
+                Self::track(bbo, &self.books, index, message.timestamp(), change.locate)
+                    .map_err(ApplyError::Output)?;
+            }
         }
         Ok(Applied {
             message: Some(message),
-            changed,
+            changed: change.map(|c| c.locate),
         })
     }
 

@@ -12,7 +12,7 @@ use std::io;
 
 use ticklane_feed::itch::{Locate, Message, OrderRef, Price, Stock};
 
-use super::ladder::{LadderView, Level, PriceLadder};
+use super::ladder::{LadderView, Level, PriceLadder, Touched};
 use super::order_table::{InsertError, Order, OrderTable, Side};
 use super::top_of_book::TopOfBook;
 
@@ -69,6 +69,16 @@ pub struct BookCounters {
     pub crossed_events: u64,
     /// Most orders live at once.
     pub live_orders_peak: u64,
+}
+
+/// What one message did to the books.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BookChange {
+    /// The locate whose book changed (for E, C, X, D and U, the order's own locate).
+    pub locate: Locate,
+    /// False when every change was behind the best levels, so the book's top of book is
+    /// exactly what it was before the message; true when it may have moved.
+    pub top_moved: bool,
 }
 
 /// Per-book state besides the levels.
@@ -177,6 +187,13 @@ impl Books {
     /// (for E, C, X, D and U, the locate the order was added under).
     #[inline]
     pub fn apply(&mut self, message: &Message<'_>) -> Option<Locate> {
+        self.apply_change(message).map(|c| c.locate)
+    }
+
+    /// [`Books::apply`], also saying whether the changed book's top of book may have moved,
+    /// so a top-of-book stream re-reads it only when it can differ.
+    #[inline]
+    pub fn apply_change(&mut self, message: &Message<'_>) -> Option<BookChange> {
         match message {
             Message::AddOrder(m) => {
                 self.add(m.locate(), m.side(), m.order_ref(), m.shares(), m.price())
@@ -223,17 +240,18 @@ impl Books {
         price: Price,
     ) -> Option<Locate> {
         self.add(locate, side, order_ref, shares, price)
+            .map(|c| c.locate)
     }
 
     /// Takes `shares` off a live order (as `X`): clamped and counted when more than it has,
     /// counted when the reference is not live. Returns the order's locate if it was live.
     pub fn reduce_order(&mut self, order_ref: OrderRef, shares: u32) -> Option<Locate> {
-        self.reduce(order_ref, shares)
+        self.reduce(order_ref, shares).map(|c| c.locate)
     }
 
     /// Removes a live order (as `D`); an unknown reference is counted.
     pub fn delete_order(&mut self, order_ref: OrderRef) -> Option<Locate> {
-        self.delete(order_ref)
+        self.delete(order_ref).map(|c| c.locate)
     }
 
     /// Gives a live order a new price and size in place, keeping its reference, stock and
@@ -326,7 +344,7 @@ impl Books {
         order_ref: OrderRef,
         shares: u32,
         price: Price,
-    ) -> Option<Locate> {
+    ) -> Option<BookChange> {
         let Some(side) = Side::from_wire(side) else {
             self.reject(|c| &mut c.rejected_bad_side);
             return None;
@@ -358,17 +376,20 @@ impl Books {
                 return None;
             }
         }
-        if self.ladder(book, side).add(price, shares).is_err() {
+        let Ok(touched) = self.ladder(book, side).add(price, shares) else {
             self.orders.remove(order_ref);
             self.reject(|c| &mut c.rejected_level_capacity);
             return None;
-        }
+        };
         let live = self.orders.len() as u64;
         if live > self.counters.live_orders_peak {
             self.counters.live_orders_peak = live;
         }
-        self.note_crossing(book);
-        Some(locate)
+        let top_moved = touched == Touched::Best;
+        if top_moved {
+            self.note_crossing(book);
+        }
+        Some(BookChange { locate, top_moved })
     }
 
     #[inline(always)]
@@ -378,7 +399,7 @@ impl Books {
     }
 
     #[inline]
-    fn reduce(&mut self, order_ref: OrderRef, shares: u32) -> Option<Locate> {
+    fn reduce(&mut self, order_ref: OrderRef, shares: u32) -> Option<BookChange> {
         let Some((order, taken)) = self.orders.reduce(order_ref, shares) else {
             self.counters.unknown_refs += 1;
             return None;
@@ -386,18 +407,22 @@ impl Books {
         if taken < shares {
             self.counters.clamped += 1;
         }
-        self.take_from_level(order, taken, taken == order.shares);
-        Some(order.locate)
+        Some(BookChange {
+            locate: order.locate,
+            top_moved: self.take_from_level(order, taken, taken == order.shares),
+        })
     }
 
     #[inline]
-    fn delete(&mut self, order_ref: OrderRef) -> Option<Locate> {
+    fn delete(&mut self, order_ref: OrderRef) -> Option<BookChange> {
         let Some(order) = self.orders.remove(order_ref) else {
             self.counters.unknown_refs += 1;
             return None;
         };
-        self.take_from_level(order, order.shares, true);
-        Some(order.locate)
+        Some(BookChange {
+            locate: order.locate,
+            top_moved: self.take_from_level(order, order.shares, true),
+        })
     }
 
     /// The original order leaves; the new reference joins the back of its level with the
@@ -409,26 +434,35 @@ impl Books {
         new: OrderRef,
         shares: u32,
         price: Price,
-    ) -> Option<Locate> {
+    ) -> Option<BookChange> {
         let Some(order) = self.orders.remove(original) else {
             self.counters.unknown_refs += 1;
             return None;
         };
-        self.take_from_level(order, order.shares, true);
-        let side = match order.side {
-            Side::Bid => b'B',
-            Side::Ask => b'S',
-        };
-        self.add(order.locate, side, new, shares, price);
-        Some(order.locate)
+        let left_top = self.take_from_level(order, order.shares, true);
+        // A rejected new half changed nothing more.
+        let joined_top = self
+            .add(order.locate, order.side.wire(), new, shares, price)
+            .is_some_and(|c| c.top_moved);
+        Some(BookChange {
+            locate: order.locate,
+            top_moved: left_top || joined_top,
+        })
     }
 
+    /// Takes shares off a live order's level; true if that was the best level (the top
+    /// of book may have moved, and the crossing state is brought up to date).
     #[inline(always)]
-    fn take_from_level(&mut self, order: Order, shares: u32, order_left: bool) {
+    fn take_from_level(&mut self, order: Order, shares: u32, order_left: bool) -> bool {
         let book = self.book_of[usize::from(order.locate.0)] as usize;
-        self.ladder(book, order.side)
+        let touched = self
+            .ladder(book, order.side)
             .reduce(order.price, shares, order_left);
-        self.note_crossing(book);
+        let top_moved = touched == Some(Touched::Best);
+        if top_moved {
+            self.note_crossing(book);
+        }
+        top_moved
     }
 
     #[inline(always)]

@@ -36,6 +36,28 @@ pub struct LevelView {
     pub orders: u32,
 }
 
+/// Which level of a side a change landed on. Only a change at the best level can move the
+/// top of book, so callers skip re-reading the top (and the crossing check, and the
+/// top-of-book row comparison) for the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Touched {
+    /// The best level: changed, opened as the new best, or removed.
+    Best,
+    /// A level behind the best; the top of book is as it was.
+    Behind,
+}
+
+impl Touched {
+    #[inline(always)]
+    fn at(index: usize, best: usize) -> Self {
+        if index == best {
+            Touched::Best
+        } else {
+            Touched::Behind
+        }
+    }
+}
+
 /// The ladder's window is full: a new price level has no room.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LadderFull;
@@ -94,13 +116,14 @@ impl<'a> PriceLadder<'a> {
         PriceLadder { side, levels, len }
     }
 
-    /// Adds one order of `shares` at `price`, opening the level if needed.
+    /// Adds one order of `shares` at `price`, opening the level if needed, and says which
+    /// level it landed on.
     ///
     /// # Errors
     ///
     /// [`LadderFull`] if the level is new and the window has no room; nothing changes.
     #[inline]
-    pub fn add(&mut self, price: Price, shares: u32) -> Result<(), LadderFull> {
+    pub fn add(&mut self, price: Price, shares: u32) -> Result<Touched, LadderFull> {
         let key = key_of(self.side, price);
         let n = *self.len as usize;
         match search(&self.levels[..n], key) {
@@ -108,6 +131,7 @@ impl<'a> PriceLadder<'a> {
                 let level = &mut self.levels[i];
                 level.qty += u64::from(shares);
                 level.orders += 1;
+                Ok(Touched::at(i, n - 1))
             }
             Err(at) => {
                 if n == self.levels.len() {
@@ -120,23 +144,24 @@ impl<'a> PriceLadder<'a> {
                     qty: u64::from(shares),
                 };
                 *self.len += 1;
+                // Inserted at the end: the new level is the best.
+                Ok(Touched::at(at, n))
             }
         }
-        Ok(())
     }
 
     /// Takes `shares` off the level at `price`; `order_left` says the order's last shares
     /// went, so the level loses an order (and leaves when it has none).
     ///
-    /// The caller holds the order, so its level exists; if it does not (a broken invariant)
-    /// nothing changes and `false` comes back.
+    /// Says which level it was. The caller holds the order, so its level exists; if it does
+    /// not (a broken invariant) nothing changes and `None` comes back.
     #[inline]
-    pub fn reduce(&mut self, price: Price, shares: u32, order_left: bool) -> bool {
+    pub fn reduce(&mut self, price: Price, shares: u32, order_left: bool) -> Option<Touched> {
         let key = key_of(self.side, price);
         let n = *self.len as usize;
         let Ok(i) = search(&self.levels[..n], key) else {
             debug_assert!(false, "invariant: a live order's level exists");
-            return false;
+            return None;
         };
         let level = &mut self.levels[i];
         level.qty -= u64::from(shares);
@@ -148,7 +173,7 @@ impl<'a> PriceLadder<'a> {
                 *self.len -= 1;
             }
         }
-        true
+        Some(Touched::at(i, n - 1))
     }
 
     /// The read-only view of this side.
@@ -212,11 +237,24 @@ mod tests {
         let mut window = [Level::zeroed(); 4];
         let mut len = 0;
         let mut ladder = PriceLadder::new(side, &mut window, &mut len);
-        ladder.add(Price(100), 10).expect("room");
-        ladder.add(Price(300), 30).expect("room");
-        ladder.add(Price(200), 20).expect("room");
-        ladder.add(Price(200), 5).expect("room");
-        assert!(ladder.reduce(Price(100), 10, true), "level 100 leaves");
+        // Which level each change lands on is worked out by hand from the prices: the
+        // best is the highest bid, the lowest ask.
+        let best = |bid_best: bool| {
+            if bid_best == (side == Side::Bid) {
+                Touched::Best
+            } else {
+                Touched::Behind
+            }
+        };
+        assert_eq!(ladder.add(Price(100), 10), Ok(Touched::Best), "first level");
+        assert_eq!(ladder.add(Price(300), 30), Ok(best(true)));
+        assert_eq!(ladder.add(Price(200), 20), Ok(Touched::Behind), "middle");
+        assert_eq!(ladder.add(Price(200), 5), Ok(Touched::Behind));
+        assert_eq!(
+            ladder.reduce(Price(100), 10, true),
+            Some(best(false)),
+            "level 100 leaves"
+        );
         ladder.as_view().best_first().collect()
     }
 
@@ -251,7 +289,7 @@ mod tests {
         assert_eq!(ladder.add(Price(3), 1), Err(LadderFull));
         assert_eq!(
             ladder.add(Price(2), 1),
-            Ok(()),
+            Ok(Touched::Best),
             "an existing level still takes orders"
         );
         assert_eq!(ladder.as_view().best().map(|l| l.orders), Some(2));

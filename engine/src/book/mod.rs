@@ -14,8 +14,8 @@ mod zeroed_pages;
 
 pub use apply::{Applied, Applier, ApplyError, NoBbo};
 pub use bbo_row::{BboRow, BboSink};
-pub use books::{BookConfig, BookCounters, Books};
-pub use ladder::{LadderFull, LadderView, Level, LevelView, PriceLadder};
+pub use books::{BookChange, BookConfig, BookCounters, Books};
+pub use ladder::{LadderFull, LadderView, Level, LevelView, PriceLadder, Touched};
 pub use mbo::{
     MboApplier, MboCounts, ACTIONS as MBO_ACTIONS, F_LAST, F_MAYBE_BAD_BOOK, F_SNAPSHOT,
 };

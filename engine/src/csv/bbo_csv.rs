@@ -37,7 +37,7 @@ impl<W: Write> BboSink for BboCsvWriter<W> {
         o.comma();
         o.uint(u64::from(row.locate));
         o.comma();
-        o.raw(row.symbol_trimmed());
+        o.padded8(&row.symbol);
         o.comma();
         o.uint(u64::from(row.bid_px));
         o.comma();

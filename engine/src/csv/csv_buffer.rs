@@ -1,10 +1,11 @@
 //! A CSV line builder over one buffer allocated at start-up.
 //!
-//! Fields are written straight into a fixed buffer at a cursor (integers two digits at a
-//! time from a table, no `format!`, no per-field length checks of a growing `Vec`), and the
-//! buffer goes to the sink in large writes. A row costs no allocation and no system call.
-//! On the top-of-book stream this halved the instructions spent per row against
-//! `Vec::extend_from_slice` of `itoa` strings.
+//! Fields are written straight into a fixed buffer at a cursor (integers eight digits at a
+//! time in one 64-bit word, stored with one 8-byte write; no `format!`, no per-field length
+//! checks of a growing `Vec`), and the buffer goes to the sink in large writes. A row costs
+//! no allocation and no system call. On the top-of-book stream the two-digits-per-step table
+//! this replaced had already halved the instructions per row against `itoa` strings; the
+//! eight-digit words cut them again (figures in the commit that made the change).
 
 use std::io::{self, Write};
 
@@ -13,13 +14,8 @@ const CAPACITY: usize = 1 << 20;
 /// Flush once fewer than this many bytes are free: more than any one row needs.
 const SLACK: usize = 1024;
 
-/// "00" to "99", for writing two digits at a time.
-const DIGIT_PAIRS: &[u8; 200] = b"\
-0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
+/// Each byte `b'0'`: added to a word of digit values (0 to 9 per byte) it makes ASCII.
+const ASCII_ZEROS: u64 = 0x3030_3030_3030_3030;
 
 /// Buffered CSV output to `W`.
 pub struct CsvBuffer<W: Write> {
@@ -30,24 +26,25 @@ pub struct CsvBuffer<W: Write> {
     len: usize,
 }
 
-/// Powers of ten that fit a `u64`.
-const POW10: [u64; 20] = {
-    let mut p = [1u64; 20];
-    let mut i = 1;
-    while i < 20 {
-        p[i] = p[i - 1] * 10;
-        i += 1;
-    }
-    p
-};
-
-/// Decimal digits of `v` (at least 1): log10 from the bit length, corrected by one compare.
+/// The eight decimal digits of `v < 10^8`, leading zeros included, one per byte of the word
+/// as values 0 to 9, the most significant digit in the lowest byte (so `to_le_bytes` gives
+/// them in reading order).
+///
+/// Divisions by 10^4, 100 and 10 are done on all lanes at once with multiply-shift
+/// reciprocals (exact for the lane ranges here: 10486 / 2^20 for 0..10^4 by 100, 103 / 2^10
+/// for 0..100 by 10): a handful of multiplies for eight digits instead of a divide per pair.
 #[inline(always)]
-fn digit_count(v: u64) -> usize {
-    let v = v | 1;
-    let bits = 64 - v.leading_zeros();
-    let t = ((bits * 1233) >> 12) as usize;
-    t + 1 - usize::from(v < POW10[t])
+fn digit_lanes(v: u32) -> u64 {
+    debug_assert!(v < 100_000_000);
+    let v = u64::from(v);
+    // abcd in the low 32 bits, efgh in the high 32 bits.
+    let abcd_efgh = (v / 10_000) | ((v % 10_000) << 32);
+    // Per 32-bit lane: x / 100 in its low 16 bits, x % 100 in its high 16 bits.
+    let hundreds = ((abcd_efgh * 10_486) >> 20) & 0x0000_007F_0000_007F;
+    let pairs = hundreds | ((abcd_efgh - hundreds * 100) << 16);
+    // Per 16-bit lane: x / 10 in its low byte, x % 10 in its high byte.
+    let tens = ((pairs * 103) >> 10) & 0x000F_000F_000F_000F;
+    tens | ((pairs - tens * 10) << 8)
 }
 
 impl<W: Write> CsvBuffer<W> {
@@ -62,25 +59,56 @@ impl<W: Write> CsvBuffer<W> {
 
     /// Appends an unsigned integer in decimal.
     #[inline(always)]
-    pub fn uint(&mut self, mut v: u64) {
-        let n = digit_count(v);
-        // A fixed 20-byte window (the slack guarantees room): one bounds check, and every
-        // digit's index below is provably inside it.
-        let out: &mut [u8; 20] = (&mut self.buf[self.len..self.len + 20])
-            .try_into()
-            .expect("invariant: the slack leaves room for a 20-digit field");
-        let mut i = n.min(20);
-        while i >= 2 {
-            let pair = (v % 100) as usize * 2;
-            v /= 100;
-            out[i - 1] = DIGIT_PAIRS[pair + 1];
-            out[i - 2] = DIGIT_PAIRS[pair];
-            i -= 2;
+    pub fn uint(&mut self, v: u64) {
+        const E8: u64 = 100_000_000;
+        const E16: u64 = E8 * E8;
+        if v < E8 {
+            self.leading_digits(digit_lanes(v as u32));
+        } else if v < E16 {
+            self.leading_digits(digit_lanes((v / E8) as u32));
+            self.eight_digits(digit_lanes((v % E8) as u32));
+        } else {
+            // v / 10^16 <= 1844.
+            let rest = v % E16;
+            self.leading_digits(digit_lanes((v / E16) as u32));
+            self.eight_digits(digit_lanes((rest / E8) as u32));
+            self.eight_digits(digit_lanes((rest % E8) as u32));
         }
-        if i == 1 {
-            out[0] = b'0' + v as u8;
-        }
+    }
+
+    /// Writes all eight digits of `lanes` (from [`digit_lanes`]).
+    #[inline(always)]
+    fn eight_digits(&mut self, lanes: u64) {
+        self.word((lanes | ASCII_ZEROS).to_le_bytes(), 8);
+    }
+
+    /// Writes the digits of `lanes` from its first nonzero one (one `0` if all are zero).
+    #[inline(always)]
+    fn leading_digits(&mut self, lanes: u64) {
+        // Leading zero digits are the low zero bytes; keep at least the last digit.
+        let skip = (lanes.trailing_zeros() / 8).min(7);
+        self.word(
+            ((lanes | ASCII_ZEROS) >> (8 * skip)).to_le_bytes(),
+            8 - skip as usize,
+        );
+    }
+
+    /// Stores all 8 bytes of `bytes` at the cursor (the slack leaves room) and keeps `n`.
+    #[inline(always)]
+    fn word(&mut self, bytes: [u8; 8], n: usize) {
+        debug_assert!(n <= 8);
+        self.buf[self.len..self.len + 8].copy_from_slice(&bytes);
         self.len += n;
+    }
+
+    /// Appends a space-padded 8-byte field with its trailing spaces removed (a stock
+    /// symbol), as one 8-byte store.
+    #[inline(always)]
+    pub fn padded8(&mut self, raw: &[u8; 8]) {
+        let word = u64::from_le_bytes(*raw);
+        // Trailing spaces are the high bytes equal to b' ': zero bytes after the xor.
+        let spaces = (word ^ 0x2020_2020_2020_2020).leading_zeros() / 8;
+        self.word(*raw, 8 - spaces as usize);
     }
 
     /// Appends a field separator.
@@ -187,6 +215,38 @@ mod tests {
         let text = String::from_utf8(csv.finish().expect("vec")).expect("ascii");
         let expected: String = values.iter().map(|v| format!("{v},")).collect::<String>() + "\n";
         assert_eq!(text, expected);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_integer_matches_std_formatting(v in proptest::num::u64::ANY, shift in 0u32..64) {
+            // Shifting spreads values over every digit count, not just the 19-20 digit
+            // numbers that uniform u64s nearly always are.
+            let v = v >> shift;
+            let mut csv = CsvBuffer::new(Vec::new());
+            csv.uint(v);
+            csv.end_row().expect("vec");
+            let text = String::from_utf8(csv.finish().expect("vec")).expect("ascii");
+            proptest::prop_assert_eq!(text, format!("{v}\n"));
+        }
+    }
+
+    #[test]
+    fn padded_symbols_lose_only_trailing_spaces() {
+        let cases: [(&[u8; 8], &str); 5] = [
+            (b"AAPL    ", "AAPL"),
+            (b"BRK A   ", "BRK A"),
+            (b"ABCDEFGH", "ABCDEFGH"),
+            (b"        ", ""),
+            (b"A       ", "A"),
+        ];
+        for (raw, expected) in cases {
+            let mut csv = CsvBuffer::new(Vec::new());
+            csv.padded8(raw);
+            csv.comma();
+            let out = csv.finish().expect("vec");
+            assert_eq!(out, format!("{expected},").into_bytes(), "{raw:?}");
+        }
     }
 
     #[test]
