@@ -309,7 +309,7 @@ fn dbn_records(path: &Path) -> Vec<Mbp10Msg> {
     fn drain<R: std::io::Read>(mut decoder: DbnDecoder<R>) -> Vec<Mbp10Msg> {
         let mut records = Vec::new();
         while let Some(r) = decoder.decode_record::<Mbp10Msg>().expect("decode") {
-            records.push(r.clone());
+            records.push(*r);
         }
         records
     }

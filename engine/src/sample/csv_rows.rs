@@ -70,15 +70,13 @@ impl<W: Write> CsvRows<W> {
         // flush every few levels (at most 43 bytes each).
         let mut since_check = 0;
         for side in [Side::Bid, Side::Ask] {
-            let mut written = 0;
             let levels = books
                 .side(locate, side)
                 .into_iter()
                 .flat_map(|ladder| ladder.best_first().take(self.depth));
-            for level in levels.map(Some).chain(std::iter::repeat(None)) {
-                if written == self.depth {
-                    break;
-                }
+            // Exactly `depth` levels: the book's, then empty ones.
+            let padded = levels.map(Some).chain(std::iter::repeat(None));
+            for level in padded.take(self.depth) {
                 match level {
                     Some(level) => {
                         o.comma();
@@ -90,7 +88,6 @@ impl<W: Write> CsvRows<W> {
                     }
                     None => o.raw(b",0,0,0"),
                 }
-                written += 1;
                 since_check += 1;
                 if since_check == 8 {
                     since_check = 0;

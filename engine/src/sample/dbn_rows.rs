@@ -81,10 +81,9 @@ impl DbnRows {
             pair.bid_ct = 0;
             pair.ask_ct = 0;
         }
-        if !self.symbols.contains_key(&locate.0) {
-            let ticker = String::from_utf8_lossy(books.symbol(locate)).into_owned();
-            self.symbols.insert(locate.0, ticker);
-        }
+        self.symbols
+            .entry(locate.0)
+            .or_insert_with(|| String::from_utf8_lossy(books.symbol(locate)).into_owned());
         let ts_event = self.midnight_ns + boundary.0;
         self.last_ts_event = ts_event;
         let mut flags = dbn::FlagSet::empty();
