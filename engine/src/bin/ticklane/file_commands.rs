@@ -85,11 +85,13 @@ pub struct ReplayArgs {
     sample_depth: usize,
     /// Write only these stocks' rows in every output (comma separated); the books still
     /// apply every message.
-    #[arg(long, default_value = "", conflicts_with = "pace")]
+    #[arg(long, default_value = "", conflicts_with = "pace",
+          value_parser = super::arg_values::symbols)]
     symbols: String,
     /// Write only rows stamped in this window of ITCH time (New York), HH:MM[:SS]-HH:MM[:SS],
     /// start included, end excluded; --book-out is unaffected.
-    #[arg(long, default_value = "", conflicts_with = "pace")]
+    #[arg(long, default_value = "", conflicts_with = "pace",
+          value_parser = super::arg_values::between)]
     between: String,
     /// Write the summary as one JSON object here.
     #[arg(long)]
