@@ -8,11 +8,11 @@
 //!
 //! | floor | modules | what they hold |
 //! |---|---|---|
-//! | 0 | `sync`, `clock`, `digit_groups`, `health`, `dependency`, `admin_token`, `http_head` | the atomics shim (loom or core), the monotonic clock, counts for people, three-valued health, the shared handle of each dependency (breaker mirror, manual commands, storm counters), the admin's redacted bearer token, one HTTP request head read under a size limit and a deadline (both HTTP servers) |
+//! | 0 | `sync`, `clock`, `digit_groups`, `health`, `dependency`, `admin_token`, `http_head`, `output_filter` | the atomics shim (loom or core), the monotonic clock, counts for people, three-valued health, the shared handle of each dependency (breaker mirror, manual commands, storm counters), the admin's redacted bearer token, one HTTP request head read under a size limit and a deadline (both HTTP servers); which rows the replay's outputs write (`--symbols`, `--between`) |
 //! | 1 | `ring`, `seqlock` | the SPSC ring and the seqlock slot protocol |
 //! | 2 | `book` | L3 books, their L2 view, and the per-message apply step |
 //! | 3 | `csv`, `dbn_out` | the CSV writers of the contracts (top-of-book stream, depth); DBN output in Databento's five book and trade schemas |
-//! | 4 | `snapshot`, `publish` | the mmap snapshot; the trait the book stage publishes through |
+//! | 4 | `snapshot`, `publish`, `sample` | the mmap snapshot; the trait the book stage publishes through; depth sampled at interval boundaries (`--sample`), written through the CSV and DBN writers |
 //! | 5 | `overload`, `serve_guard` | sojourn detection, shedding publisher, subscriber fan-out; the subscriber server's admission policy (reconnect-storm defences) and its stampede-free cache |
 //! | 6 | `pipeline` | threads, ring, sources (capture, MoldUDP64, SoupBinTCP), the book stage |
 //! | 7 | `config` | the run configuration file |
@@ -42,6 +42,8 @@ pub mod digit_groups;
 pub mod health;
 #[cfg(not(loom))]
 pub mod http_head;
+#[cfg(not(loom))]
+pub mod output_filter;
 mod sync;
 // Floor 1
 pub mod ring;
@@ -57,6 +59,8 @@ pub mod dbn_out;
 // Floor 4
 #[cfg(not(loom))]
 pub mod publish;
+#[cfg(not(loom))]
+pub mod sample;
 #[cfg(not(loom))]
 pub mod snapshot;
 // Floor 5

@@ -11,6 +11,7 @@ use bytemuck::Zeroable;
 
 use super::bbo_csv::BboCsvWriter;
 use crate::book::{BboRow, BboSink};
+use crate::output_filter::OutputFilter;
 use crate::ring::{Consumer, Producer, Ring};
 
 /// Rows gathered before one publish into the ring.
@@ -37,10 +38,23 @@ impl ThreadedBboSink {
     ///
     /// If the thread cannot be started.
     pub fn spawn<W: Write + Send + 'static>(sink: W) -> io::Result<Self> {
+        Self::spawn_filtered(sink, OutputFilter::default())
+    }
+
+    /// [`ThreadedBboSink::spawn`] writing only the rows `filter` keeps (`--symbols`,
+    /// `--between`): the writer thread filters, so the book thread pays nothing for it.
+    ///
+    /// # Errors
+    ///
+    /// If the thread cannot be started.
+    pub fn spawn_filtered<W: Write + Send + 'static>(
+        sink: W,
+        filter: OutputFilter,
+    ) -> io::Result<Self> {
         let (producer, consumer) = Ring::new(RING_SLOTS);
         let writer = thread::Builder::new()
             .name("bbo-writer".into())
-            .spawn(move || write_rows(consumer, BboCsvWriter::new(sink)?))?;
+            .spawn(move || write_rows(consumer, BboCsvWriter::new(sink)?, &filter))?;
         Ok(ThreadedBboSink {
             producer,
             batch: [BboRow::zeroed(); BATCH],
@@ -106,6 +120,7 @@ fn wait(idle: &mut u32) {
 fn write_rows<W: Write>(
     mut consumer: Consumer<BboRow>,
     mut csv: BboCsvWriter<W>,
+    filter: &OutputFilter,
 ) -> io::Result<()> {
     let mut idle = 0u32;
     loop {
@@ -122,8 +137,16 @@ fn write_rows<W: Write>(
             continue;
         }
         idle = 0;
+        let keep_all = filter.keeps_all();
         for row in &mut batch {
-            csv.write_row(&row)?;
+            if keep_all
+                || filter.keeps(
+                    row.symbol_trimmed(),
+                    ticklane_feed::itch::Nanos(row.timestamp_ns),
+                )
+            {
+                csv.write_row(&row)?;
+            }
         }
     }
 }

@@ -6,6 +6,7 @@ use ticklane_feed::itch::Locate;
 
 use super::csv_buffer::CsvBuffer;
 use crate::book::{Books, LevelView, Side};
+use crate::output_filter::OutputFilter;
 
 /// The header line of `--book-out`.
 pub const BOOK_HEADER: &str = "locate,stock,side,level,price,qty,orders\n";
@@ -50,6 +51,21 @@ pub fn write_book_csv<W: Write>(books: &Books, depth: usize, sink: W) -> io::Res
     write_partitioned_book_csv(std::slice::from_ref(books), depth, sink)
 }
 
+/// [`write_book_csv`] of the stocks `filter` keeps (`--symbols`; its time window does not
+/// apply: the final depth is the books as they ended).
+///
+/// # Errors
+///
+/// Whatever `sink` returns.
+pub fn write_book_csv_filtered<W: Write>(
+    books: &Books,
+    depth: usize,
+    filter: &OutputFilter,
+    sink: W,
+) -> io::Result<W> {
+    write_books(std::slice::from_ref(books), depth, filter, sink)
+}
+
 /// [`write_book_csv`] for books split over several tables, each locate's book in exactly
 /// one of them (`replay --threads N`): the same rows in the same order as one table
 /// holding every book.
@@ -62,6 +78,15 @@ pub fn write_partitioned_book_csv<W: Write>(
     depth: usize,
     sink: W,
 ) -> io::Result<W> {
+    write_books(parts, depth, &OutputFilter::default(), sink)
+}
+
+fn write_books<W: Write>(
+    parts: &[Books],
+    depth: usize,
+    filter: &OutputFilter,
+    sink: W,
+) -> io::Result<W> {
     let mut owned: Vec<(Locate, &Books)> = parts
         .iter()
         .flat_map(|books| books.locates().into_iter().map(move |l| (l, books)))
@@ -70,6 +95,9 @@ pub fn write_partitioned_book_csv<W: Write>(
     let mut out = CsvBuffer::new(sink);
     out.bytes(BOOK_HEADER.as_bytes())?;
     for (locate, books) in owned {
+        if !filter.keeps_symbol(books.symbol(locate)) {
+            continue;
+        }
         for side in [Side::Bid, Side::Ask] {
             let Some(ladder) = books.side(locate, side) else {
                 continue;

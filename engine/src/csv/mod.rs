@@ -9,5 +9,8 @@ mod csv_buffer;
 
 pub use bbo_csv::{BboCsvWriter, BBO_HEADER};
 pub use bbo_thread::ThreadedBboSink;
-pub use book_csv::{write_book_csv, write_level_row, write_partitioned_book_csv, BOOK_HEADER};
+pub use book_csv::{
+    write_book_csv, write_book_csv_filtered, write_level_row, write_partitioned_book_csv,
+    BOOK_HEADER,
+};
 pub use csv_buffer::CsvBuffer;

@@ -30,9 +30,10 @@ use ticklane_feed::itch::{Locate, Message, Nanos, Price};
 pub use session_date::{SessionDate, SessionDateError};
 
 use crate::book::{Books, Order, Side, TopOfBook, Trade};
+use crate::output_filter::OutputFilter;
 use mbo::MboWriter;
 use mbp::MbpWriter;
-use spool::Spool;
+pub use spool::Spool;
 use trades::TradeWriter;
 
 /// Databento's publisher id of XNAS.ITCH.
@@ -194,6 +195,8 @@ pub struct DbnOut {
     /// Set once the input declared messages lost: the books may be wrong from then on.
     maybe_bad_book: bool,
     schema: SchemaWriter,
+    /// `--symbols`/`--between`: the records of other messages are dropped.
+    filter: OutputFilter,
 }
 
 enum SchemaWriter {
@@ -227,7 +230,16 @@ impl DbnOut {
             last_ts_event: 0,
             maybe_bad_book: false,
             schema,
+            filter: OutputFilter::default(),
         })
+    }
+
+    /// Writes only the records of messages whose stock and time `filter` keeps; the
+    /// schema writers still see every message, so an MBP record after a gap in the output
+    /// says the levels as they are, not as they were at the last record written.
+    pub fn with_filter(mut self, filter: OutputFilter) -> Self {
+        self.filter = filter;
+        self
     }
 
     /// Marks every later record `F_MAYBE_BAD_BOOK`: the input declared messages lost (a
@@ -283,6 +295,10 @@ impl DbnOut {
             },
         };
         self.last_ts_event = stamp.ts_event;
+        if !self.filter.keeps_all() {
+            let keep = self.filter.keeps(books.symbol(message.locate()), Nanos(ns));
+            self.spool.set_muted(!keep);
+        }
         let before = std::mem::take(&mut self.before);
         match &mut self.schema {
             SchemaWriter::Mbo(w) => w.write(&mut self.spool, stamp, message, &before),

@@ -21,6 +21,8 @@ pub struct Spool {
     temp: PathBuf,
     records: RecordEncoder<BufWriter<File>>,
     count: u64,
+    /// While set, records are dropped (`--symbols`/`--between` filtered them out).
+    muted: bool,
 }
 
 impl Spool {
@@ -49,6 +51,7 @@ impl Spool {
             temp,
             records: RecordEncoder::new(BufWriter::with_capacity(1 << 16, file)),
             count: 0,
+            muted: false,
         })
     }
 
@@ -59,6 +62,9 @@ impl Spool {
     /// If the temporary file cannot be written.
     #[inline]
     pub fn push<R: DbnEncodable>(&mut self, record: &R) -> Result<(), DbnOutError> {
+        if self.muted {
+            return Ok(());
+        }
         self.count += 1;
         self.records
             .encode_record(record)
@@ -66,6 +72,11 @@ impl Spool {
                 path: self.temp.clone(),
                 source,
             })
+    }
+
+    /// Drops the records pushed while `muted` (the writers' state still advances).
+    pub fn set_muted(&mut self, muted: bool) {
+        self.muted = muted;
     }
 
     /// Records pushed so far.
@@ -84,6 +95,7 @@ impl Spool {
             temp,
             records,
             count,
+            muted: _,
         } = self;
         let io_at = |path: &Path| {
             let path = path.to_path_buf();

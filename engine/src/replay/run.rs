@@ -10,8 +10,10 @@ use ticklane_feed::capture::{CaptureReader, InputFormat, NoMessages, ReadOptions
 use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{Applier, ApplyError, BookConfig};
-use crate::csv::{write_book_csv, ThreadedBboSink};
+use crate::csv::{write_book_csv_filtered, ThreadedBboSink};
 use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions};
+use crate::output_filter::OutputFilter;
+use crate::sample::{SampleError, SampleOptions, Sampler};
 use crate::snapshot::SnapshotError;
 
 /// What `ticklane replay` was asked to do.
@@ -35,6 +37,11 @@ pub struct ReplayOptions {
     pub progress: bool,
     /// Where the DBN output goes, in which schema, if anywhere.
     pub dbn_out: Option<DbnOutOptions>,
+    /// Where the depth sampled at intervals goes, if anywhere (ITCH inputs, one thread).
+    pub sample: Option<SampleOptions>,
+    /// Which rows every output writes (`--symbols`, `--between`); the books still apply
+    /// every message.
+    pub filter: OutputFilter,
 }
 
 /// Why a replay could not start or finish its outputs (input errors are in the summary, as a
@@ -61,6 +68,12 @@ pub enum ReplayError {
     /// The DBN output could not be written.
     #[error("--dbn-out {0}")]
     Dbn(#[from] DbnOutError),
+    /// The sampled depth could not be written.
+    #[error(transparent)]
+    Sample(#[from] SampleError),
+    /// An option this input or path does not support.
+    #[error("{0}")]
+    Unsupported(&'static str),
     /// The replay failed, and the `--summary-json` that should carry the failure could not
     /// be written either.
     #[error("{error}; the summary could not be written either: {}: {source}", path.display())]
@@ -187,6 +200,11 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
 
 fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
     if let Some(format) = super::dbn_input::dbn_format(&opts.input) {
+        if opts.sample.is_some() || !opts.filter.keeps_all() {
+            return Err(ReplayError::Unsupported(
+                "--sample, --symbols and --between read ITCH inputs (not DBN)",
+            ));
+        }
         return super::dbn_input::replay_dbn(opts, format);
     }
     let started = Instant::now();
@@ -196,18 +214,28 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             recover_lengths: opts.recover_lengths,
         },
     )?;
-    let bbo =
-        match &opts.bbo_out {
-            Some(path) => Some(ThreadedBboSink::spawn(output(path)?).map_err(|source| {
-                ReplayError::Output {
+    let bbo = match &opts.bbo_out {
+        Some(path) => Some(
+            ThreadedBboSink::spawn_filtered(output(path)?, opts.filter.clone()).map_err(
+                |source| ReplayError::Output {
                     path: path.clone(),
                     source,
-                }
-            })?),
-            None => None,
-        };
+                },
+            )?,
+        ),
+        None => None,
+    };
     let mut applier = Applier::new(opts.books, bbo).map_err(ReplayError::Books)?;
-    let mut dbn = opts.dbn_out.clone().map(DbnOut::create).transpose()?;
+    let mut dbn = opts
+        .dbn_out
+        .clone()
+        .map(|o| DbnOut::create(o).map(|out| out.with_filter(opts.filter.clone())))
+        .transpose()?;
+    let mut sample = opts
+        .sample
+        .as_ref()
+        .map(|o| Sampler::create(o, opts.filter.clone()))
+        .transpose()?;
     let mut dbn_message = Vec::with_capacity(64);
     let can_lose = matches!(reader.format(), InputFormat::Pcap | InputFormat::PcapNg);
     let show_progress = opts.progress && io::stderr().is_terminal();
@@ -224,19 +252,32 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         let (index, offset) = (raw.index, raw.offset);
         // Plain replay takes `step`; only `--dbn-out` pays for the look-up before each message
         // (and for a copy of it, so the reader can say whether a loss was declared before it).
-        let step = match &mut dbn {
-            None => applier.step(index, raw.bytes),
+        // `--sample` sees the books before each message too (a boundary is the state just
+        // before the first message at or past it).
+        let step = match (&mut dbn, &mut sample) {
+            (None, None) => applier.step(index, raw.bytes),
+            (None, Some(s)) => applier.step_with(index, raw.bytes, |books, m| {
+                s.before(index, books, m.timestamp())
+            }),
             // A file of ITCH messages cannot declare a loss; only a capture's sequencer can.
-            Some(out) if !can_lose => {
-                applier.step_with(index, raw.bytes, |books, m| out.before(books, m))
-            }
-            Some(out) => {
+            (Some(out), s) if !can_lose => applier.step_with(index, raw.bytes, |books, m| {
+                if let Some(s) = s {
+                    s.before(index, books, m.timestamp());
+                }
+                out.before(books, m)
+            }),
+            (Some(out), s) => {
                 dbn_message.clear();
                 dbn_message.extend_from_slice(raw.bytes);
                 if reader.stats().gaps > 0 {
                     out.mark_maybe_bad_book();
                 }
-                applier.step_with(index, &dbn_message, |books, m| out.before(books, m))
+                applier.step_with(index, &dbn_message, |books, m| {
+                    if let Some(s) = s {
+                        s.before(index, books, m.timestamp());
+                    }
+                    out.before(books, m)
+                })
             }
         };
         match step {
@@ -280,14 +321,17 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
     if let Some(out) = dbn {
         out.finish()?;
     }
+    if let Some(sample) = sample {
+        sample.finish()?;
+    }
     let elapsed_s = started.elapsed().as_secs_f64();
     if let Some(path) = &opts.book_out {
-        write_book_csv(&books, opts.depth, output(path)?).map_err(|source| {
-            ReplayError::Output {
+        write_book_csv_filtered(&books, opts.depth, &opts.filter, output(path)?).map_err(
+            |source| ReplayError::Output {
                 path: path.clone(),
                 source,
-            }
-        })?;
+            },
+        )?;
     }
     let summary = ReplaySummary {
         input: opts.input.display().to_string(),

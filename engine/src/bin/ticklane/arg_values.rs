@@ -42,6 +42,20 @@ pub fn sim_rate(text: &str) -> Result<ticklane_feed::sim::Rate, String> {
     }
 }
 
+/// `--symbols A,B`, checked when parsed (1 to 8 printable characters each).
+pub fn symbols(text: &str) -> Result<String, String> {
+    ticklane_engine::output_filter::OutputFilter::parse(text, "")
+        .map(|_| text.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// `--between HH:MM[:SS]-HH:MM[:SS]`, checked when parsed.
+pub fn between(text: &str) -> Result<String, String> {
+    ticklane_engine::output_filter::OutputFilter::parse("", text)
+        .map(|_| text.to_string())
+        .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +75,13 @@ mod tests {
         assert!(sim_rate("0").is_err());
         assert!(sim_rate("fast").is_err());
         assert!(sim_rate("-5").is_err());
+    }
+
+    #[test]
+    fn bad_filters_are_usage_errors() {
+        assert_eq!(symbols("AAPL,MSFT"), Ok("AAPL,MSFT".to_string()));
+        assert!(symbols("AAPL,,MSFT").is_err());
+        assert_eq!(between("09:30-16:00"), Ok("09:30-16:00".to_string()));
+        assert!(between("16:00-09:30").is_err());
     }
 }

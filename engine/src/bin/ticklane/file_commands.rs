@@ -6,16 +6,19 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use ticklane_engine::book::BookConfig;
+use ticklane_engine::book::{BookConfig, Books};
 use ticklane_engine::config::RunConfig;
 use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, SessionDate};
+use ticklane_engine::output_filter::OutputFilter;
 use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
 use ticklane_engine::replay::{
     replay_file, replay_file_threaded, replay_paced, ReplayExit, ReplayOptions, ReplaySummary,
     SnapshotTarget,
 };
+use ticklane_engine::sample::{is_dbn_path, SampleInterval, SampleOptions};
 use ticklane_engine::tail::{tail_capture, tail_config, SymbolFilter};
 use ticklane_engine::views::{group, write_tops, ExitStatus};
+use ticklane_feed::itch::Locate;
 use ticklane_feed::sim::{write_itch50_file, GenConfig};
 
 #[derive(Args, Debug)]
@@ -67,10 +70,29 @@ pub struct ReplayArgs {
     /// The DBN schema: mbo, mbp-1, mbp-10, tbbo or trades.
     #[arg(long, default_value = "mbo", requires = "dbn_out")]
     schema: DbnSchema,
-    /// The session date (YYYY-MM-DD) for DBN's UTC timestamps; else read from the file name
-    /// (MMDDYYYY or YYYYMMDD).
-    #[arg(long, requires = "dbn_out")]
+    /// The session date (YYYY-MM-DD) for DBN's UTC timestamps (--dbn-out, a DBN
+    /// --sample-out); else read from the file name (MMDDYYYY or YYYYMMDD).
+    #[arg(long)]
     date: Option<SessionDate>,
+    /// Sample the depth at every multiple of this interval of ITCH time: 100ms, 1s, 5m, ...
+    #[arg(long, requires = "sample_out", conflicts_with = "pace")]
+    sample: Option<SampleInterval>,
+    /// Write the sampled depth here: CSV, or DBN MBP-10 when the name ends in .dbn or .dbn.zst.
+    #[arg(long, requires = "sample")]
+    sample_out: Option<PathBuf>,
+    /// Levels per side in --sample-out (at most 10 in DBN).
+    #[arg(long, default_value_t = 10, requires = "sample")]
+    sample_depth: usize,
+    /// Write only these stocks' rows in every output (comma separated); the books still
+    /// apply every message.
+    #[arg(long, default_value = "", conflicts_with = "pace",
+          value_parser = super::arg_values::symbols)]
+    symbols: String,
+    /// Write only rows stamped in this window of ITCH time (New York), HH:MM[:SS]-HH:MM[:SS],
+    /// start included, end excluded; --book-out is unaffected.
+    #[arg(long, default_value = "", conflicts_with = "pace",
+          value_parser = super::arg_values::between)]
+    between: String,
     /// Write the summary as one JSON object here.
     #[arg(long)]
     summary_json: Option<PathBuf>,
@@ -88,7 +110,8 @@ pub struct ReplayArgs {
     /// Spread the stocks over this many book threads (1 = one thread, today's path); the
     /// outputs are those of one thread. Not with --pace or --dbn-out (one thread writes DBN);
     /// a DBN input replays on one thread.
-    #[arg(long, default_value_t = 1, conflicts_with_all = ["pace", "dbn_out"],
+    #[arg(long, default_value_t = 1,
+          conflicts_with_all = ["pace", "dbn_out", "sample", "symbols", "between"],
           value_parser = clap::value_parser!(u8).range(1..))]
     threads: u8,
     /// With --pace: publish the books into this memory-mapped snapshot file.
@@ -140,6 +163,11 @@ pub struct DemoArgs {
 
 pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
     let c = args.capacity;
+    let filter = OutputFilter::parse(&args.symbols, &args.between)?;
+    let session_date = || match args.date {
+        Some(date) => Ok(date),
+        None => SessionDate::from_file_name(&args.file),
+    };
     let opts = ReplayOptions {
         input: args.file.clone(),
         bbo_out: args.bbo_out.clone(),
@@ -158,16 +186,33 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
             Some(path) => Some(DbnOutOptions {
                 path: path.clone(),
                 schema: args.schema,
-                date: match args.date {
-                    Some(date) => date,
-                    None => SessionDate::from_file_name(&args.file)?,
-                },
+                date: session_date()?,
             }),
         },
+        sample: match (&args.sample_out, args.sample) {
+            (Some(path), Some(interval)) => Some(SampleOptions {
+                path: path.clone(),
+                interval,
+                depth: args.sample_depth,
+                date: if is_dbn_path(path) {
+                    Some(session_date()?)
+                } else {
+                    None
+                },
+            }),
+            _ => None,
+        },
+        filter: filter.clone(),
     };
     let summary = match args.pace {
         None if args.threads > 1 => replay_file_threaded(&opts, usize::from(args.threads))?.summary,
-        None => replay_file(&opts)?.summary,
+        None => {
+            let outcome = replay_file(&opts)?;
+            if outcome.summary.error.is_none() {
+                warn_unlisted_symbols(&filter, &outcome.books);
+            }
+            outcome.summary
+        }
         Some(pace) => {
             let target = args.snapshot.as_ref().map(|path| SnapshotTarget {
                 path: path.clone(),
@@ -202,6 +247,30 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
         print!("{}", summary.to_text());
     }
     Ok(status_of(&summary))
+}
+
+/// `--symbols` that the input's stock directory never listed: a warning (even with -q), not
+/// an error, since one list serves many days and a stock may not trade on one of them (an
+/// IPO, a delisting); the warning shows a typo.
+fn warn_unlisted_symbols(filter: &OutputFilter, books: &Books) {
+    if !filter.has_symbols() {
+        return;
+    }
+    let listed: std::collections::HashSet<&[u8]> = (0..=u16::MAX)
+        .map(|l| books.symbol(Locate(l)))
+        .filter(|s| !s.is_empty())
+        .collect();
+    let missing: Vec<String> = filter
+        .symbols()
+        .into_iter()
+        .filter(|s| !listed.contains(s.as_bytes()))
+        .collect();
+    if !missing.is_empty() {
+        eprintln!(
+            "ticklane: warning: --symbols {}: not in the input's stock directory; their rows are empty",
+            missing.join(",")
+        );
+    }
 }
 
 fn status_of(summary: &ReplaySummary) -> ExitStatus {

@@ -1,0 +1,147 @@
+//! The DBN of `--sample-out x.dbn[.zst]`: one MBP-10 record per stock per boundary, written
+//! through `dbn_out`'s spool (metadata first, with the symbol mappings, then the records).
+//!
+//! Each record: `ts_event` = `ts_recv` = the boundary (the session's New York midnight plus
+//! the boundary's time of day), action `N` and side `N` (a sample is no book event), price
+//! `UNDEF_PRICE`, size 0, `depth` 0, `sequence` = the messages applied before the boundary,
+//! `F_LAST` on every record (each stands alone), the levels as `--schema mbp-10` writes them,
+//! levels past `--sample-depth` empty.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroU64;
+
+use dbn::{
+    rtype, MappingInterval, Mbp10Msg, Metadata, RecordHeader, SType, Schema, SymbolMapping,
+    UNDEF_PRICE,
+};
+use ticklane_feed::itch::{Locate, Nanos};
+
+use super::{SampleError, SampleOptions, DBN_LEVELS};
+use crate::book::Books;
+use crate::dbn_out::mbp::levels;
+use crate::dbn_out::{DbnOutError, Spool, DATASET, PUBLISHER_ID};
+
+/// Databento's "no action / no side" letter.
+const NONE: std::ffi::c_char = b'N' as std::ffi::c_char;
+
+/// Writes sampled MBP-10 records.
+pub struct DbnRows {
+    spool: Spool,
+    date: crate::dbn_out::SessionDate,
+    midnight_ns: u64,
+    depth: usize,
+    /// Locate → ticker of every stock written, for the metadata's mappings.
+    symbols: BTreeMap<u16, String>,
+    last_ts_event: u64,
+}
+
+impl DbnRows {
+    /// A writer for `opts` (which names a DBN path).
+    ///
+    /// # Errors
+    ///
+    /// Without a date, with more than ten levels, or if the spool cannot be created.
+    pub fn create(opts: &SampleOptions) -> Result<Self, SampleError> {
+        if opts.depth > DBN_LEVELS {
+            return Err(SampleError::DbnDepth { depth: opts.depth });
+        }
+        let date = opts.date.ok_or_else(|| SampleError::NoDate {
+            path: opts.path.clone(),
+        })?;
+        Ok(DbnRows {
+            spool: Spool::create(&opts.path)?,
+            date,
+            midnight_ns: date.midnight_utc_ns(),
+            depth: opts.depth,
+            symbols: BTreeMap::new(),
+            last_ts_event: 0,
+        })
+    }
+
+    /// Writes `locate`'s record at `boundary`, `applied` messages into the input.
+    ///
+    /// # Errors
+    ///
+    /// If the spool cannot be written, or `applied` is past DBN's 32-bit sequence.
+    pub fn row(
+        &mut self,
+        boundary: Nanos,
+        applied: u64,
+        locate: Locate,
+        books: &Books,
+    ) -> Result<(), SampleError> {
+        let sequence =
+            u32::try_from(applied).map_err(|_| DbnOutError::SequenceOverflow { index: applied })?;
+        let mut levels = levels::<DBN_LEVELS>(books, locate);
+        for pair in levels.iter_mut().skip(self.depth) {
+            pair.bid_px = UNDEF_PRICE;
+            pair.ask_px = UNDEF_PRICE;
+            pair.bid_sz = 0;
+            pair.ask_sz = 0;
+            pair.bid_ct = 0;
+            pair.ask_ct = 0;
+        }
+        self.symbols
+            .entry(locate.0)
+            .or_insert_with(|| String::from_utf8_lossy(books.symbol(locate)).into_owned());
+        let ts_event = self.midnight_ns + boundary.0;
+        self.last_ts_event = ts_event;
+        let mut flags = dbn::FlagSet::empty();
+        flags.set_last();
+        self.spool.push(&Mbp10Msg {
+            hd: RecordHeader::new::<Mbp10Msg>(
+                rtype::MBP_10,
+                PUBLISHER_ID,
+                u32::from(locate.0),
+                ts_event,
+            ),
+            price: UNDEF_PRICE,
+            size: 0,
+            action: NONE,
+            side: NONE,
+            flags,
+            depth: 0,
+            ts_recv: ts_event,
+            ts_in_delta: 0,
+            sequence,
+            levels,
+        })?;
+        Ok(())
+    }
+
+    /// Writes the file: metadata (dataset, schema MBP-10, the locate → ticker mappings of
+    /// the stocks written), then the records.
+    ///
+    /// # Errors
+    ///
+    /// If the output cannot be written.
+    pub fn finish(self) -> Result<u64, SampleError> {
+        let date = self.date.date();
+        let next_day = date.next_day().unwrap_or(date);
+        let mappings = self
+            .symbols
+            .iter()
+            .map(|(locate, ticker)| SymbolMapping {
+                raw_symbol: ticker.clone(),
+                intervals: vec![MappingInterval {
+                    start_date: date,
+                    end_date: next_day,
+                    symbol: locate.to_string(),
+                }],
+            })
+            .collect();
+        let metadata = Metadata::builder()
+            .dataset(DATASET)
+            .schema(Some(Schema::Mbp10))
+            .start(self.midnight_ns)
+            .end(NonZeroU64::new(
+                self.last_ts_event.max(self.midnight_ns) + 1,
+            ))
+            .stype_in(Some(SType::RawSymbol))
+            .stype_out(SType::InstrumentId)
+            .symbols(self.symbols.values().cloned().collect())
+            .mappings(mappings)
+            .build();
+        Ok(self.spool.finish(&metadata)?)
+    }
+}
