@@ -8,7 +8,7 @@
 //!
 //! | floor | modules | what they hold |
 //! |---|---|---|
-//! | 0 | `sync`, `clock`, `digit_groups`, `health`, `dependency`, `admin_token`, `http_head`, `output_filter` | the atomics shim (loom or core), the monotonic clock, counts for people, three-valued health, the shared handle of each dependency (breaker mirror, manual commands, storm counters), the admin's redacted bearer token, one HTTP request head read under a size limit and a deadline (both HTTP servers); which rows the replay's outputs write (`--symbols`, `--between`) |
+//! | 0 | `sync`, `clock`, `digit_groups`, `health`, `dependency`, `admin_token`, `http_head`, `output_filter` | the atomics shim (loom or core), the stages' clock (time-stamp counter), counts for people, three-valued health, the shared handle of each dependency (breaker mirror, manual commands, storm counters), the admin's redacted bearer token, one HTTP request head read under a size limit and a deadline (both HTTP servers); which rows the replay's outputs write (`--symbols`, `--between`) |
 //! | 1 | `ring`, `seqlock` | the SPSC ring and the seqlock slot protocol |
 //! | 2 | `book` | L3 books, their L2 view, and the per-message apply step |
 //! | 3 | `csv`, `dbn_out` | the CSV writers of the contracts (top-of-book stream, depth); DBN output in Databento's five book and trade schemas |

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::frame::FrameKind;
-use super::latency::StageLatency;
+use super::latency::{LatencyGroup, StageLatency};
 use super::latency_gauges::{LatencyGauges, LatencyPublisher};
 use super::queue::FrameConsumer;
 use super::wait::{WaitStrategy, Waiter};
@@ -75,16 +75,17 @@ impl<P: Publisher> BookStage<P> {
     /// reader is gone and the ring is drained.
     pub fn run<C: FrameConsumer>(mut self, mut frames: C, stop: &AtomicBool) -> BookStageReport {
         let mut latency = StageLatency::default();
+        let mut group = LatencyGroup::default();
         let mut waiter = Waiter::new(self.wait);
         let mut decode_errors = 0u64;
         let mut first_decode_error = None;
         let mut ended = false;
         loop {
             let gone = frames.is_abandoned();
-            // The clock is read once when a batch's first frame is taken, then once after each
-            // frame: that reading is the frame's latency stamp (applied and, if it changed a
-            // book, published), the next frame's sojourn and publication stamp, and the batch
-            // end's time.
+            // The clock is read once when a batch's first message is taken, then once per
+            // group of applied messages (see `LatencyGroup`) and at the batch's end: that
+            // reading is the group's applied (and, for what changed a book, published) stamp,
+            // the next messages' sojourn and publication stamp, and the batch end's time.
             let mut now_ns = None;
             let taken = frames.read_with(BATCH, |frame| {
                 match frame.kind() {
@@ -122,14 +123,11 @@ impl<P: Publisher> BookStage<P> {
                             frame.arrival(),
                             taken_ns,
                         );
-                        let done_ns = self.clock.now_ns();
-                        now_ns = Some(done_ns);
-                        latency.record(
-                            frame.recv_ns,
-                            frame.intended_ns,
-                            done_ns,
-                            published.then_some(done_ns),
-                        );
+                        if group.push(frame.recv_ns, frame.intended_ns, published) {
+                            let done_ns = self.clock.now_ns();
+                            group.close(&mut latency, done_ns);
+                            now_ns = Some(done_ns);
+                        }
                     }
                     Err(ApplyError::Decode(e)) => {
                         self.publisher.decode_error(frame.seq, e);
@@ -142,6 +140,11 @@ impl<P: Publisher> BookStage<P> {
                 }
                 false
             });
+            if !group.is_empty() {
+                let done_ns = self.clock.now_ns();
+                group.close(&mut latency, done_ns);
+                now_ns = Some(done_ns);
+            }
             if ended {
                 break;
             }

@@ -11,6 +11,7 @@ use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource};
 use crate::clock::Clock;
+use crate::ring::PushError;
 
 /// How fast a capture is played.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -82,6 +83,43 @@ impl CaptureSource {
     }
 }
 
+/// Messages that share one receive stamp at [`Pace::Max`]: a file has no packets to stamp, so
+/// the reader reads the clock once per this many messages (and again whenever the ring was
+/// full). A stamp then marks when the reader began reading the batch its message belongs to:
+/// never later than the message's own read, at most `STAMP_EVERY - 1` reads earlier (about
+/// a microsecond), so receive-to-applied errs on the long side by at most that.
+pub const STAMP_EVERY: usize = 32;
+
+/// Pushes a frame stamped `recv_ns`, waiting with `waiter` while the ring is full; a frame
+/// that had to wait is stamped again when a slot is free (the wait is the book thread's
+/// backlog, not the reader's). Returns the stamp the frame carries, or `None` if the book
+/// thread is gone.
+#[inline(always)]
+fn push_stamped<Q: FrameProducer>(
+    frames: &mut Q,
+    waiter: &mut Waiter,
+    clock: &Clock,
+    recv_ns: u64,
+    fill: impl Fn(&mut Frame, u64),
+) -> Option<u64> {
+    let mut now = recv_ns;
+    loop {
+        match frames.push_with(|f: &mut Frame| fill(f, now)) {
+            Ok(()) => {
+                waiter.reset();
+                return Some(now);
+            }
+            Err(PushError::Full(_)) => {
+                if frames.is_abandoned() {
+                    return None;
+                }
+                waiter.wait();
+                now = clock.now_ns();
+            }
+        }
+    }
+}
+
 /// The time a message carries: its capture stamp if the format has one, else its ITCH
 /// timestamp (bytes 5..11 of every message).
 fn message_time(bytes: &[u8], capture_ns: Option<u64>) -> Option<u64> {
@@ -117,6 +155,9 @@ impl FrameSource for CaptureSource {
         let mut error = None;
         let mut waiter = Waiter::new(self.wait);
         let mut first: Option<(u64, u64)> = None; // (message time, clock) at the first message
+                                                  // At `Pace::Max`, the stamp of the batch being read and how many messages it still
+                                                  // covers.
+        let (mut stamp_ns, mut unstamped) = (0u64, 0usize);
         loop {
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -130,20 +171,34 @@ impl FrameSource for CaptureSource {
                 }
             };
             let mut intended_ns = 0;
-            if let Pace::Recorded(speed) = self.pace {
+            let recv_ns = if let Pace::Recorded(speed) = self.pace {
                 if let Some(t) = message_time(raw.bytes, raw.capture_ns) {
                     let (t0, c0) = *first.get_or_insert((t, clock.now_ns()));
                     intended_ns = c0 + (t.saturating_sub(t0) as f64 / speed) as u64;
                     wait_until(&clock, intended_ns, stop);
                 }
-            }
+                clock.now_ns()
+            } else {
+                if unstamped == 0 {
+                    stamp_ns = clock.now_ns();
+                    unstamped = STAMP_EVERY;
+                }
+                unstamped -= 1;
+                stamp_ns
+            };
             let seq = raw.seq.unwrap_or(raw.index);
             let bytes = raw.bytes;
-            let pushed = frames.push_waiting(&mut waiter, |f: &mut Frame| {
-                f.set_message_or_empty(bytes, seq, clock.now_ns(), intended_ns);
+            let pushed = push_stamped(&mut frames, &mut waiter, &clock, recv_ns, |f, now| {
+                f.set_message_or_empty(bytes, seq, now, intended_ns);
             });
-            if !pushed {
-                return report(&self.reader, messages, error);
+            match pushed {
+                Some(restamped) if restamped != recv_ns => {
+                    // The ring was full: the batch's stamp is stale, the next one starts now.
+                    stamp_ns = restamped;
+                    unstamped = STAMP_EVERY - 1;
+                }
+                Some(_) => {}
+                None => return report(&self.reader, messages, error),
             }
             messages += 1;
         }

@@ -25,14 +25,16 @@ mod wait;
 
 pub use arbitration::{Arbitration, ArbitrationReport, Line, LineArbitration};
 pub use book_stage::{BookStage, BookStageReport};
-pub use capture_source::{CaptureSource, CaptureSourceReport, Pace};
+pub use capture_source::{CaptureSource, CaptureSourceReport, Pace, STAMP_EVERY};
 pub use contract_violations::{
     mold_error_offset, ContractViolations, ViolationAt, ViolationCounts, ViolationKind,
     LOG_INTERVAL_NS,
 };
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
 pub use health_watch::HealthWatch;
-pub use latency::{human_ns, new_histogram, Percentiles, StageLatency};
+pub use latency::{
+    human_ns, new_histogram, LatencyGroup, Percentiles, StageLatency, LATENCY_GROUP,
+};
 pub use latency_gauges::{LatencyGauges, LatencyNow, LatencyPublisher, PUBLISH_EVERY_NS};
 pub use line_counters::{LineCounters, LineCountersWriter, LineCountsNow, COPY_EVERY_NS};
 pub use line_guard::{

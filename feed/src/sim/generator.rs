@@ -53,6 +53,39 @@ impl Default for GenConfig {
     }
 }
 
+/// The shape of the generated day. [`Profile::Small`] is the generator as it always was (the
+/// same seed gives the same bytes); [`Profile::FullDay`] is shaped like a whole Nasdaq day.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Profile {
+    /// A few busy stocks, tight books, a mix weighted towards executions.
+    #[default]
+    Small,
+    /// A Nasdaq day's shape (meant for [`FULL_DAY_STOCKS`] stocks): activity Zipf-like by
+    /// stock (exponent [`FULL_DAY_ZIPF`], so a few hundred names carry most messages), the
+    /// published mix of a day (adds about 44%, deletes 43%, replaces 8%, executions and
+    /// cancels most of the rest, a percent of other types), and wide books on the names
+    /// outside the busiest 5% (adds spread over hundreds of ticks, deep resting sizes).
+    FullDay,
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "small" => Ok(Profile::Small),
+            "full-day" => Ok(Profile::FullDay),
+            other => Err(format!("unknown profile {other:?} (small, full-day)")),
+        }
+    }
+}
+
+/// Stocks in Nasdaq's directory on a typical day: the full-day profile's default.
+pub const FULL_DAY_STOCKS: u16 = 8_900;
+/// The full-day profile's activity exponent: stock `i` (0-based, busiest first) is picked
+/// with weight `(i + 1)^-FULL_DAY_ZIPF`.
+pub const FULL_DAY_ZIPF: f64 = 1.1;
+
 /// 9:30:00 ET in nanoseconds since midnight.
 const MARKET_OPEN: u64 = 34_200_000_000_000;
 /// References below this are "from before the capture started" in a mid-day start.
@@ -104,11 +137,19 @@ pub struct Generator {
     next_match: u64,
     pending: VecDeque<Message>,
     epilogue_started: bool,
+    profile: Profile,
+    /// Full day: cumulative activity weights by stock (the last is the total); empty otherwise.
+    activity: Vec<u64>,
 }
 
 impl Generator {
-    /// A generator for `config`.
+    /// A generator for `config`, in the [`Profile::Small`] shape.
     pub fn new(config: GenConfig) -> Self {
+        Generator::with_profile(config, Profile::Small)
+    }
+
+    /// A generator for `config` in the shape of `profile`.
+    pub fn with_profile(config: GenConfig, profile: Profile) -> Self {
         let mut rng = SplitMix64::new(config.seed);
         let stock_count = usize::from(config.stocks.max(1));
         let stocks = (0..stock_count)
@@ -148,7 +189,18 @@ impl Generator {
             next_match: 1,
             pending: VecDeque::new(),
             epilogue_started: false,
+            profile,
+            activity: Vec::new(),
         };
+        if profile == Profile::FullDay {
+            g.activity = zipf_cumulative(g.stocks.len(), FULL_DAY_ZIPF);
+            for i in 0..g.stocks.len() {
+                if g.wide_book(i) {
+                    // Inactive names rest many orders far from the touch.
+                    g.stocks[i].target_live = 100 + g.rng.below(400) as usize;
+                }
+            }
+        }
         g.queue_preamble();
         g
     }
@@ -280,12 +332,22 @@ impl Generator {
         MatchNumber(self.next_match)
     }
 
-    /// Busier stocks first: activity falls off with the stock's index.
+    /// Busier stocks first: activity falls off with the stock's index (Zipf-like in the
+    /// full-day profile).
     fn pick_stock(&mut self) -> usize {
+        if let Some(&total) = self.activity.last() {
+            let x = self.rng.below(total);
+            return self.activity.partition_point(|&c| c <= x);
+        }
         let n = self.stocks.len() as u64;
         let a = self.rng.below(n);
         let b = self.rng.below(n);
         a.min(b) as usize
+    }
+
+    /// Whether `stock` is outside the busiest 5% of a full day: its book is wide.
+    fn wide_book(&self, stock: usize) -> bool {
+        self.profile == Profile::FullDay && stock >= self.stocks.len().div_ceil(20)
     }
 
     fn new_ref(&mut self) -> u64 {
@@ -320,7 +382,11 @@ impl Generator {
         } else {
             (s.best_ask(), s.best_bid())
         };
-        let distance = self.rng.geometric(0.35, 40);
+        let distance = if self.wide_book(stock) {
+            self.rng.geometric(0.02, 400)
+        } else {
+            self.rng.geometric(0.35, 40)
+        };
         let improve = self.rng.chance(0.12);
         let anchor = own.or(other).unwrap_or(s.reference);
         let step = i64::from(tick);
@@ -684,6 +750,9 @@ impl Generator {
     }
 
     fn step(&mut self) -> Message {
+        if self.profile == Profile::FullDay {
+            return self.full_day_step();
+        }
         loop {
             let stock = self.pick_stock();
             let live = self.stocks[stock].live.len();
@@ -708,6 +777,30 @@ impl Generator {
                 }
             };
             if let Some(m) = m {
+                return m;
+            }
+        }
+    }
+}
+
+impl Generator {
+    /// One message of a full day's mix, per mille: adds 440, deletes 430, replaces 80,
+    /// executions 25, cancels 15, other types 10. A stock with nothing to delete, cancel,
+    /// execute or replace gets an add instead, so the counts stay near the mix while books
+    /// fill.
+    fn full_day_step(&mut self) -> Message {
+        loop {
+            let stock = self.pick_stock();
+            let roll = self.rng.below(1_000);
+            let m = match roll {
+                0..=439 => self.gen_add(stock),
+                440..=869 => self.gen_delete(stock),
+                870..=949 => self.gen_replace(stock),
+                950..=974 => self.gen_executions(stock),
+                975..=989 => self.gen_cancel(stock),
+                _ => Some(self.gen_other(stock)),
+            };
+            if let Some(m) = m.or_else(|| self.gen_add(stock)) {
                 return m;
             }
         }
@@ -741,6 +834,18 @@ impl Iterator for Generator {
     }
 }
 
+/// Cumulative weights `(i + 1)^-exponent` for `n` stocks, scaled to integers (the last is
+/// the total), so a uniform draw below the total picks stock `i` with that weight.
+fn zipf_cumulative(n: usize, exponent: f64) -> Vec<u64> {
+    let mut total = 0u64;
+    (0..n)
+        .map(|i| {
+            total += ((1u64 << 40) as f64 * ((i + 1) as f64).powf(-exponent)) as u64 + 1;
+            total
+        })
+        .collect()
+}
+
 /// An 8-letter-or-shorter symbol for stock `i`: `AAA`, `AAB`, ...
 fn symbol_for(i: usize) -> Stock {
     let mut raw = [b' '; 8];
@@ -768,9 +873,22 @@ pub struct GenSummary {
 ///
 /// Whatever `out` returns.
 pub fn write_itch50<W: Write>(config: GenConfig, out: &mut W) -> io::Result<GenSummary> {
+    write_itch50_profile(config, Profile::Small, out)
+}
+
+/// [`write_itch50`] in the shape of `profile`.
+///
+/// # Errors
+///
+/// Whatever `out` returns.
+pub fn write_itch50_profile<W: Write>(
+    config: GenConfig,
+    profile: Profile,
+    out: &mut W,
+) -> io::Result<GenSummary> {
     let mut summary = GenSummary::default();
     let mut buf = [0u8; 66];
-    for m in Generator::new(config) {
+    for m in Generator::with_profile(config, profile) {
         let len = m.encode(&mut buf[2..]);
         buf[..2].copy_from_slice(&(len as u16).to_be_bytes());
         out.write_all(&buf[..len + 2])?;
@@ -787,6 +905,19 @@ pub fn write_itch50<W: Write>(config: GenConfig, out: &mut W) -> io::Result<GenS
 ///
 /// [`SimError::DayFile`] naming the file, if it cannot be created or written.
 pub fn write_itch50_file(path: &Path, config: GenConfig) -> Result<GenSummary, SimError> {
+    write_itch50_file_profile(path, config, Profile::Small)
+}
+
+/// [`write_itch50_file`] in the shape of `profile`.
+///
+/// # Errors
+///
+/// [`SimError::DayFile`] naming the file, if it cannot be created or written.
+pub fn write_itch50_file_profile(
+    path: &Path,
+    config: GenConfig,
+    profile: Profile,
+) -> Result<GenSummary, SimError> {
     let failed = |error| SimError::DayFile {
         path: path.to_path_buf(),
         error,
@@ -794,14 +925,14 @@ pub fn write_itch50_file(path: &Path, config: GenConfig) -> Result<GenSummary, S
     let file = BufWriter::new(File::create(path).map_err(failed)?);
     if path.extension().is_some_and(|e| e == "gz") {
         let mut out = GzEncoder::new(file, Compression::fast());
-        let summary = write_itch50(config, &mut out).map_err(failed)?;
+        let summary = write_itch50_profile(config, profile, &mut out).map_err(failed)?;
         out.finish()
             .and_then(|mut file| file.flush())
             .map_err(failed)?;
         Ok(summary)
     } else {
         let mut out = file;
-        let summary = write_itch50(config, &mut out).map_err(failed)?;
+        let summary = write_itch50_profile(config, profile, &mut out).map_err(failed)?;
         out.flush().map_err(failed)?;
         Ok(summary)
     }
@@ -894,6 +1025,72 @@ mod tests {
             assert!(t >= last, "timestamps never go back");
             last = t;
         }
+    }
+
+    #[test]
+    fn a_full_day_has_the_published_mix_and_skewed_activity() {
+        let config = GenConfig {
+            messages: 200_000,
+            seed: 11,
+            stocks: 400,
+            hard_cases: false,
+            crossing: false,
+        };
+        let day = {
+            let mut out = Vec::new();
+            write_itch50_profile(config, Profile::FullDay, &mut out).expect("writing to a Vec");
+            out
+        };
+        // Counted off the wire bytes: the type byte and the locate (bytes 1..3).
+        let mut by_type = [0u64; 256];
+        let mut by_locate = vec![0u64; usize::from(config.stocks) + 1];
+        let mut at = 0;
+        while at < day.len() {
+            let len = usize::from(u16::from_be_bytes([day[at], day[at + 1]]));
+            let m = &day[at + 2..at + 2 + len];
+            itch::decode(m).expect("valid message");
+            by_type[usize::from(m[0])] += 1;
+            by_locate[usize::from(u16::from_be_bytes([m[1], m[2]]))] += 1;
+            at += 2 + len;
+        }
+        let share = |types: &[u8]| {
+            types.iter().map(|&t| by_type[usize::from(t)]).sum::<u64>() as f64 / 200_000.0
+        };
+        // Nasdaq's published shares of a day, with room for the directory and sweeps.
+        let (adds, deletes, replaces) = (share(b"AF"), share(b"D"), share(b"U"));
+        let executions_cancels = share(b"ECX");
+        assert!((0.41..=0.47).contains(&adds), "adds {adds}");
+        assert!((0.40..=0.46).contains(&deletes), "deletes {deletes}");
+        assert!((0.065..=0.095).contains(&replaces), "replaces {replaces}");
+        assert!(
+            (0.02..=0.08).contains(&executions_cancels),
+            "executions and cancels {executions_cancels}"
+        );
+        // The busiest 5% of stocks (20 of 400) carry more than half of the messages.
+        let mut per_stock = by_locate[1..].to_vec();
+        per_stock.sort_unstable_by(|a, b| b.cmp(a));
+        let top: u64 = per_stock[..20].iter().sum();
+        let all: u64 = per_stock.iter().sum();
+        assert!(top * 2 > all, "top 5% carry {top} of {all}");
+        // And every stock is in the directory, so the tail of names is there to be quiet.
+        assert!(per_stock.iter().all(|&n| n >= 2), "{per_stock:?}");
+    }
+
+    #[test]
+    fn profile_names_parse_and_small_is_what_write_itch50_writes() {
+        // Both sides run the same code: this proves the plumbing; that the small profile keeps
+        // the bytes of before is what the oracle tests over generated files check.
+
+        let config = GenConfig {
+            messages: 20_000,
+            seed: 5,
+            ..Default::default()
+        };
+        let mut small = Vec::new();
+        write_itch50_profile(config, Profile::Small, &mut small).expect("writing to a Vec");
+        assert_eq!(small, generate(config));
+        assert_eq!("full-day".parse::<Profile>(), Ok(Profile::FullDay));
+        assert!("huge".parse::<Profile>().is_err());
     }
 
     #[test]

@@ -18,7 +18,10 @@ pub use crate::rng::SplitMix64;
 pub use error::SimError;
 pub use exchange::{LineB, MoldSimConfig, MoldSimulator, SimStats};
 pub use faults::{BurstLoss, FaultInjector, Faults, Interruption, PacketFate, ReplyFault};
-pub use generator::{write_itch50, write_itch50_file, GenConfig, GenSummary, Generator};
+pub use generator::{
+    write_itch50, write_itch50_file, write_itch50_file_profile, write_itch50_profile, GenConfig,
+    GenSummary, Generator, Profile, FULL_DAY_STOCKS, FULL_DAY_ZIPF,
+};
 pub use message_log::MessageLog;
 pub use pacing::{Rate, WaitStrategy};
 pub use soup_server::{SoupSimConfig, SoupSimStats, SoupSimulator};

@@ -19,7 +19,9 @@ use ticklane_engine::sample::{is_dbn_path, SampleInterval, SampleOptions};
 use ticklane_engine::tail::{tail_capture, tail_config, SymbolFilter};
 use ticklane_engine::views::{group, write_tops, ExitStatus};
 use ticklane_feed::itch::Locate;
-use ticklane_feed::sim::{write_itch50_file, GenConfig};
+use ticklane_feed::sim::{
+    write_itch50_file, write_itch50_file_profile, GenConfig, Profile, FULL_DAY_STOCKS,
+};
 
 #[derive(Args, Debug)]
 pub struct TailArgs {
@@ -140,9 +142,13 @@ pub struct GenArgs {
     /// Seed: the same seed and options give the same bytes.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Number of stocks.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
-    stocks: u16,
+    /// Number of stocks [default: 8; 8900 with `--profile full-day`].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    stocks: Option<u16>,
+    /// The day's shape: `small` (a few busy stocks, tight books) or `full-day` (a Nasdaq
+    /// day: Zipf-like activity, the published message mix, wide books on inactive names).
+    #[arg(long, default_value = "small")]
+    profile: Profile,
     /// Leave out the hard cases (extreme prices and sizes, reused refs, a mid-day start).
     #[arg(long)]
     no_hard_cases: bool,
@@ -309,14 +315,18 @@ pub fn tail(args: &TailArgs) -> Result<ExitStatus> {
 }
 
 pub fn generate(args: &GenArgs) -> Result<ExitStatus> {
+    let default_stocks = match args.profile {
+        Profile::Small => 8,
+        Profile::FullDay => FULL_DAY_STOCKS,
+    };
     let config = GenConfig {
         messages: args.messages,
         seed: args.seed,
-        stocks: args.stocks,
+        stocks: args.stocks.unwrap_or(default_stocks),
         hard_cases: !args.no_hard_cases,
         crossing: args.crossing,
     };
-    let summary = write_itch50_file(&args.out, config)?;
+    let summary = write_itch50_file_profile(&args.out, config, args.profile)?;
     eprintln!(
         "wrote {}: {} messages, {} bytes",
         args.out.display(),
