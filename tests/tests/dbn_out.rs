@@ -43,10 +43,13 @@ struct Run {
     bbo: PathBuf,
     book: PathBuf,
     dbn: PathBuf,
+    /// The summary's `dbn_out_records`.
+    records: Option<u64>,
 }
 
 fn replay(dir: &Path, input: &Path, schema: DbnSchema, name: &str) -> Run {
-    let run = Run {
+    let mut run = Run {
+        records: None,
         bbo: dir.join(format!("{name}.bbo.csv")),
         book: dir.join(format!("{name}.book.csv")),
         dbn: dir.join(name),
@@ -78,6 +81,10 @@ fn replay(dir: &Path, input: &Path, schema: DbnSchema, name: &str) -> Run {
         !dir.join(format!("{name}.records.tmp")).exists(),
         "the spool is removed"
     );
+    run.records = outcome.summary.dbn_out_records;
+    let json = outcome.summary.to_json();
+    let key = format!("\"dbn_out_records\":{},", run.records.unwrap_or(u64::MAX));
+    assert!(json.contains(&key), "{key} in {json}");
     run
 }
 
@@ -373,6 +380,11 @@ fn dbn_output_reads_back_with_databento_dbn_and_matches_the_csv() {
     let (metadata, records) = dump(&python, &mbo.dbn);
     let got: Vec<String> = records.iter().map(|r| r.join(",")).collect();
     assert_eq!(got.len(), expected.mbo.len(), "MBO record count");
+    assert_eq!(
+        mbo.records,
+        Some(records.len() as u64),
+        "summary's record count"
+    );
     for (g, e) in got.iter().zip(&expected.mbo) {
         assert_eq!(g, e);
     }
@@ -448,6 +460,11 @@ fn dbn_output_reads_back_with_databento_dbn_and_matches_the_csv() {
     // MBP-10: each stock's last record holds the final depth of --book-out.
     let mbp10 = replay(dir.path(), &input, DbnSchema::Mbp10, "day.mbp10.dbn");
     let (_, records) = dump(&python, &mbp10.dbn);
+    assert_eq!(
+        mbp10.records,
+        Some(records.len() as u64),
+        "summary's record count"
+    );
     check_f_last(&records);
     let mut last: HashMap<u16, &Vec<String>> = HashMap::new();
     for r in &records {

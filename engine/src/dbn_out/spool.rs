@@ -162,3 +162,57 @@ impl Drop for TempPath {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metadata() -> Metadata {
+        Metadata::builder()
+            .dataset("XNAS.ITCH")
+            .schema(Some(dbn::Schema::Mbo))
+            .start(0)
+            .stype_in(Some(dbn::SType::RawSymbol))
+            .stype_out(dbn::SType::InstrumentId)
+            .build()
+    }
+
+    fn record() -> dbn::MboMsg {
+        dbn::MboMsg::default()
+    }
+
+    #[test]
+    fn a_finished_spool_leaves_the_output_and_no_temporary() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("x.dbn");
+        let mut spool = Spool::create(&out).expect("create");
+        spool.push(&record()).expect("push");
+        assert!(dir.path().join("x.dbn.records.tmp").exists());
+        assert_eq!(spool.finish(&metadata()).expect("finish"), 1);
+        assert!(out.exists());
+        assert!(!dir.path().join("x.dbn.records.tmp").exists());
+    }
+
+    #[test]
+    fn a_failed_finish_or_a_dropped_spool_removes_the_temporary() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The output is a directory: the temporary beside it can be made, the output not.
+        let out = dir.path().join("taken");
+        fs::create_dir(&out).expect("mkdir");
+        let mut spool = Spool::create(&out).expect("create");
+        spool.push(&record()).expect("push");
+        let temp = dir.path().join("taken.records.tmp");
+        assert!(temp.exists());
+        assert!(
+            spool.finish(&metadata()).is_err(),
+            "cannot create over a directory"
+        );
+        assert!(!temp.exists(), "a failed finish removes the temporary");
+
+        let out = dir.path().join("dropped.dbn");
+        let spool = Spool::create(&out).expect("create");
+        drop(spool);
+        assert!(!dir.path().join("dropped.dbn.records.tmp").exists());
+        assert!(!out.exists());
+    }
+}

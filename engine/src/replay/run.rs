@@ -277,9 +277,10 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         path: opts.bbo_out.clone().unwrap_or_default(),
         source,
     })?;
-    if let Some(out) = dbn {
-        out.finish()?;
-    }
+    let dbn_out_records = match dbn {
+        Some(out) => Some(out.finish()?),
+        None => None,
+    };
     let elapsed_s = started.elapsed().as_secs_f64();
     if let Some(path) = &opts.book_out {
         write_book_csv(&books, opts.depth, output(path)?).map_err(|source| {
@@ -302,6 +303,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         elapsed_s,
         packets,
         dbn: None,
+        dbn_out_records,
         no_messages,
         error,
     };
