@@ -150,28 +150,29 @@ fn refresh_side<const N: usize>(
     locate: Locate,
     side: Side,
 ) -> bool {
-    let mut book = books
-        .side(locate, side)
-        .into_iter()
-        .flat_map(|v| v.best_first());
+    let view = books.side(locate, side);
+    // An iterator over an `Option` costs a branch per level; the `Option` is dropped once
+    // the side runs out.
+    let mut book = view.as_ref().map(|v| v.best_first());
     let mut moved = false;
     for pair in levels.iter_mut() {
-        let (px, sz, ct) = match book.next() {
+        let (px, sz, ct) = match book.as_mut().and_then(Iterator::next) {
             Some(l) => (
                 price_1e9(l.price),
                 u32::try_from(l.qty).unwrap_or(u32::MAX),
                 l.orders,
             ),
-            None => (UNDEF_PRICE, 0, 0),
+            None => {
+                book = None;
+                (UNDEF_PRICE, 0, 0)
+            }
         };
         let (p, s, c) = match side {
             Side::Bid => (&mut pair.bid_px, &mut pair.bid_sz, &mut pair.bid_ct),
             Side::Ask => (&mut pair.ask_px, &mut pair.ask_sz, &mut pair.ask_ct),
         };
-        if (*p, *s, *c) != (px, sz, ct) {
-            (*p, *s, *c) = (px, sz, ct);
-            moved = true;
-        }
+        moved |= (*p, *s, *c) != (px, sz, ct);
+        (*p, *s, *c) = (px, sz, ct);
     }
     moved
 }
