@@ -13,6 +13,9 @@ every engine alike; the best round of each counts. Engines:
   ticklane   `ticklane replay FILE --bbo-out /dev/null` (full books + top-of-book stream)
   ticklane-Nt  the same with `--threads N`, for each N of `--threads` (default 2; 1 or
              `--threads ''` for none): its ratio below 1 is its speedup's inverse
+  ticklane-dbn-S  the same with `--dbn-out TMP/x.S.dbn --schema S`, for each schema S of
+             `--dbn-schemas` (default all five; `''` for none): its ratio is what writing
+             DBN costs (issue 12: never above 2, i.e. never halving throughput)
   itch-book  itch_book._core.Session(tables=["bbo"]): parse, full books for every symbol and
              the bbo table, fed 8 MiB chunks of the file; the table is drained after each
              chunk (what itch-book's own Feed does, without its reader thread and numpy
@@ -41,8 +44,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 CHUNK = 8 << 20
@@ -110,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-ticklane", action="store_true", help="time only the two PyPI engines")
     ap.add_argument("--threads", default="2",
                     help="comma-separated book-thread counts to time besides 1 (default: %(default)s)")
+    ap.add_argument("--dbn-schemas", default="mbo,mbp-1,mbp-10,tbbo,trades",
+                    help="comma-separated --dbn-out schemas to time (default: %(default)s)")
     ap.add_argument("--driver", choices=sorted(DRIVERS), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.driver:
@@ -122,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{a.file}: no ITCH messages")
     me = os.path.abspath(__file__)
     engines: list[tuple[str, list[str]]] = []
+    dbn_dir = None
     if not a.skip_ticklane:
         if not os.access(a.ticklane, os.X_OK):
             raise SystemExit(f"{a.ticklane}: not an executable (build it, or pass --skip-ticklane)")
@@ -129,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
         for n in (int(t) for t in a.threads.split(",") if t.strip() and int(t) > 1):
             engines.append((f"ticklane-{n}t", [a.ticklane, "replay", a.file, "--bbo-out",
                                                "/dev/null", "--threads", str(n)]))
+        dbn_dir = tempfile.mkdtemp(prefix="ticklane-dbn-")
+        for schema in (t.strip() for t in a.dbn_schemas.split(",") if t.strip()):
+            engines.append((f"ticklane-dbn-{schema}",
+                            [a.ticklane, "replay", a.file, "--bbo-out", "/dev/null", "--dbn-out",
+                             os.path.join(dbn_dir, f"x.{schema}.dbn"), "--schema", schema,
+                             "--date", "2019-01-30"]))
     for name in ("itch-book", "itchcpp"):
         engines.append((name, [sys.executable, me, "--driver", name, a.file]))
 
@@ -144,12 +158,14 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)
 
     print(f"file: {a.file}  messages: {messages}  rounds: {a.rounds} (best of, interleaved)")
-    print(f"{'engine':<12} {'best_s':>8} {'msgs_per_s':>12}   ticklane_ratio")
+    print(f"{'engine':<20} {'best_s':>8} {'msgs_per_s':>12}   ticklane_ratio")
     base = best.get("ticklane")
     for name, _ in engines:
         s = best[name]
         ratio = f"{s / base:.2f}x" if base else "-"
-        print(f"{name:<12} {s:>8.3f} {messages / s:>12.0f}   {ratio}")
+        print(f"{name:<20} {s:>8.3f} {messages / s:>12.0f}   {ratio}")
+    if dbn_dir:
+        shutil.rmtree(dbn_dir, ignore_errors=True)
     return 0
 
 

@@ -7,7 +7,8 @@
 //! - MBP-1's book updates against `--bbo-out`, and its trades' levels against the row before;
 //! - TBBO against the model's trades and the `--bbo-out` row before each;
 //! - MBP-10's last record per stock against `--book-out`'s depth;
-//! - a `.zst` output against the plain one.
+//! - a `.zst` output against the plain one;
+//! - `F_MAYBE_BAD_BOOK` on records after a hand-built pcap's declared MoldUDP64 gap.
 //!
 //! Without a Python that imports `databento_dbn` the test fails under `CI=true` and
 //! otherwise skips loudly (`util::oracle::python_with`).
@@ -43,10 +44,13 @@ struct Run {
     bbo: PathBuf,
     book: PathBuf,
     dbn: PathBuf,
+    /// The summary's `dbn_out_records`.
+    records: Option<u64>,
 }
 
 fn replay(dir: &Path, input: &Path, schema: DbnSchema, name: &str) -> Run {
-    let run = Run {
+    let mut run = Run {
+        records: None,
         bbo: dir.join(format!("{name}.bbo.csv")),
         book: dir.join(format!("{name}.book.csv")),
         dbn: dir.join(name),
@@ -78,6 +82,10 @@ fn replay(dir: &Path, input: &Path, schema: DbnSchema, name: &str) -> Run {
         !dir.join(format!("{name}.records.tmp")).exists(),
         "the spool is removed"
     );
+    run.records = outcome.summary.dbn_out_records;
+    let json = outcome.summary.to_json();
+    let key = format!("\"dbn_out_records\":{},", run.records.unwrap_or(u64::MAX));
+    assert!(json.contains(&key), "{key} in {json}");
     run
 }
 
@@ -373,6 +381,11 @@ fn dbn_output_reads_back_with_databento_dbn_and_matches_the_csv() {
     let (metadata, records) = dump(&python, &mbo.dbn);
     let got: Vec<String> = records.iter().map(|r| r.join(",")).collect();
     assert_eq!(got.len(), expected.mbo.len(), "MBO record count");
+    assert_eq!(
+        mbo.records,
+        Some(records.len() as u64),
+        "summary's record count"
+    );
     for (g, e) in got.iter().zip(&expected.mbo) {
         assert_eq!(g, e);
     }
@@ -448,6 +461,11 @@ fn dbn_output_reads_back_with_databento_dbn_and_matches_the_csv() {
     // MBP-10: each stock's last record holds the final depth of --book-out.
     let mbp10 = replay(dir.path(), &input, DbnSchema::Mbp10, "day.mbp10.dbn");
     let (_, records) = dump(&python, &mbp10.dbn);
+    assert_eq!(
+        mbp10.records,
+        Some(records.len() as u64),
+        "summary's record count"
+    );
     check_f_last(&records);
     let mut last: HashMap<u16, &Vec<String>> = HashMap::new();
     for r in &records {
@@ -476,4 +494,65 @@ fn dbn_output_reads_back_with_databento_dbn_and_matches_the_csv() {
             assert_eq!(level(&r[at..at + 6]), want, "locate {locate} level {lvl}");
         }
     }
+}
+
+/// An ITCH add order (`A`, 36 bytes) laid out by hand from the spec.
+fn add_order(locate: u16, order_ref: u64, ts: u64) -> Vec<u8> {
+    let mut m = vec![b'A'];
+    m.extend_from_slice(&locate.to_be_bytes());
+    m.extend_from_slice(&0u16.to_be_bytes());
+    m.extend_from_slice(&ts.to_be_bytes()[2..]);
+    m.extend_from_slice(&order_ref.to_be_bytes());
+    m.push(b'B');
+    m.extend_from_slice(&100u32.to_be_bytes());
+    m.extend_from_slice(b"ABCD    ");
+    m.extend_from_slice(&1_000_000u32.to_be_bytes());
+    assert_eq!(m.len(), 36);
+    m
+}
+
+#[test]
+fn records_after_a_declared_gap_carry_f_maybe_bad_book() {
+    let test = "records_after_a_declared_gap_carry_f_maybe_bad_book";
+    let Some(python) = util::oracle::python_with(test, "databento_dbn", "databento-dbn") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    // MoldUDP64 packets with sequences 1 and 4: messages 2 and 3 were dropped.
+    let mut pcap = ticklane_feed::capture::PcapWriter::new(Vec::new()).expect("pcap");
+    let src = std::net::SocketAddrV4::new([10, 0, 0, 1].into(), 1000);
+    let dst = std::net::SocketAddrV4::new([233, 54, 12, 1].into(), 26400);
+    for (seq, order_ref) in [(1u64, 11u64), (4, 12)] {
+        let m = add_order(1, order_ref, 34_200_000_000_000 + seq);
+        let mut p = b"SESSION001".to_vec();
+        p.extend_from_slice(&seq.to_be_bytes());
+        p.extend_from_slice(&1u16.to_be_bytes());
+        p.extend_from_slice(&(m.len() as u16).to_be_bytes());
+        p.extend_from_slice(&m);
+        pcap.write_udp(1_548_858_600_000_000_000 + seq, src, dst, &p)
+            .expect("write packet");
+    }
+    let input = dir.path().join("gap.pcap");
+    fs::write(&input, pcap.finish().expect("finish pcap")).expect("write pcap");
+    let dbn = dir.path().join("gap.mbo.dbn");
+    let outcome = replay_file(&ReplayOptions {
+        input,
+        dbn_out: Some(DbnOutOptions {
+            path: dbn.clone(),
+            schema: DbnSchema::Mbo,
+            date: SessionDate::parse("2019-01-30").expect("a valid date"),
+        }),
+        ..ReplayOptions::default()
+    })
+    .expect("replay runs");
+    assert_eq!(
+        outcome.summary.declared_lost_messages(),
+        2,
+        "the gap is declared"
+    );
+    let (_, records) = dump(&python, &dbn);
+    assert_eq!(records.len(), 2, "{records:?}");
+    // Field 6 is flags: F_LAST (128) on both; F_MAYBE_BAD_BOOK (4) only after the gap.
+    assert_eq!(records[0][6], "128", "before the gap: {:?}", records[0]);
+    assert_eq!(records[1][6], "132", "after the gap: {:?}", records[1]);
 }

@@ -13,7 +13,6 @@
 //! Empty levels are written as Databento writes them: price `UNDEF_PRICE`, size and count 0;
 //! `bid_ct`/`ask_ct` are the orders at the level.
 
-use std::collections::HashMap;
 use std::ffi::c_char;
 
 use dbn::{rtype, BidAskPair, Mbp10Msg, Mbp1Msg, RecordHeader, UNDEF_PRICE};
@@ -23,12 +22,13 @@ use super::spool::Spool;
 use super::{
     aggressor_char, price_1e9, side_char, Before, DbnOutError, Stamp, NO_SIDE, PUBLISHER_ID,
 };
-use crate::book::{Books, LevelView, Side};
+use crate::book::{Books, Side};
 
 /// Writes MBP-`N` records (`N` is 1 or 10).
 pub struct MbpWriter<const N: usize> {
-    /// The levels of each stock's last record.
-    last: HashMap<u16, [BidAskPair; N]>,
+    /// The levels of each stock's last record, indexed by locate (grown on a locate's first
+    /// change; at most 65,536 entries). A `Vec`, not a map: this is read on every message.
+    last: Vec<[BidAskPair; N]>,
 }
 
 /// What a record says happened.
@@ -59,9 +59,15 @@ impl<const N: usize> Default for MbpWriter<N> {
 impl<const N: usize> MbpWriter<N> {
     /// No records yet.
     pub fn new() -> Self {
-        MbpWriter {
-            last: HashMap::new(),
-        }
+        MbpWriter { last: Vec::new() }
+    }
+
+    /// The levels of `locate`'s last record (all empty before its first).
+    fn last_of(&self, locate: Locate) -> [BidAskPair; N] {
+        self.last
+            .get(usize::from(locate.0))
+            .copied()
+            .unwrap_or([EMPTY; N])
     }
 
     /// Writes the records of one message.
@@ -74,34 +80,36 @@ impl<const N: usize> MbpWriter<N> {
         changed: Option<Locate>,
         books: &Books,
     ) -> Result<(), DbnOutError> {
-        let update = changed.and_then(|locate| {
-            let levels = levels::<N>(books, locate);
-            let last = self.last.get(&locate.0).copied().unwrap_or([EMPTY; N]);
-            (levels != last).then_some((locate, levels, last))
-        });
-        let update = update.map(|(locate, levels, last)| {
-            self.last.insert(locate.0, levels);
-            (
-                locate,
-                levels,
-                last,
-                book_event(message, before, books, locate),
-            )
-        });
-        let book_record = update.is_some_and(|(.., event)| event.is_some());
-        if let Some(trade) = before.trade {
+        // The levels as they stood before the message: the last record's (copied only for
+        // a trade, before the update below overwrites them).
+        let trade = before.trade.map(|t| (t, self.last_of(t.locate)));
+        let mut update = None;
+        if let Some(locate) = changed {
+            let idx = usize::from(locate.0);
+            if self.last.len() <= idx {
+                self.last.resize(idx + 1, [EMPTY; N]);
+            }
+            let change = book_change(message, before);
+            // Every book change of one ITCH message is on one side of one stock (a replace
+            // keeps its side), so only that side is re-read; both when no side is known;
+            // none when every price it touched is worse than a full side's `N`th level.
+            let levels = &mut self.last[idx];
+            let moved = match change {
+                Some(c) if c.prices().all(|p| below_top(levels, c.side, p)) => false,
+                Some(c) => refresh_side(levels, books, locate, c.side),
+                None => {
+                    let bid = refresh_side(levels, books, locate, Side::Bid);
+                    refresh_side(levels, books, locate, Side::Ask) | bid
+                }
+            };
+            if moved {
+                update = change.map(|c| (locate, c.event(books, locate)));
+            }
+        }
+        if let Some((trade, levels)) = trade {
             let side = match (message, before.order) {
                 (Message::Trade(_), _) | (_, None) => NO_SIDE,
                 (_, Some(order)) => aggressor_char(order.side),
-            };
-            // The levels as they stood before the message: the last record's.
-            let levels = match update {
-                Some((locate, _, last, _)) if locate == trade.locate => last,
-                _ => self
-                    .last
-                    .get(&trade.locate.0)
-                    .copied()
-                    .unwrap_or([EMPTY; N]),
             };
             let event = Event {
                 action: b'T',
@@ -110,102 +118,167 @@ impl<const N: usize> MbpWriter<N> {
                 size: trade.shares,
                 depth: 0,
             };
-            self.push(spool, stamp, trade.locate, event, levels, !book_record)?;
+            push(spool, stamp, trade.locate, event, &levels, update.is_none())?;
         }
-        if let Some((locate, levels, _, Some(event))) = update {
-            self.push(spool, stamp, locate, event, levels, true)?;
+        if let Some((locate, event)) = update {
+            let levels = &self.last[usize::from(locate.0)];
+            push(spool, stamp, locate, event, levels, true)?;
         }
         Ok(())
     }
+}
 
-    fn push(
-        &mut self,
-        spool: &mut Spool,
-        stamp: Stamp,
-        locate: Locate,
-        event: Event,
-        levels: [BidAskPair; N],
-        last: bool,
-    ) -> Result<(), DbnOutError> {
-        let flags = stamp.flags(last);
-        let price = price_1e9(event.price);
-        let instrument = u32::from(locate.0);
-        let action = event.action as c_char;
-        // One record type per N; the two share every field but the levels.
-        if let Ok(levels) = <[BidAskPair; 1]>::try_from(&levels[..]) {
-            spool.push(&Mbp1Msg {
-                hd: RecordHeader::new::<Mbp1Msg>(
-                    rtype::MBP_1,
-                    PUBLISHER_ID,
-                    instrument,
-                    stamp.ts_event,
-                ),
-                price,
-                size: event.size,
-                action,
-                side: event.side,
-                flags,
-                depth: event.depth,
-                ts_recv: stamp.ts_event,
-                ts_in_delta: 0,
-                sequence: stamp.sequence,
-                levels,
-            })
-        } else if let Ok(levels) = <[BidAskPair; 10]>::try_from(&levels[..]) {
-            spool.push(&Mbp10Msg {
-                hd: RecordHeader::new::<Mbp10Msg>(
-                    rtype::MBP_10,
-                    PUBLISHER_ID,
-                    instrument,
-                    stamp.ts_event,
-                ),
-                price,
-                size: event.size,
-                action,
-                side: event.side,
-                flags,
-                depth: event.depth,
-                ts_recv: stamp.ts_event,
-                ts_in_delta: 0,
-                sequence: stamp.sequence,
-                levels,
-            })
-        } else {
-            unreachable!("invariant: MbpWriter is built for N = 1 or 10 only")
+/// True if `price` is strictly worse than the `N`th level of a full `side` in `levels`: a
+/// change there leaves the top `N` as they are. (At the `N`th price itself, or on a side
+/// with fewer than `N` levels, a change may show.)
+fn below_top<const N: usize>(levels: &[BidAskPair; N], side: Side, price: Price) -> bool {
+    let Some(nth) = levels.last() else {
+        return false;
+    };
+    let price = price_1e9(price);
+    match side {
+        Side::Bid => nth.bid_px != UNDEF_PRICE && price < nth.bid_px,
+        Side::Ask => nth.ask_px != UNDEF_PRICE && price > nth.ask_px,
+    }
+}
+
+/// Re-reads the top `N` levels of one side of `locate`'s book into `levels`; true if any
+/// changed.
+fn refresh_side<const N: usize>(
+    levels: &mut [BidAskPair; N],
+    books: &Books,
+    locate: Locate,
+    side: Side,
+) -> bool {
+    let view = books.side(locate, side);
+    // An iterator over an `Option` costs a branch per level; the `Option` is dropped once
+    // the side runs out.
+    let mut book = view.as_ref().map(|v| v.best_first());
+    let mut moved = false;
+    for pair in levels.iter_mut() {
+        let (px, sz, ct) = match book.as_mut().and_then(Iterator::next) {
+            Some(l) => (
+                price_1e9(l.price),
+                u32::try_from(l.qty).unwrap_or(u32::MAX),
+                l.orders,
+            ),
+            None => {
+                book = None;
+                (UNDEF_PRICE, 0, 0)
+            }
+        };
+        let (p, s, c) = match side {
+            Side::Bid => (&mut pair.bid_px, &mut pair.bid_sz, &mut pair.bid_ct),
+            Side::Ask => (&mut pair.ask_px, &mut pair.ask_sz, &mut pair.ask_ct),
+        };
+        moved |= (*p, *s, *c) != (px, sz, ct);
+        (*p, *s, *c) = (px, sz, ct);
+    }
+    moved
+}
+
+/// Pushes one MBP-`N` record.
+fn push<const N: usize>(
+    spool: &mut Spool,
+    stamp: Stamp,
+    locate: Locate,
+    event: Event,
+    levels: &[BidAskPair; N],
+    last: bool,
+) -> Result<(), DbnOutError> {
+    let flags = stamp.flags(last);
+    let price = price_1e9(event.price);
+    let instrument = u32::from(locate.0);
+    let action = event.action as c_char;
+    // One record type per N; the two share every field but the levels.
+    if let Ok(levels) = <[BidAskPair; 1]>::try_from(&levels[..]) {
+        spool.push(&Mbp1Msg {
+            hd: RecordHeader::new::<Mbp1Msg>(
+                rtype::MBP_1,
+                PUBLISHER_ID,
+                instrument,
+                stamp.ts_event,
+            ),
+            price,
+            size: event.size,
+            action,
+            side: event.side,
+            flags,
+            depth: event.depth,
+            ts_recv: stamp.ts_event,
+            ts_in_delta: 0,
+            sequence: stamp.sequence,
+            levels,
+        })
+    } else if let Ok(levels) = <[BidAskPair; 10]>::try_from(&levels[..]) {
+        spool.push(&Mbp10Msg {
+            hd: RecordHeader::new::<Mbp10Msg>(
+                rtype::MBP_10,
+                PUBLISHER_ID,
+                instrument,
+                stamp.ts_event,
+            ),
+            price,
+            size: event.size,
+            action,
+            side: event.side,
+            flags,
+            depth: event.depth,
+            ts_recv: stamp.ts_event,
+            ts_in_delta: 0,
+            sequence: stamp.sequence,
+            levels,
+        })
+    } else {
+        unreachable!("invariant: MbpWriter is built for N = 1 or 10 only")
+    }
+}
+
+/// The book change a message made, before its `depth` is known.
+#[derive(Clone, Copy)]
+struct BookChange {
+    action: u8,
+    side: Side,
+    price: Price,
+    size: u32,
+    /// A replace's original price (the level it left), if it differs from `price`.
+    from: Option<Price>,
+}
+
+impl BookChange {
+    /// Every price level the change touched.
+    fn prices(self) -> impl Iterator<Item = Price> {
+        std::iter::once(self.price).chain(self.from)
+    }
+
+    /// The record's event: `depth` = the levels on its side better than its price (at
+    /// most 255, DBN's `u8`), counted in the book after the message.
+    fn event(self, books: &Books, locate: Locate) -> Event {
+        let better = books.side(locate, self.side).map_or(0, |view| {
+            view.best_first()
+                .take(usize::from(u8::MAX))
+                .take_while(|l| match self.side {
+                    Side::Bid => l.price > self.price,
+                    Side::Ask => l.price < self.price,
+                })
+                .count()
+        });
+        Event {
+            action: self.action,
+            side: side_char(self.side),
+            price: self.price,
+            size: self.size,
+            depth: u8::try_from(better).unwrap_or(u8::MAX),
         }
     }
 }
 
-/// The top `N` levels of `locate`'s book.
-pub(crate) fn levels<const N: usize>(books: &Books, locate: Locate) -> [BidAskPair; N] {
-    let mut out = [EMPTY; N];
-    let mut fill = |side: Side, set: &mut dyn FnMut(&mut BidAskPair, LevelView)| {
-        if let Some(view) = books.side(locate, side) {
-            for (pair, level) in out.iter_mut().zip(view.best_first()) {
-                set(pair, level);
-            }
-        }
+/// The book update a message made, if it names a side and (for E, C, X, D, U) a known order.
+fn book_change(message: &Message<'_>, before: &Before) -> Option<BookChange> {
+    let from = match (message, before.order) {
+        (Message::OrderReplace(_), Some(o)) => Some(o.price),
+        _ => None,
     };
-    fill(Side::Bid, &mut |p, l| {
-        p.bid_px = price_1e9(l.price);
-        p.bid_sz = u32::try_from(l.qty).unwrap_or(u32::MAX);
-        p.bid_ct = l.orders;
-    });
-    fill(Side::Ask, &mut |p, l| {
-        p.ask_px = price_1e9(l.price);
-        p.ask_sz = u32::try_from(l.qty).unwrap_or(u32::MAX);
-        p.ask_ct = l.orders;
-    });
-    out
-}
-
-/// The book update a message made, as one event.
-fn book_event(
-    message: &Message<'_>,
-    before: &Before,
-    books: &Books,
-    locate: Locate,
-) -> Option<Event> {
     let (action, side, price, size) = match (message, before.order) {
         (Message::AddOrder(m), _) => (b'A', Side::from_wire(m.side())?, m.price(), m.shares()),
         (Message::AddOrderMpid(m), _) => (b'A', Side::from_wire(m.side())?, m.price(), m.shares()),
@@ -222,19 +295,11 @@ fn book_event(
         (Message::OrderReplace(m), Some(o)) => (b'M', o.side, m.price(), m.shares()),
         _ => return None,
     };
-    let better = books.side(locate, side).map_or(0, |view| {
-        view.best_first()
-            .take_while(|l| match side {
-                Side::Bid => l.price > price,
-                Side::Ask => l.price < price,
-            })
-            .count()
-    });
-    Some(Event {
+    Some(BookChange {
         action,
-        side: side_char(side),
+        side,
         price,
         size,
-        depth: u8::try_from(better).unwrap_or(u8::MAX),
+        from,
     })
 }

@@ -260,7 +260,11 @@ impl DbnOut {
             _ => None,
         };
         let trade = crate::book::trade_of(books, message);
-        let top = trade.map_or_else(TopOfBook::default, |t| books.top_of_book(t.locate));
+        // Only TBBO writes the top of book before a trade; the others skip the look-up.
+        let top = match (trade, self.opts.schema) {
+            (Some(t), DbnSchema::Tbbo) => books.top_of_book(t.locate),
+            _ => TopOfBook::default(),
+        };
         self.before = Before { order, trade, top };
     }
 

@@ -18,7 +18,7 @@ use super::DbnOutError;
 /// The records written so far, in a temporary file next to the output.
 pub struct Spool {
     out: PathBuf,
-    temp: PathBuf,
+    temp: TempPath,
     records: RecordEncoder<BufWriter<File>>,
     count: u64,
     /// While set, records are dropped (`--symbols`/`--between` filtered them out).
@@ -48,7 +48,7 @@ impl Spool {
             })?;
         Ok(Spool {
             out: out.to_path_buf(),
-            temp,
+            temp: TempPath(Some(temp)),
             records: RecordEncoder::new(BufWriter::with_capacity(1 << 16, file)),
             count: 0,
             muted: false,
@@ -69,7 +69,7 @@ impl Spool {
         self.records
             .encode_record(record)
             .map_err(|source| DbnOutError::Dbn {
-                path: self.temp.clone(),
+                path: self.temp.path().to_path_buf(),
                 source,
             })
     }
@@ -97,6 +97,7 @@ impl Spool {
             count,
             muted: _,
         } = self;
+        let mut temp = temp;
         let io_at = |path: &Path| {
             let path = path.to_path_buf();
             move |source: io::Error| DbnOutError::Io { path, source }
@@ -109,27 +110,121 @@ impl Spool {
             .get_ref()
             .get_ref()
             .try_clone()
-            .map_err(io_at(&temp))?;
+            .map_err(io_at(temp.path()))?;
         {
             let mut records = records;
-            records.get_mut().flush().map_err(io_at(&temp))?;
+            records.get_mut().flush().map_err(io_at(temp.path()))?;
         }
-        let compression = if out.extension().is_some_and(|e| e == "zst") {
-            Compression::Zstd
-        } else {
-            Compression::None
-        };
         let file = File::create(&out).map_err(io_at(&out))?;
-        let mut writer = DynWriter::new(BufWriter::with_capacity(1 << 16, file), compression)
-            .map_err(dbn_at(&out))?;
-        DbnMetadataEncoder::new(&mut writer)
-            .encode(metadata)
-            .map_err(dbn_at(&out))?;
-        io::Seek::rewind(&mut spooled).map_err(io_at(&temp))?;
-        io::copy(&mut BufReader::new(spooled), &mut writer).map_err(io_at(&out))?;
-        writer.finish().map_err(dbn_at(&out))?;
-        drop(writer);
-        fs::remove_file(&temp).map_err(io_at(&temp))?;
+        io::Seek::rewind(&mut spooled).map_err(io_at(temp.path()))?;
+        if out.extension().is_some_and(|e| e == "zst") {
+            let mut writer =
+                DynWriter::new(BufWriter::with_capacity(1 << 16, file), Compression::Zstd)
+                    .map_err(dbn_at(&out))?;
+            DbnMetadataEncoder::new(&mut writer)
+                .encode(metadata)
+                .map_err(dbn_at(&out))?;
+            io::copy(&mut BufReader::new(spooled), &mut writer).map_err(io_at(&out))?;
+            writer.finish().map_err(dbn_at(&out))?;
+        } else {
+            let mut writer = BufWriter::new(file);
+            DbnMetadataEncoder::new(&mut writer)
+                .encode(metadata)
+                .map_err(dbn_at(&out))?;
+            let mut file = writer.into_inner().map_err(|e| DbnOutError::Io {
+                path: out.clone(),
+                source: e.into_error(),
+            })?;
+            // File to file: the kernel copies (copy_file_range), no pass through user space.
+            io::copy(&mut spooled, &mut file).map_err(io_at(&out))?;
+        }
+        temp.remove().map_err(io_at(temp.path()))?;
         Ok(count)
+    }
+}
+
+/// The temporary's path, removed when dropped unless [`TempPath::remove`] already did: a
+/// replay that fails part-way (an unwritable output, an input error returned early) leaves
+/// no `PATH.records.tmp` behind.
+struct TempPath(Option<PathBuf>);
+
+impl TempPath {
+    fn path(&self) -> &Path {
+        self.0.as_deref().unwrap_or(Path::new(""))
+    }
+
+    /// Removes the file now, reporting failure (the drop cannot).
+    fn remove(&mut self) -> io::Result<()> {
+        match &self.0 {
+            Some(path) => {
+                fs::remove_file(path)?;
+                self.0 = None;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        if let Some(path) = self.0.take() {
+            // Best effort: the replay is already failing with its own error.
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metadata() -> Metadata {
+        Metadata::builder()
+            .dataset("XNAS.ITCH")
+            .schema(Some(dbn::Schema::Mbo))
+            .start(0)
+            .stype_in(Some(dbn::SType::RawSymbol))
+            .stype_out(dbn::SType::InstrumentId)
+            .build()
+    }
+
+    fn record() -> dbn::MboMsg {
+        dbn::MboMsg::default()
+    }
+
+    #[test]
+    fn a_finished_spool_leaves_the_output_and_no_temporary() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("x.dbn");
+        let mut spool = Spool::create(&out).expect("create");
+        spool.push(&record()).expect("push");
+        assert!(dir.path().join("x.dbn.records.tmp").exists());
+        assert_eq!(spool.finish(&metadata()).expect("finish"), 1);
+        assert!(out.exists());
+        assert!(!dir.path().join("x.dbn.records.tmp").exists());
+    }
+
+    #[test]
+    fn a_failed_finish_or_a_dropped_spool_removes_the_temporary() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // The output is a directory: the temporary beside it can be made, the output not.
+        let out = dir.path().join("taken");
+        fs::create_dir(&out).expect("mkdir");
+        let mut spool = Spool::create(&out).expect("create");
+        spool.push(&record()).expect("push");
+        let temp = dir.path().join("taken.records.tmp");
+        assert!(temp.exists());
+        assert!(
+            spool.finish(&metadata()).is_err(),
+            "cannot create over a directory"
+        );
+        assert!(!temp.exists(), "a failed finish removes the temporary");
+
+        let out = dir.path().join("dropped.dbn");
+        let spool = Spool::create(&out).expect("create");
+        drop(spool);
+        assert!(!dir.path().join("dropped.dbn.records.tmp").exists());
+        assert!(!out.exists());
     }
 }

@@ -103,6 +103,7 @@ pub(super) fn replay_dbn(
         elapsed_s,
         packets: None,
         dbn: Some(counts),
+        dbn_out_records: None,
         no_messages: None,
         error,
     };

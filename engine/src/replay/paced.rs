@@ -142,6 +142,7 @@ fn finish(
         elapsed_s: elapsed.as_secs_f64(),
         packets,
         dbn: None,
+        dbn_out_records: None,
         no_messages,
         error,
     };

@@ -318,9 +318,10 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         path: opts.bbo_out.clone().unwrap_or_default(),
         source,
     })?;
-    if let Some(out) = dbn {
-        out.finish()?;
-    }
+    let dbn_out_records = match dbn {
+        Some(out) => Some(out.finish()?),
+        None => None,
+    };
     if let Some(sample) = sample {
         sample.finish()?;
     }
@@ -346,6 +347,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         elapsed_s,
         packets,
         dbn: None,
+        dbn_out_records,
         no_messages,
         error,
     };

@@ -166,6 +166,8 @@ pub struct ReplaySummary {
     pub packets: Option<PacketCounts>,
     /// For DBN inputs (`messages` then counts MBO records, and `by_type` stays empty).
     pub dbn: Option<DbnCounts>,
+    /// Records written by `--dbn-out` (`None` without it).
+    pub dbn_out_records: Option<u64>,
     /// Why no message was delivered, when the input held feed data but none to deliver (a
     /// session of heartbeats only): an honest empty result, not a failure. An input with no
     /// feed data at all is an `error` ([`ReplayFault::NoFeedData`]) instead.
@@ -297,6 +299,12 @@ impl ReplaySummary {
         }
         if let Some(d) = &self.dbn {
             d.json(&mut j);
+        }
+        match self.dbn_out_records {
+            Some(n) => {
+                let _ = write!(j, "\"dbn_out_records\":{n},");
+            }
+            None => j.push_str("\"dbn_out_records\":null,"),
         }
         match &self.no_messages {
             Some(why) => {

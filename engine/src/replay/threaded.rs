@@ -514,6 +514,7 @@ fn replay_partitioned(
         no_messages,
         error,
         dbn: None,
+        dbn_out_records: None,
     };
     if let Some(path) = &opts.summary_json {
         write_summary(path, &summary.to_json()).map_err(|source| ReplayError::Output {
