@@ -142,6 +142,15 @@ fn below_top<const N: usize>(levels: &[BidAskPair; N], side: Side, price: Price)
     }
 }
 
+/// The top `N` levels of both sides of `locate`'s book, as DBN writes them (an empty level
+/// is `UNDEF_PRICE`, 0, 0): what a sampled MBP row holds.
+pub(crate) fn levels<const N: usize>(books: &Books, locate: Locate) -> [BidAskPair; N] {
+    let mut out = [EMPTY; N];
+    refresh_side(&mut out, books, locate, Side::Bid);
+    refresh_side(&mut out, books, locate, Side::Ask);
+    out
+}
+
 /// Re-reads the top `N` levels of one side of `locate`'s book into `levels`; true if any
 /// changed.
 fn refresh_side<const N: usize>(
