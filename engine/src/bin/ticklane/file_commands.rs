@@ -9,6 +9,7 @@ use clap::Args;
 use ticklane_engine::book::BookConfig;
 use ticklane_engine::config::RunConfig;
 use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, SessionDate};
+use ticklane_engine::parquet_out::{ParquetOutOptions, ParquetSchema};
 use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
 use ticklane_engine::replay::{
     replay_file, replay_file_threaded, replay_paced, ReplayExit, ReplayOptions, ReplaySummary,
@@ -48,6 +49,7 @@ pub struct CapacityArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("dated_output").multiple(true)))]
 pub struct ReplayArgs {
     /// The input file; its format is detected from its first bytes.
     file: PathBuf,
@@ -62,15 +64,22 @@ pub struct ReplayArgs {
     depth: usize,
     /// Write the replay as Databento DBN here (zstd when the name ends in `.zst`; not with
     /// --pace).
-    #[arg(long, conflicts_with = "pace")]
+    #[arg(long, conflicts_with = "pace", group = "dated_output")]
     dbn_out: Option<PathBuf>,
     /// The DBN schema: mbo, mbp-1, mbp-10, tbbo or trades.
     #[arg(long, default_value = "mbo", requires = "dbn_out")]
     schema: DbnSchema,
-    /// The session date (YYYY-MM-DD) for DBN's UTC timestamps; else read from the file name
-    /// (MMDDYYYY or YYYYMMDD).
-    #[arg(long, requires = "dbn_out")]
+    /// The session date (YYYY-MM-DD) for DBN's UTC timestamps (--dbn-out, --parquet-out with
+    /// mbp-10); else read from the file name (MMDDYYYY or YYYYMMDD).
+    #[arg(long, requires = "dated_output")]
     date: Option<SessionDate>,
+    /// Write the replay as Parquet here (zstd, provenance in the footer; not with --pace or
+    /// --threads above 1, nor from a DBN input).
+    #[arg(long, conflicts_with = "pace", group = "dated_output")]
+    parquet_out: Option<PathBuf>,
+    /// The Parquet view: bbo (the --bbo-out rows, typed) or mbp-10 (DBN's MBP-10 records).
+    #[arg(long, default_value = "bbo", requires = "parquet_out")]
+    parquet_schema: ParquetSchema,
     /// Write the summary as one JSON object here.
     #[arg(long)]
     summary_json: Option<PathBuf>,
@@ -86,9 +95,9 @@ pub struct ReplayArgs {
     #[arg(long)]
     pace: Option<Pace>,
     /// Spread the stocks over this many book threads (1 = one thread, today's path); the
-    /// outputs are those of one thread. Not with --pace or --dbn-out (one thread writes DBN);
+    /// outputs are those of one thread. Not with --pace, --dbn-out or --parquet-out (one thread writes those);
     /// a DBN input replays on one thread.
-    #[arg(long, default_value_t = 1, conflicts_with_all = ["pace", "dbn_out"],
+    #[arg(long, default_value_t = 1, conflicts_with_all = ["pace", "dbn_out", "parquet_out"],
           value_parser = clap::value_parser!(u8).range(1..))]
     threads: u8,
     /// With --pace: publish the books into this memory-mapped snapshot file.
@@ -161,6 +170,18 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
                 date: match args.date {
                     Some(date) => date,
                     None => SessionDate::from_file_name(&args.file)?,
+                },
+            }),
+        },
+        parquet_out: match &args.parquet_out {
+            None => None,
+            Some(path) => Some(ParquetOutOptions {
+                path: path.clone(),
+                schema: args.parquet_schema,
+                date: match (args.parquet_schema, args.date) {
+                    (ParquetSchema::Bbo, _) => None,
+                    (ParquetSchema::Mbp10, Some(date)) => Some(date),
+                    (ParquetSchema::Mbp10, None) => Some(SessionDate::from_file_name(&args.file)?),
                 },
             }),
         },
