@@ -173,7 +173,7 @@ fn bbo_parquet_reads_back_with_pyarrow_and_equals_the_csv() {
         .nth(1)
         .expect("a summary key");
     let file_summary = fs::read_to_string(&summary).expect("read summary");
-    let escaped = format!("{:?}", file_summary.trim_end());
+    let escaped = format!("{file_summary:?}");
     assert!(
         footer_summary.starts_with(&escaped),
         "footer summary {footer_summary} is {escaped}"
