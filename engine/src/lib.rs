@@ -12,7 +12,7 @@
 //! | 1 | `ring`, `seqlock` | the SPSC ring and the seqlock slot protocol |
 //! | 2 | `book` | L3 books, their L2 view, and the per-message apply step |
 //! | 3 | `csv`, `dbn_out` | the CSV writers of the contracts (top-of-book stream, depth); DBN output in Databento's five book and trade schemas |
-//! | 4 | `snapshot`, `publish`, `sample` | the mmap snapshot; the trait the book stage publishes through; depth sampled at interval boundaries (`--sample`), written through the CSV and DBN writers |
+//! | 4 | `snapshot`, `publish`, `sample`, `parquet_out` | the mmap snapshot; the trait the book stage publishes through; depth sampled at interval boundaries (`--sample`), written through the CSV and DBN writers; Parquet output (top of book, MBP-10) with provenance |
 //! | 5 | `overload`, `serve_guard` | sojourn detection, shedding publisher, subscriber fan-out; the subscriber server's admission policy (reconnect-storm defences) and its stampede-free cache |
 //! | 6 | `pipeline` | threads, ring, sources (capture, MoldUDP64, SoupBinTCP), the book stage |
 //! | 7 | `config` | the run configuration file |
@@ -57,6 +57,8 @@ pub mod csv;
 #[cfg(not(loom))]
 pub mod dbn_out;
 // Floor 4
+#[cfg(not(loom))]
+pub mod parquet_out;
 #[cfg(not(loom))]
 pub mod publish;
 #[cfg(not(loom))]

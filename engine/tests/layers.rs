@@ -26,6 +26,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("snapshot", 4),
     ("publish", 4),
     ("sample", 4),
+    ("parquet_out", 4),
     ("overload", 5),
     ("serve_guard", 5),
     ("pipeline", 6),

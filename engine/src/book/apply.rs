@@ -215,6 +215,12 @@ impl<S: BboSink> Applier<S> {
         self.bbo.as_ref().map_or(0, |b| b.rows)
     }
 
+    /// The books and the top-of-book sink, not finished: for a caller whose sink needs
+    /// more than [`BboSink::finish`] takes (a Parquet footer written after the summary).
+    pub fn into_parts(self) -> (Books, Option<S>) {
+        (self.books, self.bbo.map(|b| b.sink))
+    }
+
     /// Flushes the top-of-book stream, if any, and gives back the books.
     ///
     /// # Errors

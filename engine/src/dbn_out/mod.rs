@@ -183,6 +183,16 @@ impl Stamp {
     }
 }
 
+/// The records of a replay, for a writer of another format ([`DbnOut::into_records`]).
+pub struct SpooledRecords {
+    /// Locate → ticker, from the stock directory (the last `R` for a locate wins).
+    pub symbols: BTreeMap<u16, String>,
+    /// The temporary file holding the records; the caller removes it.
+    pub temp: PathBuf,
+    /// That file, rewound: DBN records without metadata.
+    pub file: std::fs::File,
+}
+
 /// The DBN writer of one replay.
 pub struct DbnOut {
     opts: DbnOutOptions,
@@ -319,6 +329,22 @@ impl DbnOut {
     /// Records written so far.
     pub fn records(&self) -> u64 {
         self.spool.count()
+    }
+
+    /// Hands over the records instead of writing a DBN file, for a writer of another
+    /// format: the locate → ticker map, the temporary holding the records (DBN, no
+    /// metadata; the caller removes it) and that file, rewound.
+    ///
+    /// # Errors
+    ///
+    /// If the temporary cannot be flushed or rewound.
+    pub fn into_records(self) -> Result<SpooledRecords, DbnOutError> {
+        let (temp, file) = self.spool.into_records()?;
+        Ok(SpooledRecords {
+            symbols: self.symbols,
+            temp,
+            file,
+        })
     }
 
     /// Writes the file: metadata, then the records. Returns the records written.

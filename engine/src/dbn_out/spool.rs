@@ -84,6 +84,27 @@ impl Spool {
         self.count
     }
 
+    /// The records pushed, to be read back from the start (by a writer of another format),
+    /// and the temporary's path, which the caller removes when done.
+    ///
+    /// # Errors
+    ///
+    /// If the temporary cannot be flushed or rewound.
+    pub fn into_records(self) -> Result<(PathBuf, File), DbnOutError> {
+        let Spool {
+            temp, mut records, ..
+        } = self;
+        let io_at = |source| DbnOutError::Io {
+            path: temp.clone(),
+            source,
+        };
+        let mut file = records.get_ref().get_ref().try_clone().map_err(io_at)?;
+        records.get_mut().flush().map_err(io_at)?;
+        drop(records);
+        io::Seek::rewind(&mut file).map_err(io_at)?;
+        Ok((temp, file))
+    }
+
     /// Writes `metadata` and then every record to the output, and removes the temporary.
     ///
     /// # Errors

@@ -2,6 +2,7 @@
 //! pipeline and snapshot to a captured input: the outputs the contracts name, the top-of-book
 //! stream, the final depth and the summary.
 
+mod bbo_outputs;
 mod dbn_input;
 mod fault;
 mod paced;

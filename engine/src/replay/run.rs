@@ -7,12 +7,16 @@ use std::time::Instant;
 
 use ticklane_feed::capture::{CaptureReader, InputFormat, NoMessages, ReadOptions};
 
+use super::bbo_outputs::BboOutputs;
 use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{Applier, ApplyError, BookConfig};
 use crate::csv::{write_book_csv_filtered, ThreadedBboSink};
-use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions};
+use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions, DbnSchema};
 use crate::output_filter::OutputFilter;
+use crate::parquet_out::{
+    write_mbp10, BboParquet, ParquetOutError, ParquetOutOptions, ParquetSchema, Provenance,
+};
 use crate::sample::{SampleError, SampleOptions, Sampler};
 use crate::snapshot::SnapshotError;
 
@@ -42,6 +46,8 @@ pub struct ReplayOptions {
     /// Which rows every output writes (`--symbols`, `--between`); the books still apply
     /// every message.
     pub filter: OutputFilter,
+    /// Where the Parquet output goes, in which view, if anywhere.
+    pub parquet_out: Option<ParquetOutOptions>,
 }
 
 /// Why a replay could not start or finish its outputs (input errors are in the summary, as a
@@ -74,6 +80,9 @@ pub enum ReplayError {
     /// An option this input or path does not support.
     #[error("{0}")]
     Unsupported(&'static str),
+    /// The Parquet output could not be written.
+    #[error("--parquet-out: {0}")]
+    Parquet(#[from] ParquetOutError),
     /// The replay failed, and the `--summary-json` that should carry the failure could not
     /// be written either.
     #[error("{error}; the summary could not be written either: {}: {source}", path.display())]
@@ -205,6 +214,11 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                 "--sample, --symbols and --between read ITCH inputs (not DBN)",
             ));
         }
+        if let Some(p) = &opts.parquet_out {
+            return Err(ReplayError::Parquet(ParquetOutError::NotFromDbnInput {
+                path: p.path.clone(),
+            }));
+        }
         return super::dbn_input::replay_dbn(opts, format);
     }
     let started = Instant::now();
@@ -214,7 +228,18 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             recover_lengths: opts.recover_lengths,
         },
     )?;
-    let bbo = match &opts.bbo_out {
+    if opts.parquet_out.is_some() && !opts.filter.keeps_all() {
+        return Err(ReplayError::Unsupported(
+            "--parquet-out writes every row: not with --symbols or --between yet",
+        ));
+    }
+    // Read before the replay (the page cache then serves the replay's own read).
+    let provenance = opts
+        .parquet_out
+        .as_ref()
+        .map(|_| Provenance::of_input(&opts.input))
+        .transpose()?;
+    let csv = match &opts.bbo_out {
         Some(path) => Some(
             ThreadedBboSink::spawn_filtered(output(path)?, opts.filter.clone()).map_err(
                 |source| ReplayError::Output {
@@ -225,12 +250,32 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         ),
         None => None,
     };
+    let parquet_bbo = match &opts.parquet_out {
+        Some(p) if p.schema == ParquetSchema::Bbo => Some(BboParquet::create(&p.path)?),
+        _ => None,
+    };
+    let bbo = BboOutputs {
+        csv,
+        parquet: parquet_bbo,
+    };
+    let bbo = bbo.any().then_some(bbo);
     let mut applier = Applier::new(opts.books, bbo).map_err(ReplayError::Books)?;
     let mut dbn = opts
         .dbn_out
         .clone()
         .map(|o| DbnOut::create(o).map(|out| out.with_filter(opts.filter.clone())))
         .transpose()?;
+    // MBP-10 in Parquet is the DBN writer's MBP-10 records, spooled beside the output.
+    let mut mbp = match &opts.parquet_out {
+        Some(p) if p.schema == ParquetSchema::Mbp10 => Some(DbnOut::create(DbnOutOptions {
+            path: p.path.clone(),
+            schema: DbnSchema::Mbp10,
+            date: p.date.ok_or_else(|| ParquetOutError::NoDate {
+                path: p.path.clone(),
+            })?,
+        })?),
+        _ => None,
+    };
     let mut sample = opts
         .sample
         .as_ref()
@@ -254,36 +299,38 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         // (and for a copy of it, so the reader can say whether a loss was declared before it).
         // `--sample` sees the books before each message too (a boundary is the state just
         // before the first message at or past it).
-        let step = match (&mut dbn, &mut sample) {
-            (None, None) => applier.step(index, raw.bytes),
-            (None, Some(s)) => applier.step_with(index, raw.bytes, |books, m| {
-                s.before(index, books, m.timestamp())
-            }),
-            // A file of ITCH messages cannot declare a loss; only a capture's sequencer can.
-            (Some(out), s) if !can_lose => applier.step_with(index, raw.bytes, |books, m| {
-                if let Some(s) = s {
-                    s.before(index, books, m.timestamp());
-                }
-                out.before(books, m)
-            }),
-            (Some(out), s) => {
+        let step = if dbn.is_none() && mbp.is_none() && sample.is_none() {
+            applier.step(index, raw.bytes)
+        } else {
+            // A file of ITCH messages cannot declare a loss; only a capture's sequencer can
+            // (a copy of the message lets the reader be asked whether it did).
+            let bytes: &[u8] = if can_lose && (dbn.is_some() || mbp.is_some()) {
                 dbn_message.clear();
                 dbn_message.extend_from_slice(raw.bytes);
                 if reader.stats().gaps > 0 {
-                    out.mark_maybe_bad_book();
-                }
-                applier.step_with(index, &dbn_message, |books, m| {
-                    if let Some(s) = s {
-                        s.before(index, books, m.timestamp());
+                    for out in [&mut dbn, &mut mbp].into_iter().flatten() {
+                        out.mark_maybe_bad_book();
                     }
-                    out.before(books, m)
-                })
-            }
+                }
+                &dbn_message
+            } else {
+                raw.bytes
+            };
+            applier.step_with(index, bytes, |books, m| {
+                if let Some(s) = &mut sample {
+                    s.before(index, books, m.timestamp());
+                }
+                for out in [&mut dbn, &mut mbp].into_iter().flatten() {
+                    out.before(books, m);
+                }
+            })
         };
         match step {
             Ok(applied) => {
-                if let (Some(out), Some(message)) = (&mut dbn, &applied.message) {
-                    out.after(index, message, applied.changed, applier.books())?;
+                if let Some(message) = &applied.message {
+                    for out in [&mut dbn, &mut mbp].into_iter().flatten() {
+                        out.after(index, message, applied.changed, applier.books())?;
+                    }
                 }
             }
             Err(ApplyError::Decode(e)) => {
@@ -314,10 +361,15 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
     let unknown_types = applier.unknown_types();
     let by_type = *applier.by_type();
     let bbo_rows = applier.bbo_rows();
-    let books = applier.finish().map_err(|source| ReplayError::Output {
-        path: opts.bbo_out.clone().unwrap_or_default(),
-        source,
-    })?;
+    let (books, bbo) = applier.into_parts();
+    let parquet_bbo = bbo
+        .map(BboOutputs::finish_csv)
+        .transpose()
+        .map_err(|source| ReplayError::Output {
+            path: opts.bbo_out.clone().unwrap_or_default(),
+            source,
+        })?
+        .flatten();
     let dbn_out_records = match dbn {
         Some(out) => Some(out.finish()?),
         None => None,
@@ -351,6 +403,14 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         no_messages,
         error,
     };
+    if let (Some(p), Some(provenance)) = (&opts.parquet_out, &provenance) {
+        let footer = provenance.footer(p.schema.name(), &summary.to_json());
+        if let Some(out) = parquet_bbo {
+            out.close(footer)?;
+        } else if let Some(out) = mbp {
+            write_mbp10(out.into_records()?, &p.path, footer)?;
+        }
+    }
     if let Some(path) = &opts.summary_json {
         write_summary(path, &summary.to_json()).map_err(|source| ReplayError::Output {
             path: path.clone(),

@@ -10,6 +10,7 @@ use ticklane_engine::book::{BookConfig, Books};
 use ticklane_engine::config::RunConfig;
 use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, SessionDate};
 use ticklane_engine::output_filter::OutputFilter;
+use ticklane_engine::parquet_out::{ParquetOutOptions, ParquetSchema};
 use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
 use ticklane_engine::replay::{
     replay_file, replay_file_threaded, replay_paced, ReplayExit, ReplayOptions, ReplaySummary,
@@ -95,6 +96,13 @@ pub struct ReplayArgs {
     #[arg(long, default_value = "", conflicts_with = "pace",
           value_parser = super::arg_values::between)]
     between: String,
+    /// Write the replay as Parquet here (zstd, provenance in the footer; not with --pace or
+    /// --threads above 1, nor from a DBN input).
+    #[arg(long, conflicts_with = "pace")]
+    parquet_out: Option<PathBuf>,
+    /// The Parquet view: bbo (the --bbo-out rows, typed) or mbp-10 (DBN's MBP-10 records).
+    #[arg(long, default_value = "bbo", requires = "parquet_out")]
+    parquet_schema: ParquetSchema,
     /// Write the summary as one JSON object here.
     #[arg(long)]
     summary_json: Option<PathBuf>,
@@ -110,10 +118,10 @@ pub struct ReplayArgs {
     #[arg(long)]
     pace: Option<Pace>,
     /// Spread the stocks over this many book threads (1 = one thread, today's path); the
-    /// outputs are those of one thread. Not with --pace or --dbn-out (one thread writes DBN);
+    /// outputs are those of one thread. Not with --pace, --dbn-out or --parquet-out (one thread writes those);
     /// a DBN input replays on one thread.
     #[arg(long, default_value_t = 1,
-          conflicts_with_all = ["pace", "dbn_out", "sample", "symbols", "between"],
+          conflicts_with_all = ["pace", "dbn_out", "sample", "symbols", "between", "parquet_out"],
           value_parser = clap::value_parser!(u8).range(1..))]
     threads: u8,
     /// With --pace: publish the books into this memory-mapped snapshot file.
@@ -209,6 +217,18 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
             _ => None,
         },
         filter: filter.clone(),
+        parquet_out: match &args.parquet_out {
+            None => None,
+            Some(path) => Some(ParquetOutOptions {
+                path: path.clone(),
+                schema: args.parquet_schema,
+                date: match (args.parquet_schema, args.date) {
+                    (ParquetSchema::Bbo, _) => None,
+                    (ParquetSchema::Mbp10, Some(date)) => Some(date),
+                    (ParquetSchema::Mbp10, None) => Some(SessionDate::from_file_name(&args.file)?),
+                },
+            }),
+        },
     };
     let summary = match args.pace {
         None if args.threads > 1 => replay_file_threaded(&opts, usize::from(args.threads))?.summary,
