@@ -92,17 +92,22 @@ impl Spool {
     /// If the temporary cannot be flushed or rewound.
     pub fn into_records(self) -> Result<(PathBuf, File), DbnOutError> {
         let Spool {
-            temp, mut records, ..
+            mut temp,
+            mut records,
+            ..
         } = self;
+        let path = temp.path().to_path_buf();
         let io_at = |source| DbnOutError::Io {
-            path: temp.clone(),
+            path: path.clone(),
             source,
         };
         let mut file = records.get_ref().get_ref().try_clone().map_err(io_at)?;
         records.get_mut().flush().map_err(io_at)?;
         drop(records);
         io::Seek::rewind(&mut file).map_err(io_at)?;
-        Ok((temp, file))
+        // From here the caller removes it (on an error above, the drop did).
+        temp.0 = None;
+        Ok((path, file))
     }
 
     /// Writes `metadata` and then every record to the output, and removes the temporary.
