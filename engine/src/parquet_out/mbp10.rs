@@ -187,10 +187,7 @@ pub fn write_mbp10(
             source,
         })
     };
-    loop {
-        let Some(record) = decoder.decode_record::<Mbp10Msg>().map_err(dbn_error)? else {
-            break;
-        };
+    while let Some(record) = decoder.decode_record::<Mbp10Msg>().map_err(dbn_error)? {
         let symbol = u16::try_from(record.hd.instrument_id)
             .ok()
             .and_then(|l| symbols.get(&l))

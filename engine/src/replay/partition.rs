@@ -55,7 +55,7 @@ impl LocatePartition {
         LocatePartition { owner, threads }
     }
 
-    /// Weighs the locates over the first [`WINDOW`] messages `reader` yields, then places
+    /// Weighs the locates over the first `WINDOW` (2,097,152) messages `reader` yields, then places
     /// them as [`LocatePartition::balanced`] does. A read error ends the window early: the
     /// replay itself meets the same error and reports it.
     pub fn weighed(mut reader: CaptureReader, threads: usize) -> Self {

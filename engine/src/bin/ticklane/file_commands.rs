@@ -91,7 +91,7 @@ pub struct ReplayArgs {
     #[arg(long, default_value = "", conflicts_with = "pace",
           value_parser = super::arg_values::symbols)]
     symbols: String,
-    /// Write only rows stamped in this window of ITCH time (New York), HH:MM[:SS]-HH:MM[:SS],
+    /// Write only rows stamped in this window of ITCH time (New York), HH:MM-HH:MM or HH:MM:SS-HH:MM:SS,
     /// start included, end excluded; --book-out is unaffected.
     #[arg(long, default_value = "", conflicts_with = "pace",
           value_parser = super::arg_values::between)]
