@@ -9,7 +9,9 @@ use std::time::Instant;
 use ticklane_feed::capture::{detect, DbnItem, DbnMboReader, InputFormat};
 
 use super::fault::ReplayFault;
-use super::run::{output, write_summary, ReplayError, ReplayOptions, ReplayOutcome};
+use super::run::{
+    output, write_output_file, write_summary_json, ReplayError, ReplayOptions, ReplayOutcome,
+};
 use super::summary::{DbnCounts, ReplaySummary};
 use crate::book::{MboApplier, TypeCounts};
 use crate::csv::{write_book_csv, ThreadedBboSink};
@@ -82,14 +84,9 @@ pub(super) fn replay_dbn(
     let bbo_rows = mbo.bbo_rows();
     let books = mbo.finish().map_err(bbo_error)?;
     let elapsed_s = started.elapsed().as_secs_f64();
-    if let Some(path) = &opts.book_out {
-        write_book_csv(&books, opts.depth, output(path)?).map_err(|source| {
-            ReplayError::Output {
-                path: path.clone(),
-                source,
-            }
-        })?;
-    }
+    write_output_file(opts.book_out.as_ref(), |out| {
+        write_book_csv(&books, opts.depth, out)
+    })?;
     let summary = ReplaySummary {
         input: opts.input.display().to_string(),
         format: Some(format),
@@ -107,11 +104,6 @@ pub(super) fn replay_dbn(
         no_messages: None,
         error,
     };
-    if let Some(path) = &opts.summary_json {
-        write_summary(path, &summary.to_json()).map_err(|source| ReplayError::Output {
-            path: path.clone(),
-            source,
-        })?;
-    }
+    write_summary_json(opts, &summary)?;
     Ok(ReplayOutcome { summary, books })
 }

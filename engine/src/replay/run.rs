@@ -143,6 +143,34 @@ pub(super) fn output(path: &Path) -> Result<BufWriter<File>, ReplayError> {
         })
 }
 
+/// Writes the output file at `path`, if one was asked for, with `write`, and flushes it (a
+/// buffer dropped unflushed would lose the last write's error); an error names the file.
+pub(super) fn write_output_file(
+    path: Option<&PathBuf>,
+    write: impl FnOnce(BufWriter<File>) -> io::Result<BufWriter<File>>,
+) -> Result<(), ReplayError> {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    write(output(path)?)
+        .and_then(|mut out| out.flush())
+        .map_err(|source| ReplayError::Output {
+            path: path.clone(),
+            source,
+        })
+}
+
+/// Writes `summary` as JSON where `opts.summary_json` says, if anywhere.
+pub(super) fn write_summary_json(
+    opts: &ReplayOptions,
+    summary: &ReplaySummary,
+) -> Result<(), ReplayError> {
+    write_output_file(opts.summary_json.as_ref(), |mut out| {
+        out.write_all(summary.to_json().as_bytes())?;
+        Ok(out)
+    })
+}
+
 /// Overwrites the terminal's progress line: how far through the input, how fast.
 #[cold]
 pub(super) fn progress_line(reader: &CaptureReader, index: u64, started: Instant) {
@@ -378,14 +406,9 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         sample.finish()?;
     }
     let elapsed_s = started.elapsed().as_secs_f64();
-    if let Some(path) = &opts.book_out {
-        write_book_csv_filtered(&books, opts.depth, &opts.filter, output(path)?).map_err(
-            |source| ReplayError::Output {
-                path: path.clone(),
-                source,
-            },
-        )?;
-    }
+    write_output_file(opts.book_out.as_ref(), |out| {
+        write_book_csv_filtered(&books, opts.depth, &opts.filter, out)
+    })?;
     let summary = ReplaySummary {
         input: opts.input.display().to_string(),
         format: Some(format),
@@ -411,11 +434,6 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             write_mbp10(out.into_records()?, &p.path, footer)?;
         }
     }
-    if let Some(path) = &opts.summary_json {
-        write_summary(path, &summary.to_json()).map_err(|source| ReplayError::Output {
-            path: path.clone(),
-            source,
-        })?;
-    }
+    write_summary_json(opts, &summary)?;
     Ok(ReplayOutcome { summary, books })
 }

@@ -36,8 +36,8 @@ use ticklane_feed::itch::{self, DecodeError};
 use super::fault::ReplayFault;
 use super::partition::{locate_of, LocatePartition};
 use super::run::{
-    end_of_input, output, progress_line, with_failure_summary, write_summary, ReplayError,
-    ReplayOptions, PROGRESS_EVERY,
+    end_of_input, output, progress_line, with_failure_summary, write_output_file,
+    write_summary_json, ReplayError, ReplayOptions, PROGRESS_EVERY,
 };
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{Applier, BboRow, BboSink, BookConfig, BookCounters, Books, TypeCounts};
@@ -491,14 +491,9 @@ fn replay_partitioned(
     let messages = parts.iter().map(|p| p.messages).sum::<u64>() + unknown_types;
     let books: Vec<Books> = parts.into_iter().map(|p| p.books).collect();
     let elapsed_s = started.elapsed().as_secs_f64();
-    if let Some(path) = &opts.book_out {
-        write_partitioned_book_csv(&books, opts.depth, output(path)?).map_err(|source| {
-            ReplayError::Output {
-                path: path.clone(),
-                source,
-            }
-        })?;
-    }
+    write_output_file(opts.book_out.as_ref(), |out| {
+        write_partitioned_book_csv(&books, opts.depth, out)
+    })?;
     let summary = ReplaySummary {
         input: opts.input.display().to_string(),
         format: Some(format),
@@ -516,12 +511,7 @@ fn replay_partitioned(
         dbn: None,
         dbn_out_records: None,
     };
-    if let Some(path) = &opts.summary_json {
-        write_summary(path, &summary.to_json()).map_err(|source| ReplayError::Output {
-            path: path.clone(),
-            source,
-        })?;
-    }
+    write_summary_json(opts, &summary)?;
     Ok(PartitionedOutcome { summary, books })
 }
 
