@@ -353,32 +353,47 @@ impl DbnOut {
     ///
     /// If the output cannot be written.
     pub fn finish(self) -> Result<u64, DbnOutError> {
-        let date = self.opts.date.date();
-        let next_day = date.next_day().unwrap_or(date);
-        let mappings = self
-            .symbols
-            .iter()
-            .map(|(locate, ticker)| SymbolMapping {
-                raw_symbol: ticker.clone(),
-                intervals: vec![MappingInterval {
-                    start_date: date,
-                    end_date: next_day,
-                    symbol: locate.to_string(),
-                }],
-            })
-            .collect();
-        let metadata = Metadata::builder()
-            .dataset(DATASET)
-            .schema(Some(self.opts.schema.dbn()))
-            .start(self.midnight_ns)
-            .end(NonZeroU64::new(
-                self.last_ts_event.max(self.midnight_ns) + 1,
-            ))
-            .stype_in(Some(SType::RawSymbol))
-            .stype_out(SType::InstrumentId)
-            .symbols(self.symbols.values().cloned().collect())
-            .mappings(mappings)
-            .build();
+        let metadata = session_metadata(
+            self.opts.schema.dbn(),
+            self.opts.date,
+            self.last_ts_event,
+            &self.symbols,
+        );
         self.spool.finish(&metadata)
     }
+}
+
+/// The metadata of a file of one session's records: dataset XNAS.ITCH, `schema`, from the
+/// session's midnight to just after `last_ts_event`, and each ticker mapped to its locate
+/// (the records' `instrument_id`) for the session date.
+pub(crate) fn session_metadata(
+    schema: dbn::Schema,
+    session: SessionDate,
+    last_ts_event: u64,
+    symbols: &BTreeMap<u16, String>,
+) -> Metadata {
+    let date = session.date();
+    let next_day = date.next_day().unwrap_or(date);
+    let midnight_ns = session.midnight_utc_ns();
+    let mappings = symbols
+        .iter()
+        .map(|(locate, ticker)| SymbolMapping {
+            raw_symbol: ticker.clone(),
+            intervals: vec![MappingInterval {
+                start_date: date,
+                end_date: next_day,
+                symbol: locate.to_string(),
+            }],
+        })
+        .collect();
+    Metadata::builder()
+        .dataset(DATASET)
+        .schema(Some(schema))
+        .start(midnight_ns)
+        .end(NonZeroU64::new(last_ts_event.max(midnight_ns) + 1))
+        .stype_in(Some(SType::RawSymbol))
+        .stype_out(SType::InstrumentId)
+        .symbols(symbols.values().cloned().collect())
+        .mappings(mappings)
+        .build()
 }

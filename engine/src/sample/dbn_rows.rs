@@ -8,18 +8,14 @@
 //! levels past `--sample-depth` empty.
 
 use std::collections::BTreeMap;
-use std::num::NonZeroU64;
 
-use dbn::{
-    rtype, MappingInterval, Mbp10Msg, Metadata, RecordHeader, SType, Schema, SymbolMapping,
-    UNDEF_PRICE,
-};
+use dbn::{rtype, Mbp10Msg, RecordHeader, Schema, UNDEF_PRICE};
 use ticklane_feed::itch::{Locate, Nanos};
 
 use super::{SampleError, SampleOptions, DBN_LEVELS};
 use crate::book::Books;
 use crate::dbn_out::mbp::levels;
-use crate::dbn_out::{DbnOutError, Spool, DATASET, PUBLISHER_ID};
+use crate::dbn_out::{session_metadata, DbnOutError, Spool, PUBLISHER_ID};
 
 /// Databento's "no action / no side" letter.
 const NONE: std::ffi::c_char = b'N' as std::ffi::c_char;
@@ -116,32 +112,8 @@ impl DbnRows {
     ///
     /// If the output cannot be written.
     pub fn finish(self) -> Result<u64, SampleError> {
-        let date = self.date.date();
-        let next_day = date.next_day().unwrap_or(date);
-        let mappings = self
-            .symbols
-            .iter()
-            .map(|(locate, ticker)| SymbolMapping {
-                raw_symbol: ticker.clone(),
-                intervals: vec![MappingInterval {
-                    start_date: date,
-                    end_date: next_day,
-                    symbol: locate.to_string(),
-                }],
-            })
-            .collect();
-        let metadata = Metadata::builder()
-            .dataset(DATASET)
-            .schema(Some(Schema::Mbp10))
-            .start(self.midnight_ns)
-            .end(NonZeroU64::new(
-                self.last_ts_event.max(self.midnight_ns) + 1,
-            ))
-            .stype_in(Some(SType::RawSymbol))
-            .stype_out(SType::InstrumentId)
-            .symbols(self.symbols.values().cloned().collect())
-            .mappings(mappings)
-            .build();
+        let metadata =
+            session_metadata(Schema::Mbp10, self.date, self.last_ts_event, &self.symbols);
         Ok(self.spool.finish(&metadata)?)
     }
 }
