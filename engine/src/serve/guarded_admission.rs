@@ -228,35 +228,15 @@ mod tests {
         a
     }
 
-    fn open_limit() -> StageLimit {
-        StageLimit {
-            per_second: 1_000_000,
-            burst: 1_000_000,
-            max_in_flight: u32::MAX,
-        }
-    }
-
     /// Everything open except what a test narrows.
     fn open_config() -> AdmissionConfig {
-        let lots = PeerLimits {
-            max_open: u32::MAX,
-            max_attempts: u32::MAX,
-            window_ns: S,
-        };
         AdmissionConfig {
-            connect: open_limit(),
-            handshake: open_limit(),
-            login: open_limit(),
-            subscribe: open_limit(),
-            symbol_list: open_limit(),
-            per_ip: lots,
-            per_account: lots,
             table_slots: 256,
             retry_after: RetryAfter {
                 min_ms: 1_000,
                 max_ms: 3_000,
             },
-            ..AdmissionConfig::default()
+            ..AdmissionConfig::wide_open(S)
         }
     }
 
@@ -303,7 +283,7 @@ mod tests {
         let mut a = GuardedAdmission::new(AdmissionConfig {
             handshake: StageLimit {
                 max_in_flight: 2,
-                ..open_limit()
+                ..StageLimit::OPEN
             },
             per_ip: PeerLimits {
                 max_open: 3,

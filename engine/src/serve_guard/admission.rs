@@ -164,6 +164,40 @@ pub struct AdmissionConfig {
     pub seed: u64,
 }
 
+#[cfg(test)]
+impl StageLimit {
+    /// No limit a test would reach.
+    pub(crate) const OPEN: StageLimit = StageLimit {
+        per_second: 1_000_000,
+        burst: 1_000_000,
+        max_in_flight: u32::MAX,
+    };
+}
+
+#[cfg(test)]
+impl AdmissionConfig {
+    /// Everything open (per-peer windows of `window_ns`, 4,096 table slots), for tests that
+    /// narrow one limit at a time.
+    pub(crate) fn wide_open(window_ns: u64) -> AdmissionConfig {
+        let lots = PeerLimits {
+            max_open: u32::MAX,
+            max_attempts: u32::MAX,
+            window_ns,
+        };
+        AdmissionConfig {
+            connect: StageLimit::OPEN,
+            handshake: StageLimit::OPEN,
+            login: StageLimit::OPEN,
+            subscribe: StageLimit::OPEN,
+            symbol_list: StageLimit::OPEN,
+            per_ip: lots,
+            per_account: lots,
+            table_slots: 4_096,
+            ..AdmissionConfig::default()
+        }
+    }
+}
+
 impl Default for AdmissionConfig {
     /// 500 new connections a second (bursts of 100), 10,000 open; 16 connections and 30
     /// attempts per 10 s per IP; 4 sessions and 10 login attempts per 10 s per account; the
@@ -487,32 +521,9 @@ mod tests {
         Peer::new(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + n)))
     }
 
-    fn unlimited() -> StageLimit {
-        StageLimit {
-            per_second: 1_000_000,
-            burst: 1_000_000,
-            max_in_flight: u32::MAX,
-        }
-    }
-
     /// Everything open except what a test narrows.
     fn open_config() -> AdmissionConfig {
-        let lots = PeerLimits {
-            max_open: u32::MAX,
-            max_attempts: u32::MAX,
-            window_ns: S,
-        };
-        AdmissionConfig {
-            connect: unlimited(),
-            handshake: unlimited(),
-            login: unlimited(),
-            subscribe: unlimited(),
-            symbol_list: unlimited(),
-            per_ip: lots,
-            per_account: lots,
-            table_slots: 4_096,
-            ..AdmissionConfig::default()
-        }
+        AdmissionConfig::wide_open(S)
     }
 
     fn rejected(d: Decision) -> Rejection {
