@@ -4,6 +4,9 @@
 use std::process::ExitCode;
 
 use crate::config::ConfigError;
+use crate::dbn_out::SessionDateError;
+use crate::parquet_out::ParquetOutError;
+use crate::replay::ReplayError;
 
 /// How a `ticklane` command ended.
 ///
@@ -61,11 +64,20 @@ impl ExitStatus {
     }
 
     /// The status for an error that ended a command: [`ExitStatus::Usage`] when any error
-    /// in its chain is a [`ConfigError`], [`ExitStatus::Failure`] otherwise.
+    /// in its chain is a mistake in what was asked (a [`ConfigError`], a session date that
+    /// is missing or malformed, outputs or options that do not go together),
+    /// [`ExitStatus::Failure`] otherwise.
     pub fn of_error(error: &(dyn std::error::Error + 'static)) -> ExitStatus {
         let mut next = Some(error);
         while let Some(e) = next {
-            if e.is::<ConfigError>() {
+            let asked_wrong = e.is::<ConfigError>()
+                || e.is::<SessionDateError>()
+                || matches!(e.downcast_ref(), Some(ReplayError::Unsupported(_)))
+                || matches!(
+                    e.downcast_ref(),
+                    Some(ParquetOutError::NotFromDbnInput { .. } | ParquetOutError::NoDate { .. })
+                );
+            if asked_wrong {
                 return ExitStatus::Usage;
             }
             next = e.source();
@@ -123,5 +135,23 @@ mod tests {
         assert_eq!(ExitStatus::of_error(&wrapped), ExitStatus::Usage);
         let io = std::io::Error::other("socket");
         assert_eq!(ExitStatus::of_error(&io), ExitStatus::Failure);
+    }
+
+    #[test]
+    fn options_that_cannot_be_served_are_usage_not_failure() {
+        let no_date = crate::dbn_out::SessionDate::from_file_name(Path::new("day.itch50"))
+            .expect_err("no date in the name");
+        assert_eq!(ExitStatus::of_error(&no_date), ExitStatus::Usage);
+        let together = ReplayError::Unsupported("--parquet-out with --symbols");
+        assert_eq!(ExitStatus::of_error(&together), ExitStatus::Usage);
+        let parquet = ReplayError::Parquet(ParquetOutError::NoDate {
+            path: "x.parquet".into(),
+        });
+        assert_eq!(ExitStatus::of_error(&parquet), ExitStatus::Usage);
+        let written = ReplayError::Output {
+            path: "x.csv".into(),
+            source: std::io::Error::other("disk full"),
+        };
+        assert_eq!(ExitStatus::of_error(&written), ExitStatus::Failure);
     }
 }
