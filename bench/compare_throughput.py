@@ -13,9 +13,14 @@ every engine alike; the best round of each counts. Engines:
   ticklane   `ticklane replay FILE --bbo-out /dev/null` (full books + top-of-book stream)
   ticklane-Nt  the same with `--threads N`, for each N of `--threads` (default 2; 1 or
              `--threads ''` for none): its ratio below 1 is its speedup's inverse
+  ticklane-books  `ticklane replay FILE` with no output at all: the books alone
   ticklane-dbn-S  the same with `--dbn-out TMP/x.S.dbn --schema S`, for each schema S of
              `--dbn-schemas` (default all five; `''` for none): its ratio is what writing
              DBN costs (issue 12: never above 2, i.e. never halving throughput)
+  ticklane-pq-S  the same with `--parquet-out TMP/x.S.parquet --parquet-schema S`, for each
+             view S of `--parquet-schemas` (default bbo,mbp-10; `''` for none)
+  ticklane-sample-I  the same with `--sample I --sample-out TMP/x.I.csv`, for each interval I
+             of `--samples` (default 1s; `''` for none)
   itch-book  itch_book._core.Session(tables=["bbo"]): parse, full books for every symbol and
              the bbo table, fed 8 MiB chunks of the file; the table is drained after each
              chunk (what itch-book's own Feed does, without its reader thread and numpy
@@ -96,6 +101,11 @@ def drive_itchcpp(path: str) -> int:
 DRIVERS = {"itch-book": drive_itch_book, "itchcpp": drive_itchcpp}
 
 
+def listed(csv: str) -> list[str]:
+    """The non-empty items of a comma-separated option."""
+    return [t.strip() for t in csv.split(",") if t.strip()]
+
+
 def time_once(cmd: list[str]) -> tuple[float, str]:
     t0 = time.perf_counter()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -117,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated book-thread counts to time besides 1 (default: %(default)s)")
     ap.add_argument("--dbn-schemas", default="mbo,mbp-1,mbp-10,tbbo,trades",
                     help="comma-separated --dbn-out schemas to time (default: %(default)s)")
+    ap.add_argument("--parquet-schemas", default="bbo,mbp-10",
+                    help="comma-separated --parquet-out views to time (default: %(default)s)")
+    ap.add_argument("--samples", default="1s",
+                    help="comma-separated --sample intervals to time (default: %(default)s)")
     ap.add_argument("--driver", choices=sorted(DRIVERS), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.driver:
@@ -129,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"{a.file}: no ITCH messages")
     me = os.path.abspath(__file__)
     engines: list[tuple[str, list[str]]] = []
-    dbn_dir = None
+    out_dir = None
     if not a.skip_ticklane:
         if not os.access(a.ticklane, os.X_OK):
             raise SystemExit(f"{a.ticklane}: not an executable (build it, or pass --skip-ticklane)")
@@ -137,12 +151,21 @@ def main(argv: list[str] | None = None) -> int:
         for n in (int(t) for t in a.threads.split(",") if t.strip() and int(t) > 1):
             engines.append((f"ticklane-{n}t", [a.ticklane, "replay", a.file, "--bbo-out",
                                                "/dev/null", "--threads", str(n)]))
-        dbn_dir = tempfile.mkdtemp(prefix="ticklane-dbn-")
-        for schema in (t.strip() for t in a.dbn_schemas.split(",") if t.strip()):
+        engines.append(("ticklane-books", [a.ticklane, "replay", a.file, "-q"]))
+        out_dir = tempfile.mkdtemp(prefix="ticklane-out-")
+        base = [a.ticklane, "replay", a.file, "--bbo-out", "/dev/null"]
+        for schema in listed(a.dbn_schemas):
             engines.append((f"ticklane-dbn-{schema}",
-                            [a.ticklane, "replay", a.file, "--bbo-out", "/dev/null", "--dbn-out",
-                             os.path.join(dbn_dir, f"x.{schema}.dbn"), "--schema", schema,
-                             "--date", "2019-01-30"]))
+                            base + ["--dbn-out", os.path.join(out_dir, f"x.{schema}.dbn"),
+                                    "--schema", schema, "--date", "2019-01-30"]))
+        for view in listed(a.parquet_schemas):
+            engines.append((f"ticklane-pq-{view}",
+                            base + ["--parquet-out", os.path.join(out_dir, f"x.{view}.parquet"),
+                                    "--parquet-schema", view, "--date", "2019-01-30"]))
+        for interval in listed(a.samples):
+            engines.append((f"ticklane-sample-{interval}",
+                            base + ["--sample", interval,
+                                    "--sample-out", os.path.join(out_dir, f"x.{interval}.csv")]))
     for name in ("itch-book", "itchcpp"):
         engines.append((name, [sys.executable, me, "--driver", name, a.file]))
 
@@ -164,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         s = best[name]
         ratio = f"{s / base:.2f}x" if base else "-"
         print(f"{name:<20} {s:>8.3f} {messages / s:>12.0f}   {ratio}")
-    if dbn_dir:
-        shutil.rmtree(dbn_dir, ignore_errors=True)
+    if out_dir:
+        shutil.rmtree(out_dir, ignore_errors=True)
     return 0
 
 
