@@ -837,8 +837,8 @@ impl Generator {
 
 impl Generator {
     /// One message of a full day. Most are trading flow on a stock picked by activity, per
-    /// mille of that flow: adds 436, deletes 419, replaces 89, executions 28, cancels 17,
-    /// other types 11 (a stock with nothing to delete, cancel, execute or replace gets an add
+    /// mille of that flow: adds 436, deletes 425, replaces 92, executions 24 (sweeps make
+    /// more messages of them), cancels 15, other types 8 (a stock with nothing to delete, cancel, execute or replace gets an add
     /// instead). The rest steer the day's live orders along [`Generator::live_target`]: an
     /// order resting far from the touch while the count is below it (the morning), a delete
     /// of any live order while it is above (the close). That steering is about a tenth of the
@@ -863,10 +863,10 @@ impl Generator {
             let roll = self.rng.below(1_000);
             let m = match roll {
                 0..=435 => self.gen_add(stock),
-                436..=854 => self.gen_delete(stock),
-                855..=943 => self.gen_replace(stock),
-                944..=971 => self.gen_executions(stock),
-                972..=988 => self.gen_cancel(stock),
+                436..=860 => self.gen_delete(stock),
+                861..=952 => self.gen_replace(stock),
+                953..=976 => self.gen_executions(stock),
+                977..=991 => self.gen_cancel(stock),
                 _ => Some(self.gen_other(stock)),
             };
             if let Some(m) = m.or_else(|| self.gen_add(stock)) {
@@ -1199,6 +1199,116 @@ mod tests {
         assert!(top * 2 > all, "top 5% carry {top} of {all}");
         // And every stock is in the directory, so the tail of names is there to be quiet.
         assert!(per_stock.iter().all(|&n| n >= 2), "{per_stock:?}");
+    }
+
+    /// Live orders after each message of a full day, counted by a model apart from the
+    /// generator's (reference to shares, off the wire bytes), and the day's type counts.
+    fn full_day_live_curve(messages: u64, seed: u64) -> (Vec<u64>, [u64; 256]) {
+        let config = GenConfig {
+            messages,
+            seed,
+            stocks: FULL_DAY_STOCKS,
+            hard_cases: false,
+            crossing: false,
+        };
+        let mut day = Vec::new();
+        write_itch50_profile(config, Profile::FullDay, &mut day).expect("writing to a Vec");
+        let mut shares: HashMap<u64, u64> = HashMap::new();
+        let mut by_type = [0u64; 256];
+        let mut curve = Vec::with_capacity(messages as usize);
+        let mut at = 0;
+        let be = |b: &[u8]| b.iter().fold(0u64, |v, &x| v << 8 | u64::from(x));
+        while at < day.len() {
+            let len = usize::from(u16::from_be_bytes([day[at], day[at + 1]]));
+            let m = &day[at + 2..at + 2 + len];
+            itch::decode(m).expect("valid message");
+            by_type[usize::from(m[0])] += 1;
+            // Offsets from the ITCH 5.0 spec: reference at 11..19; A/F shares at 20..24;
+            // E/C executed and X cancelled shares at 19..23; U new reference 19..27 and
+            // shares 27..31.
+            let take = |shares: &mut HashMap<u64, u64>, order_ref: u64, n: u64| {
+                let left = shares.get_mut(&order_ref).expect("names a live order");
+                assert!(n <= *left, "no more shares than the order has");
+                *left -= n;
+                if *left == 0 {
+                    shares.remove(&order_ref);
+                }
+            };
+            match m[0] {
+                b'A' | b'F' => {
+                    assert!(shares.insert(be(&m[11..19]), be(&m[20..24])).is_none());
+                }
+                b'D' => {
+                    shares
+                        .remove(&be(&m[11..19]))
+                        .expect("deletes a live order");
+                }
+                b'E' | b'C' | b'X' => take(&mut shares, be(&m[11..19]), be(&m[19..23])),
+                b'U' => {
+                    shares
+                        .remove(&be(&m[11..19]))
+                        .expect("replaces a live order");
+                    assert!(shares.insert(be(&m[19..27]), be(&m[27..31])).is_none());
+                }
+                _ => {}
+            }
+            curve.push(shares.len() as u64);
+            at += 2 + len;
+        }
+        (curve, by_type)
+    }
+
+    #[test]
+    fn a_full_day_peaks_near_a_twentieth_of_its_messages_and_keeps_the_published_mix() {
+        let mut peaks = Vec::new();
+        for (messages, seed) in [(1_000_000u64, 21), (2_000_000, 22)] {
+            let (curve, by_type) = full_day_live_curve(messages, seed);
+            let n = messages as f64;
+            let (peak_at, &peak) = curve
+                .iter()
+                .enumerate()
+                .max_by_key(|&(i, &v)| (v, std::cmp::Reverse(i)))
+                .expect("a day");
+            let peak = peak as f64;
+            // The stated rule: about 5% of the day's messages at the peak, reached after the
+            // morning's linear climb (to 30% of the day) and before the close's drain (from
+            // 80%), down to about a tenth of the peak at the last message.
+            assert!(
+                (0.045..=0.06).contains(&(peak / n)),
+                "peak {peak} of {messages}"
+            );
+            let peak_at = peak_at as f64 / n;
+            assert!((0.25..=0.85).contains(&peak_at), "peak at {peak_at:.3}");
+            let half_way = curve[(messages * 15 / 100) as usize] as f64 / peak;
+            assert!(
+                (0.35..=0.65).contains(&half_way),
+                "at 15%: {half_way:.3} of the peak"
+            );
+            let left = curve[curve.len() - 1] as f64 / peak;
+            assert!(
+                (0.05..=0.2).contains(&left),
+                "at the close: {left:.3} of the peak"
+            );
+            // Nasdaq's published mix, each within a point, over the day's messages less its
+            // preamble (the directory: R and H, one each per stock, however long the day).
+            let body = n - (by_type[usize::from(b'R')] + by_type[usize::from(b'H')]) as f64;
+            let share =
+                |t: &[u8]| t.iter().map(|&t| by_type[usize::from(t)]).sum::<u64>() as f64 / body;
+            let (adds, deletes, replaces) = (share(b"AF"), share(b"D"), share(b"U"));
+            assert!((0.43..=0.45).contains(&adds), "adds {adds:.4}");
+            assert!((0.42..=0.44).contains(&deletes), "deletes {deletes:.4}");
+            assert!((0.07..=0.09).contains(&replaces), "replaces {replaces:.4}");
+            let rest = 1.0 - adds - deletes - replaces;
+            assert!((0.04..=0.06).contains(&rest), "the rest {rest:.4}");
+            assert!(
+                share(b"ECX") > rest * 0.6,
+                "executions and cancels are most of the rest"
+            );
+            peaks.push(peak);
+        }
+        // Twice the messages, about twice the live orders.
+        let ratio = peaks[1] / peaks[0];
+        assert!((1.8..=2.2).contains(&ratio), "peak ratio {ratio:.3}");
     }
 
     #[test]
