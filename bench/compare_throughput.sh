@@ -3,9 +3,13 @@
 # Usage: bench/compare_throughput.sh FILE [--rounds 5]   (other flags: see compare_throughput.py)
 #        bench/compare_throughput.sh --profiles [--messages N] [--dir DIR] [flags for the .py]
 #   --profiles generates one day per `ticklane gen --profile` (small: 50 stocks; full-day:
-#   8,900 stocks, Zipf-like activity, a Nasdaq day's mix) of N messages (default 2,000,000;
-#   50,000,000 is a whole day's scale, about 1.7 GB each) into DIR (default target/profiles,
-#   kept and reused), times each, and prints one table with a profile column.
+#   8,900 stocks, Zipf-like activity, a Nasdaq day's mix, live orders climbing through the
+#   morning to about 5% of the day's messages and draining at the close) of N messages
+#   (default 2,000,000; 50,000,000 is a whole day's scale, about 1.5 GB each and about
+#   2.5 million live orders at the peak, inside replay's default --max-orders of 8 Mi, so no
+#   capacity flag is passed) into DIR (default target/profiles, kept and reused: delete a
+#   full-day file made before the day had its shape), times each, and prints one table with
+#   a profile column.
 # Runs from the repository root: give FILE as an absolute path or relative to the root.
 # The Python side needs a venv with itch-book and itchcpp: $ORACLE_PY, default .venv/bin/python (itch-book and itchcpp installed).
 set -euo pipefail

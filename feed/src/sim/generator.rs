@@ -63,8 +63,10 @@ pub enum Profile {
     /// A Nasdaq day's shape (meant for [`FULL_DAY_STOCKS`] stocks): activity Zipf-like by
     /// stock (exponent [`FULL_DAY_ZIPF`], so a few hundred names carry most messages), the
     /// published mix of a day (adds about 44%, deletes 43%, replaces 8%, executions and
-    /// cancels most of the rest, a percent of other types), and wide books on the names
-    /// outside the busiest 5% (adds spread over hundreds of ticks, deep resting sizes).
+    /// cancels most of the rest, a percent of other types), wide books on the names outside
+    /// the busiest 5% (adds spread over hundreds of ticks), and a day's shape: live orders
+    /// climb through the morning to [`FULL_DAY_PEAK_SHARE`] of the day's messages, resting
+    /// far from the touch on thousands of names, and drain at the close.
     FullDay,
 }
 
@@ -86,6 +88,26 @@ pub const FULL_DAY_STOCKS: u16 = 8_900;
 /// with weight `(i + 1)^-FULL_DAY_ZIPF`.
 pub const FULL_DAY_ZIPF: f64 = 1.1;
 
+/// The full-day profile's live orders at the peak, as a share of the day's messages: a
+/// 50,000,000-message day peaks near 2,500,000 live orders.
+pub const FULL_DAY_PEAK_SHARE: f64 = 0.05;
+/// The full-day profile's shape, as shares of the day's messages: live orders climb to the
+/// peak until [`FULL_DAY_BUILD_END`], hold until [`FULL_DAY_DRAIN_START`], then drain to
+/// [`FULL_DAY_CLOSE_LEFT`] of the peak at the last message.
+pub const FULL_DAY_BUILD_END: f64 = 0.3;
+/// See [`FULL_DAY_BUILD_END`].
+pub const FULL_DAY_DRAIN_START: f64 = 0.8;
+/// The share of the peak still live at the close (good-till-cancelled orders).
+pub const FULL_DAY_CLOSE_LEFT: f64 = 0.1;
+/// The exponent of the weights that place resting orders (stock `i` with weight
+/// `(i + 1)^-FULL_DAY_RESTING_ZIPF`): much flatter than activity, so the busiest name holds
+/// about half a percent of them on 8,900 stocks and the quietest a tenth of that share.
+pub const FULL_DAY_RESTING_ZIPF: f64 = 0.5;
+/// Resting orders are placed this many ticks or more from their side's touch ...
+const RESTING_MIN_TICKS: u64 = 5;
+/// ... and fewer than this many, so a side keeps a bounded number of levels.
+const RESTING_MAX_TICKS: u64 = 250;
+
 /// 9:30:00 ET in nanoseconds since midnight.
 const MARKET_OPEN: u64 = 34_200_000_000_000;
 /// References below this are "from before the capture started" in a mid-day start.
@@ -99,6 +121,8 @@ struct GenOrder {
     shares: u32,
     /// Position in the stock's `live` list.
     live_pos: usize,
+    /// Position in the generator's `all_live` list.
+    all_pos: usize,
 }
 
 #[derive(Debug)]
@@ -140,6 +164,11 @@ pub struct Generator {
     profile: Profile,
     /// Full day: cumulative activity weights by stock (the last is the total); empty otherwise.
     activity: Vec<u64>,
+    /// Full day: cumulative weights by stock for orders resting far from the touch (flatter
+    /// than `activity`, so thousands of names hold them); empty otherwise.
+    resting: Vec<u64>,
+    /// Every live order's reference, in no order: what the close's deletes draw from.
+    all_live: Vec<u64>,
 }
 
 impl Generator {
@@ -191,15 +220,12 @@ impl Generator {
             epilogue_started: false,
             profile,
             activity: Vec::new(),
+            resting: Vec::new(),
+            all_live: Vec::new(),
         };
         if profile == Profile::FullDay {
             g.activity = zipf_cumulative(g.stocks.len(), FULL_DAY_ZIPF);
-            for i in 0..g.stocks.len() {
-                if g.wide_book(i) {
-                    // Inactive names rest many orders far from the touch.
-                    g.stocks[i].target_live = 100 + g.rng.below(400) as usize;
-                }
-            }
+            g.resting = zipf_cumulative(g.stocks.len(), FULL_DAY_RESTING_ZIPF);
         }
         g.queue_preamble();
         g
@@ -429,6 +455,8 @@ impl Generator {
         s.live.push(order_ref);
         let side = if bid { &mut s.bids } else { &mut s.asks };
         side.entry(price).or_default().push_back(order_ref);
+        let all_pos = self.all_live.len();
+        self.all_live.push(order_ref);
         self.orders.insert(
             order_ref,
             GenOrder {
@@ -437,6 +465,7 @@ impl Generator {
                 price,
                 shares,
                 live_pos,
+                all_pos,
             },
         );
     }
@@ -457,6 +486,12 @@ impl Generator {
         if let Some(&moved) = s.live.get(o.live_pos) {
             if let Some(m) = self.orders.get_mut(&moved) {
                 m.live_pos = o.live_pos;
+            }
+        }
+        self.all_live.swap_remove(o.all_pos);
+        if let Some(&moved) = self.all_live.get(o.all_pos) {
+            if let Some(m) = self.orders.get_mut(&moved) {
+                m.all_pos = o.all_pos;
             }
         }
         let side = if o.bid { &mut s.bids } else { &mut s.asks };
@@ -485,11 +520,23 @@ impl Generator {
         let shares = self.share_count();
         let order_ref = self.new_ref();
         self.rest(stock, order_ref, bid, price, shares);
+        Some(self.add_message(stock, order_ref, bid, price, shares))
+    }
+
+    /// The add (A, or F one time in ten) of an order just rested.
+    fn add_message(
+        &mut self,
+        stock: usize,
+        order_ref: u64,
+        bid: bool,
+        price: u32,
+        shares: u32,
+    ) -> Message {
         let s = &self.stocks[stock];
         let (locate, symbol) = (s.locate, s.symbol);
         let timestamp = self.stamp();
         let side = if bid { b'B' } else { b'S' };
-        Some(if self.rng.chance(0.1) {
+        if self.rng.chance(0.1) {
             Message::AddOrderMpid(owned::AddOrderMpid {
                 locate,
                 timestamp,
@@ -512,20 +559,25 @@ impl Generator {
                 price: Price(price),
                 ..Default::default()
             })
-        })
+        }
     }
 
     fn gen_delete(&mut self, stock: usize) -> Option<Message> {
         let order_ref = self.random_live(stock)?;
-        let shares = self.orders[&order_ref].shares;
-        self.take(order_ref, shares);
-        let (locate, timestamp) = (self.stocks[stock].locate, self.stamp());
-        Some(Message::OrderDelete(owned::OrderDelete {
+        Some(self.delete_message(order_ref))
+    }
+
+    /// Takes a live order out whole and says so.
+    fn delete_message(&mut self, order_ref: u64) -> Message {
+        let o = self.orders[&order_ref];
+        self.take(order_ref, o.shares);
+        let (locate, timestamp) = (self.stocks[o.stock].locate, self.stamp());
+        Message::OrderDelete(owned::OrderDelete {
             locate,
             timestamp,
             order_ref: OrderRef(order_ref),
             ..Default::default()
-        }))
+        })
     }
 
     fn gen_cancel(&mut self, stock: usize) -> Option<Message> {
@@ -784,26 +836,99 @@ impl Generator {
 }
 
 impl Generator {
-    /// One message of a full day's mix, per mille: adds 440, deletes 430, replaces 80,
-    /// executions 25, cancels 15, other types 10. A stock with nothing to delete, cancel,
-    /// execute or replace gets an add instead, so the counts stay near the mix while books
-    /// fill.
+    /// One message of a full day. Most are trading flow on a stock picked by activity, per
+    /// mille of that flow: adds 436, deletes 425, replaces 92, executions 24 (sweeps make
+    /// more messages of them), cancels 15, other types 8 (a stock with nothing to delete, cancel, execute or replace gets an add
+    /// instead). The rest steer the day's live orders along [`Generator::live_target`]: an
+    /// order resting far from the touch while the count is below it (the morning), a delete
+    /// of any live order while it is above (the close). That steering is about a tenth of the
+    /// day, adds and deletes in equal measure, so the whole day keeps the published mix
+    /// (adds 44%, deletes 43%, replaces 8%, executions and cancels 4%, others 1%).
     fn full_day_step(&mut self) -> Message {
+        let live = self.orders.len() as f64;
+        let target = self.live_target();
+        // Slack, so the trading flow's own ups and downs are not answered one by one.
+        let slack = (target / 100.0).max(64.0);
+        if live + slack < target {
+            if let Some(m) = self.gen_resting_add() {
+                return m;
+            }
+        } else if live > target + slack && !self.all_live.is_empty() {
+            let i = self.rng.below(self.all_live.len() as u64) as usize;
+            let order_ref = self.all_live[i];
+            return self.delete_message(order_ref);
+        }
         loop {
             let stock = self.pick_stock();
             let roll = self.rng.below(1_000);
             let m = match roll {
-                0..=439 => self.gen_add(stock),
-                440..=869 => self.gen_delete(stock),
-                870..=949 => self.gen_replace(stock),
-                950..=974 => self.gen_executions(stock),
-                975..=989 => self.gen_cancel(stock),
+                0..=435 => self.gen_add(stock),
+                436..=860 => self.gen_delete(stock),
+                861..=952 => self.gen_replace(stock),
+                953..=976 => self.gen_executions(stock),
+                977..=991 => self.gen_cancel(stock),
                 _ => Some(self.gen_other(stock)),
             };
             if let Some(m) = m.or_else(|| self.gen_add(stock)) {
                 return m;
             }
         }
+    }
+
+    /// The full day's live orders wanted before the message now being generated: from none
+    /// at the first message, linearly up to the peak ([`FULL_DAY_PEAK_SHARE`] of the day's
+    /// messages) at [`FULL_DAY_BUILD_END`] of the day, flat to [`FULL_DAY_DRAIN_START`], then
+    /// linearly down to [`FULL_DAY_CLOSE_LEFT`] of the peak at the last message.
+    fn live_target(&self) -> f64 {
+        let day = self.config.messages.max(1) as f64;
+        let at = self.emitted as f64 / day;
+        let peak = FULL_DAY_PEAK_SHARE * day;
+        let shape = if at < FULL_DAY_BUILD_END {
+            at / FULL_DAY_BUILD_END
+        } else if at < FULL_DAY_DRAIN_START {
+            1.0
+        } else {
+            let drained = ((at - FULL_DAY_DRAIN_START) / (1.0 - FULL_DAY_DRAIN_START)).min(1.0);
+            1.0 - drained * (1.0 - FULL_DAY_CLOSE_LEFT)
+        };
+        peak * shape
+    }
+
+    /// An order resting far from the touch (between [`RESTING_MIN_TICKS`] and
+    /// [`RESTING_MAX_TICKS`] from its side's best price), on a stock picked by the flat
+    /// resting weights. `None` if the side has no room below the touch (a price near 0).
+    fn gen_resting_add(&mut self) -> Option<Message> {
+        let total = *self.resting.last()?;
+        let x = self.rng.below(total);
+        let stock = self.resting.partition_point(|&c| c <= x);
+        let bid = self.rng.chance(0.5);
+        let s = &self.stocks[stock];
+        let (own, other) = if bid {
+            (s.best_bid(), s.best_ask())
+        } else {
+            (s.best_ask(), s.best_bid())
+        };
+        // Measured from the own touch, or from one tick inside the other side's, so the
+        // order never crosses.
+        let tick = i64::from(s.tick);
+        let anchor = match (own, other) {
+            (Some(o), _) => i64::from(o),
+            (None, Some(o)) if bid => i64::from(o) - tick,
+            (None, Some(o)) => i64::from(o) + tick,
+            (None, None) => i64::from(s.reference),
+        };
+        let ticks = RESTING_MIN_TICKS + self.rng.below(RESTING_MAX_TICKS - RESTING_MIN_TICKS);
+        let away = ticks as i64 * tick;
+        let price = if bid { anchor - away } else { anchor + away };
+        let max = i64::from(u32::MAX - u32::MAX % s.tick);
+        if price < tick || price > max {
+            return None;
+        }
+        let price = price as u32;
+        let shares = self.share_count();
+        let order_ref = self.new_ref();
+        self.rest(stock, order_ref, bid, price, shares);
+        Some(self.add_message(stock, order_ref, bid, price, shares))
     }
 }
 
@@ -1074,6 +1199,116 @@ mod tests {
         assert!(top * 2 > all, "top 5% carry {top} of {all}");
         // And every stock is in the directory, so the tail of names is there to be quiet.
         assert!(per_stock.iter().all(|&n| n >= 2), "{per_stock:?}");
+    }
+
+    /// Live orders after each message of a full day, counted by a model apart from the
+    /// generator's (reference to shares, off the wire bytes), and the day's type counts.
+    fn full_day_live_curve(messages: u64, seed: u64) -> (Vec<u64>, [u64; 256]) {
+        let config = GenConfig {
+            messages,
+            seed,
+            stocks: FULL_DAY_STOCKS,
+            hard_cases: false,
+            crossing: false,
+        };
+        let mut day = Vec::new();
+        write_itch50_profile(config, Profile::FullDay, &mut day).expect("writing to a Vec");
+        let mut shares: HashMap<u64, u64> = HashMap::new();
+        let mut by_type = [0u64; 256];
+        let mut curve = Vec::with_capacity(messages as usize);
+        let mut at = 0;
+        let be = |b: &[u8]| b.iter().fold(0u64, |v, &x| v << 8 | u64::from(x));
+        while at < day.len() {
+            let len = usize::from(u16::from_be_bytes([day[at], day[at + 1]]));
+            let m = &day[at + 2..at + 2 + len];
+            itch::decode(m).expect("valid message");
+            by_type[usize::from(m[0])] += 1;
+            // Offsets from the ITCH 5.0 spec: reference at 11..19; A/F shares at 20..24;
+            // E/C executed and X cancelled shares at 19..23; U new reference 19..27 and
+            // shares 27..31.
+            let take = |shares: &mut HashMap<u64, u64>, order_ref: u64, n: u64| {
+                let left = shares.get_mut(&order_ref).expect("names a live order");
+                assert!(n <= *left, "no more shares than the order has");
+                *left -= n;
+                if *left == 0 {
+                    shares.remove(&order_ref);
+                }
+            };
+            match m[0] {
+                b'A' | b'F' => {
+                    assert!(shares.insert(be(&m[11..19]), be(&m[20..24])).is_none());
+                }
+                b'D' => {
+                    shares
+                        .remove(&be(&m[11..19]))
+                        .expect("deletes a live order");
+                }
+                b'E' | b'C' | b'X' => take(&mut shares, be(&m[11..19]), be(&m[19..23])),
+                b'U' => {
+                    shares
+                        .remove(&be(&m[11..19]))
+                        .expect("replaces a live order");
+                    assert!(shares.insert(be(&m[19..27]), be(&m[27..31])).is_none());
+                }
+                _ => {}
+            }
+            curve.push(shares.len() as u64);
+            at += 2 + len;
+        }
+        (curve, by_type)
+    }
+
+    #[test]
+    fn a_full_day_peaks_near_a_twentieth_of_its_messages_and_keeps_the_published_mix() {
+        let mut peaks = Vec::new();
+        for (messages, seed) in [(1_000_000u64, 21), (2_000_000, 22)] {
+            let (curve, by_type) = full_day_live_curve(messages, seed);
+            let n = messages as f64;
+            let (peak_at, &peak) = curve
+                .iter()
+                .enumerate()
+                .max_by_key(|&(i, &v)| (v, std::cmp::Reverse(i)))
+                .expect("a day");
+            let peak = peak as f64;
+            // The stated rule: about 5% of the day's messages at the peak, reached after the
+            // morning's linear climb (to 30% of the day) and before the close's drain (from
+            // 80%), down to about a tenth of the peak at the last message.
+            assert!(
+                (0.045..=0.06).contains(&(peak / n)),
+                "peak {peak} of {messages}"
+            );
+            let peak_at = peak_at as f64 / n;
+            assert!((0.25..=0.85).contains(&peak_at), "peak at {peak_at:.3}");
+            let half_way = curve[(messages * 15 / 100) as usize] as f64 / peak;
+            assert!(
+                (0.35..=0.65).contains(&half_way),
+                "at 15%: {half_way:.3} of the peak"
+            );
+            let left = curve[curve.len() - 1] as f64 / peak;
+            assert!(
+                (0.05..=0.2).contains(&left),
+                "at the close: {left:.3} of the peak"
+            );
+            // Nasdaq's published mix, each within a point, over the day's messages less its
+            // preamble (the directory: R and H, one each per stock, however long the day).
+            let body = n - (by_type[usize::from(b'R')] + by_type[usize::from(b'H')]) as f64;
+            let share =
+                |t: &[u8]| t.iter().map(|&t| by_type[usize::from(t)]).sum::<u64>() as f64 / body;
+            let (adds, deletes, replaces) = (share(b"AF"), share(b"D"), share(b"U"));
+            assert!((0.43..=0.45).contains(&adds), "adds {adds:.4}");
+            assert!((0.42..=0.44).contains(&deletes), "deletes {deletes:.4}");
+            assert!((0.07..=0.09).contains(&replaces), "replaces {replaces:.4}");
+            let rest = 1.0 - adds - deletes - replaces;
+            assert!((0.04..=0.06).contains(&rest), "the rest {rest:.4}");
+            assert!(
+                share(b"ECX") > rest * 0.6,
+                "executions and cancels are most of the rest"
+            );
+            peaks.push(peak);
+        }
+        // Twice the messages, about twice the live orders.
+        let ratio = peaks[1] / peaks[0];
+        assert!((1.8..=2.2).contains(&ratio), "peak ratio {ratio:.3}");
     }
 
     #[test]

@@ -20,7 +20,8 @@ pub use exchange::{LineB, MoldSimConfig, MoldSimulator, SimStats};
 pub use faults::{BurstLoss, FaultInjector, Faults, Interruption, PacketFate, ReplyFault};
 pub use generator::{
     write_itch50, write_itch50_file, write_itch50_file_profile, write_itch50_profile, GenConfig,
-    GenSummary, Generator, Profile, FULL_DAY_STOCKS, FULL_DAY_ZIPF,
+    GenSummary, Generator, Profile, FULL_DAY_BUILD_END, FULL_DAY_CLOSE_LEFT, FULL_DAY_DRAIN_START,
+    FULL_DAY_PEAK_SHARE, FULL_DAY_RESTING_ZIPF, FULL_DAY_STOCKS, FULL_DAY_ZIPF,
 };
 pub use message_log::MessageLog;
 pub use pacing::{Rate, WaitStrategy};
