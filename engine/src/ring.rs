@@ -16,8 +16,36 @@
 //! wrote into a slot, and a producer never overwrites a slot the consumer is still reading.
 //!
 //! Each side keeps a private copy of the other side's index and reads the shared one (a cache
-//! line the other core owns) only when its copy says the ring is full, or empty. Head and tail sit
-//! on separate cache lines, so the two sides do not false-share.
+//! line the other core owns) only when its copy says the ring is full, or empty.
+//!
+//! # What a hop costs in cache lines
+//!
+//! A hop of one item, on a ring that is nearly empty (the latency case), touches these lines
+//! that the other core also touches: the producer writes the slot and then the head; the
+//! consumer, spinning, reads the head, then the slot, then writes the tail. The producer reads
+//! the tail only when its cached copy says the ring is full. Nothing else is shared:
+//!
+//! - Head, tail and the read-only fields (slot pointer, mask) each own a 128-byte block
+//!   (`#[repr(C)]`, [`CachePadded`] is 128 bytes on x86-64), not only a 64-byte line: Intel's
+//!   adjacent-line prefetcher fetches lines in 128-byte pairs (AMD's L2 prefetchers fetch the
+//!   next line too), so two hot words 64 bytes apart can still ping-pong.
+//! - Each half's private state (its own index, its cached copy of the other's) is aligned to
+//!   128 bytes too: the halves are often allocated next to each other (two thread closures
+//!   boxed one after the other), and the producer's private head, written every push, must not
+//!   share a pair with the consumer's private tail, written every pop.
+//! - [`Producer::push_with`] zeroes the *next* free slot right after publishing, not the slot
+//!   it is about to fill: the zeroing stores take the slot's lines back from the consumer's
+//!   cache (where they sit, shared, since it last read them) while the producer has nothing
+//!   else to do, so the stores of the next frame hit lines the producer already owns and the
+//!   head store behind them is not held up by those transfers. Same instructions, off the
+//!   latency path.
+//! - [`Consumer::read_batch`] (and `pop`) read the head only when the cached copy shows nothing
+//!   to take: a consumer behind the producer drains what it knows of before it looks again.
+//!
+//! What remains is structural and shared with `rtrb` and the `disruptor` crate: the index and
+//! the data are on different lines, so a consumer waiting on an empty ring takes two transfers
+//! per hop (the head's line, then the slot's), where a queue that marks each slot itself
+//! (crossbeam's `ArrayQueue`, a sequence stamp per slot) takes one.
 //!
 //! The batch APIs ([`Producer::write_batch`], [`Producer::push_slice`],
 //! [`Consumer::read_batch`]) move any number of items with a single index store, which is what
@@ -84,6 +112,10 @@ fn abandoned<T>(ring: &Arc<Ring<T>>) -> bool {
 /// and wrap at `usize::MAX`, and slot `i & mask` is the storage for index `i`. Because the
 /// capacity is a power of two no larger than `usize::MAX / 2 + 1`, `head.wrapping_sub(tail)` is
 /// always the number of items in the ring.
+///
+/// `#[repr(C)]` keeps the declared order, so head, tail and the read-only fields each start a
+/// 128-byte block of their own (see the module docs on what a hop costs).
+#[repr(C)]
 pub struct Ring<T> {
     /// Published head: the index of the next slot the producer will fill.
     ///
@@ -96,7 +128,8 @@ pub struct Ring<T> {
     /// Written only by the consumer (Release), read by the producer (Acquire).
     tail: CachePadded<AtomicUsize>,
 
-    /// `capacity` slots. The slot of index `i` holds an initialised `T` exactly when `i` lies in
+    /// `capacity` slots, read-only after construction (like `mask`), behind tail's padding.
+    /// The slot of index `i` holds an initialised `T` exactly when `i` lies in
     /// `tail..head` (wrapping), counting the halves' private indices, which may run ahead of the
     /// published ones inside a batch.
     slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
@@ -149,6 +182,7 @@ impl<T> Ring<T> {
             ring: Arc::clone(&ring),
             head: 0,
             cached_tail: Cell::new(0),
+            next_zeroed: false,
         };
         let consumer = Consumer {
             ring,
@@ -243,6 +277,10 @@ impl<T> fmt::Debug for Ring<T> {
 /// The writing half of a [`Ring`].
 ///
 /// `Send` but not `Sync`: it may move to the producing thread, but there is only ever one.
+///
+/// Aligned to 128 bytes so that its private head, written on every push, never shares an
+/// adjacent-line pair with the consumer's private state, wherever the two halves are stored.
+#[repr(align(128))]
 pub struct Producer<T> {
     ring: Arc<Ring<T>>,
 
@@ -253,6 +291,10 @@ pub struct Producer<T> {
     /// The last value of `ring.tail` loaded, a lower bound on the real tail (the consumer only
     /// moves it forward). Invariant: `head.wrapping_sub(cached_tail)` in `0..=capacity`.
     cached_tail: Cell<usize>,
+
+    /// The slot at `head` is free and already all zero bytes (see [`Producer::push_with`]).
+    /// Every write into that slot clears it first, so it never outlives the slot's zeroes.
+    next_zeroed: bool,
 }
 
 impl<T> Producer<T> {
@@ -276,6 +318,7 @@ impl<T> Producer<T> {
         if self.free_at_least(1) == 0 {
             return Err(PushError::Full(value));
         }
+        self.next_zeroed = false;
         // SAFETY: we are the producer and `free_at_least` found the slot at `head` free.
         unsafe { self.ring.write(self.head, value) };
         self.head = self.head.wrapping_add(1);
@@ -291,6 +334,11 @@ impl<T> Producer<T> {
     /// because byte-array frames such as `[u8; 128]` are `Zeroable` but not `Default`.
     ///
     /// If `fill` panics, the slot is not published and its value is leaked, never dropped twice.
+    ///
+    /// The zeroing is done ahead of time: after publishing, and only for types that need no
+    /// drop, the producer zeroes the next slot if its cached tail already shows it free (it
+    /// reads no shared index for this). The next `push_with` then finds its slot zeroed and
+    /// owned, and skips the clear; any other write into that slot clears the mark first.
     ///
     /// # Errors
     ///
@@ -327,10 +375,14 @@ impl<T> Producer<T> {
         if self.free_at_least(1) == 0 {
             return Err(PushError::Full(fill));
         }
-        // SAFETY: we are the producer and `free_at_least` found the slot at `head` free.
-        unsafe { self.fill_slot(self.head, fill) };
+        // Taken before `fill` runs: a panicking fill leaves the slot neither zero nor published.
+        let zeroed = core::mem::take(&mut self.next_zeroed);
+        // SAFETY: we are the producer and `free_at_least` found the slot at `head` free; if
+        // `zeroed`, the slot at `head` was zeroed by `zero_next` and not written since.
+        unsafe { self.fill_slot(self.head, fill, zeroed) };
         self.head = self.head.wrapping_add(1);
         self.publish();
+        self.zero_next();
         Ok(())
     }
 
@@ -504,27 +556,67 @@ impl<T> Producer<T> {
         self.ring.head.store(self.head, Ordering::Release);
     }
 
-    /// Zeroes the slot of `index`, then lets `fill` modify it in place.
+    /// Zeroes the slot at `head` ahead of the next [`Producer::push_with`], if the cached tail
+    /// shows it free and `T` needs no drop (a zeroed value is then overwritten without loss).
+    ///
+    /// Called right after a publish: the zeroing stores queue behind the head store (x86 keeps
+    /// stores in order), so they cannot delay it, and they pull the slot's lines into this
+    /// core's cache before the next frame is due.
+    #[inline]
+    fn zero_next(&mut self)
+    where
+        T: Zeroable,
+    {
+        if needs_drop::<T>() || self.head.wrapping_sub(self.cached_tail.get()) >= self.capacity() {
+            return;
+        }
+        // SAFETY: the cached tail is a lower bound on the real one (the consumer only moves it
+        // forward, and we loaded it with Acquire), so `head - tail < capacity`: the slot at
+        // `head` is free, the consumer is done with it, and only the producer writes it.
+        unsafe { self.zero_slot(self.head) };
+        self.next_zeroed = true;
+    }
+
+    /// Writes all-zero bytes over the slot of `index`.
     ///
     /// # Safety
     ///
     /// As for [`Ring::write`].
     #[inline]
-    unsafe fn fill_slot<F>(&self, index: usize, fill: F)
+    unsafe fn zero_slot(&self, index: usize)
+    where
+        T: Zeroable,
+    {
+        self.ring.slot(index).with_mut(|slot| {
+            // SAFETY: the caller guarantees the slot is free and ours alone to write; it holds
+            // no value that needs dropping (it is free), and `write_bytes` covers exactly one
+            // `T` inside the slot's `MaybeUninit<T>`.
+            unsafe { (*slot).as_mut_ptr().write_bytes(0, 1) };
+        });
+    }
+
+    /// Zeroes the slot of `index` unless `zeroed` says it already is, then lets `fill` modify
+    /// it in place.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Ring::write`]; and if `zeroed`, the slot holds all-zero bytes.
+    #[inline]
+    unsafe fn fill_slot<F>(&self, index: usize, fill: F, zeroed: bool)
     where
         T: Zeroable,
         F: FnOnce(&mut T),
     {
+        if !zeroed {
+            // SAFETY: the caller's guarantee is `zero_slot`'s.
+            unsafe { self.zero_slot(index) };
+        }
         self.ring.slot(index).with_mut(|slot| {
-            // SAFETY: the caller guarantees the slot is free and ours alone to write, and
-            // `T: Zeroable` promises that all-zero bytes are a valid `T`, so after zeroing the
-            // slot is initialised. The `&mut T` lives only for the call to `fill`, before the
-            // slot is published.
-            let value = unsafe {
-                (*slot).as_mut_ptr().write_bytes(0, 1);
-                (*slot).assume_init_mut()
-            };
-            fill(value);
+            // SAFETY: the slot is free and ours alone to write (the caller's guarantee), and it
+            // holds all-zero bytes (zeroed above, or by the caller's guarantee), which
+            // `T: Zeroable` promises are a valid `T`, so it is initialised. The `&mut T` lives
+            // only for the call to `fill`, before the slot is published.
+            fill(unsafe { (*slot).assume_init_mut() });
         });
     }
 }
@@ -619,8 +711,10 @@ impl<T> WriteBatch<'_, T> {
             return Err(PushError::Full(fill));
         }
         let index = self.producer.head;
-        // SAFETY: `index` is a slot this batch reserved, so it is free and ours.
-        unsafe { self.producer.fill_slot(index, fill) };
+        let zeroed = core::mem::take(&mut self.producer.next_zeroed);
+        // SAFETY: `index` is a slot this batch reserved, so it is free and ours; `zeroed` says
+        // whether `zero_next` zeroed it (nothing has written it since).
+        unsafe { self.producer.fill_slot(index, fill, zeroed) };
         self.producer.head = index.wrapping_add(1);
         Ok(())
     }
@@ -665,6 +759,7 @@ impl<T> WriteBatch<'_, T> {
     unsafe fn write_unchecked(&mut self, value: T) {
         debug_assert!(self.remaining() > 0, "invariant: a reserved slot is left");
         let index = self.producer.head;
+        self.producer.next_zeroed = false;
         // SAFETY: the caller guarantees `index` is one of the free slots this batch reserved.
         unsafe { self.producer.ring.write(index, value) };
         self.producer.head = index.wrapping_add(1);
@@ -692,6 +787,9 @@ impl<T> fmt::Debug for WriteBatch<'_, T> {
 /// The reading half of a [`Ring`].
 ///
 /// `Send` but not `Sync`: it may move to the consuming thread, but there is only ever one.
+///
+/// Aligned to 128 bytes, as [`Producer`] is: its private tail is written on every pop.
+#[repr(align(128))]
 pub struct Consumer<T> {
     ring: Arc<Ring<T>>,
 
@@ -768,8 +866,10 @@ impl<T> Consumer<T> {
     /// Starts a batch that reads up to `max` items; the slots they free are released to the
     /// producer together, with one store, when the batch is dropped.
     ///
-    /// The batch covers `min(max, items available)` items; it reads the producer's index only if
-    /// its cached copy shows fewer than `max`. Items the batch does not reach stay in the ring.
+    /// The batch covers `min(max, n)` items, where `n` is what the cached copy of the producer's
+    /// index shows; only if that is none does it read the shared index (a line the producer's
+    /// core writes) to see more. So a consumer behind the producer reads the shared index once
+    /// per drain, not once per batch. Items the batch does not reach stay in the ring.
     ///
     /// # Examples
     ///
@@ -786,7 +886,7 @@ impl<T> Consumer<T> {
     /// ```
     #[inline]
     pub fn read_batch(&mut self, max: usize) -> ReadBatch<'_, T> {
-        let available = self.available_at_least(max).min(max);
+        let available = self.available_at_least(1).min(max);
         let start = self.tail;
         ReadBatch {
             consumer: self,
@@ -1195,6 +1295,7 @@ mod tests {
         }
         assert_eq!(batch.push(8), Err(PushError::Full(8)));
         drop(batch);
+        assert_eq!(consumer.slots(), 8, "one store published the whole batch");
         assert_eq!(
             consumer.read_batch(100).collect::<Vec<_>>(),
             (0..8).collect::<Vec<_>>()
@@ -1305,6 +1406,73 @@ mod tests {
         assert!(consumer.is_empty());
         assert!(producer.push_with(|frame| frame[3] = 7).is_ok());
         assert_eq!(consumer.pop(), Ok([0, 0, 0, 7]));
+    }
+
+    #[test]
+    fn hot_words_sit_in_128_byte_blocks_of_their_own() {
+        use core::mem::{align_of, offset_of};
+        // 128: the pair of 64-byte lines an adjacent-line prefetcher moves together.
+        const PAIR: usize = 128;
+        let head = offset_of!(Ring<u64>, head);
+        let tail = offset_of!(Ring<u64>, tail);
+        let slots = offset_of!(Ring<u64>, slots);
+        let mask = offset_of!(Ring<u64>, mask);
+        assert_eq!(head, 0);
+        assert!(tail >= head + PAIR, "head at {head}, tail at {tail}");
+        assert!(
+            slots >= tail + PAIR && mask >= tail + PAIR,
+            "read-only fields after tail's pair"
+        );
+        assert_eq!(head % PAIR, 0);
+        assert_eq!(tail % PAIR, 0);
+        assert_eq!(align_of::<Ring<u64>>() % PAIR, 0);
+        assert_eq!(align_of::<Producer<u64>>() % PAIR, 0);
+        assert_eq!(align_of::<Consumer<u64>>() % PAIR, 0);
+    }
+
+    #[test]
+    fn push_with_always_starts_from_zeroes() {
+        // Two slots, so every slot is reused; each frame is checked against the all-zero frame
+        // with only the filled byte set, whichever way the slot was written before.
+        let (mut producer, mut consumer) = Ring::<[u8; 4]>::new(2);
+        assert_eq!(producer.push([5; 4]), Ok(()));
+        assert_eq!(producer.push([6; 4]), Ok(()));
+        assert_eq!(consumer.pop(), Ok([5; 4]));
+        assert_eq!(consumer.pop(), Ok([6; 4]));
+        // Into slot 0 (stale 5s); zeroes slot 1 (stale 6s) ahead of time.
+        assert!(producer.push_with(|f| f[0] = 1).is_ok());
+        // Slot 1 is written by value over the early zeroes: the next push_with must not trust
+        // them for slot 0, which still holds [1, 0, 0, 0].
+        assert_eq!(producer.push([7; 4]), Ok(()));
+        assert_eq!(consumer.pop(), Ok([1, 0, 0, 0]));
+        assert_eq!(consumer.pop(), Ok([7; 4]));
+        assert!(producer.push_with(|f| f[1] = 2).is_ok());
+        // Slot 1 (stale 7s) zeroed early, then filled by a batch's push_with.
+        let mut batch = producer.write_batch(1);
+        assert!(batch.push_with(|f| f[2] = 3).is_ok());
+        batch.commit();
+        assert_eq!(consumer.pop(), Ok([0, 2, 0, 0]));
+        assert_eq!(consumer.pop(), Ok([0, 0, 3, 0]));
+        // A batch zeroes nothing ahead: a value written by a batch into slot 0, then
+        // push_with into slot 1, which still holds [0, 0, 3, 0].
+        assert_eq!(producer.push_slice(&[[9; 4]]), 1);
+        assert!(producer.push_with(|f| f[3] = 4).is_ok());
+        assert_eq!(consumer.pop(), Ok([9; 4]));
+        assert_eq!(consumer.pop(), Ok([0, 0, 0, 4]));
+    }
+
+    #[test]
+    fn read_batch_takes_what_it_knows_of_before_looking_again() {
+        let (mut producer, mut consumer) = Ring::new(8);
+        producer.push_slice(&[1, 2, 3]);
+        // Dry: reads the head, sees 3, takes 2.
+        assert_eq!(consumer.read_batch(2).collect::<Vec<_>>(), [1, 2]);
+        producer.push_slice(&[4, 5]);
+        // One still known: takes it without reading the head.
+        assert_eq!(consumer.read_batch(8).collect::<Vec<_>>(), [3]);
+        // Dry again: reads the head and sees the rest.
+        assert_eq!(consumer.read_batch(8).collect::<Vec<_>>(), [4, 5]);
+        assert_eq!(consumer.read_batch(8).count(), 0);
     }
 
     #[test]
@@ -1535,6 +1703,37 @@ mod loom_tests {
                 drop(batch);
                 if !took {
                     hint::spin_loop();
+                }
+            }
+            assert_eq!(got, [1, 2, 3]);
+            writer.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_push_with_zeroes_ahead_without_racing_the_reader() {
+        // `push_with` zeroes the next free slot right after publishing, while the consumer may
+        // be reading the slot just published: loom checks the two never touch one cell at once,
+        // and the consumer checks each frame is the filled word on all-zero bytes.
+        loom::model(|| {
+            let (mut producer, mut consumer) = Ring::<[u32; 2]>::new(2);
+            let writer = thread::spawn(move || {
+                for tag in 1..=3u32 {
+                    let mut fill = move |frame: &mut [u32; 2]| frame[1] = tag;
+                    while let Err(PushError::Full(back)) = producer.push_with(fill) {
+                        fill = back;
+                        hint::spin_loop();
+                    }
+                }
+            });
+            let mut got = Vec::new();
+            while got.len() < 3 {
+                match consumer.pop_with(|frame| *frame) {
+                    Ok(frame) => {
+                        assert_eq!(frame[0], 0, "a frame not zeroed before its fill");
+                        got.push(frame[1]);
+                    }
+                    Err(PopError::Empty) => hint::spin_loop(),
                 }
             }
             assert_eq!(got, [1, 2, 3]);

@@ -70,6 +70,9 @@ struct Args {
     /// Round trips of the floor's ping-pong.
     #[arg(long, default_value_t = 200_000)]
     floor_trips: u64,
+    /// Only the floor and the queue hops, no pipeline runs: the ring comparison alone.
+    #[arg(long)]
+    hop_only: bool,
     /// Stocks in the generated day.
     #[arg(long, default_value_t = 50)]
     stocks: u16,
@@ -307,7 +310,8 @@ fn main() -> Result<()> {
                 .add(&h)
                 .context("merging hop histograms")?;
         }
-        for &source in &args.sources {
+        let sources: &[SourceKind] = if args.hop_only { &[] } else { &args.sources };
+        for &source in sources {
             for (r, &rate) in rates.iter().enumerate() {
                 for &queue in &order {
                     let run = PipelineRun {
@@ -377,14 +381,21 @@ fn main() -> Result<()> {
         "\nqueue hop: one frame every {} ns, push stamp to pop stamp ({} frames x {} rounds)",
         args.hop_gap_ns, args.hop_frames, args.rounds
     );
-    let _ = writeln!(out, "{}  {:>8}", header("queue"), "p50/floor");
+    let _ = writeln!(
+        out,
+        "{}  {:>8}  {:>8}",
+        header("queue"),
+        "p50/floor",
+        "p99/floor"
+    );
     for (queue, h) in &hops {
         let p = Percentiles::of(h);
         let _ = writeln!(
             out,
-            "{}  {:>7.2}x",
+            "{}  {:>7.2}x  {:>7.2}x",
             row(queue.name(), &p),
-            p.p50 as f64 / floor_p.p50.max(1) as f64
+            p.p50 as f64 / floor_p.p50.max(1) as f64,
+            p.p99 as f64 / floor_p.p99.max(1) as f64
         );
         csv_row(
             &mut csv,
