@@ -10,10 +10,10 @@
 //! |---|---|---|
 //! | 0 | `sync`, `clock`, `digit_groups`, `health`, `dependency`, `admin_token`, `http_head`, `output_filter` | the atomics shim (loom or core), the stages' clock (time-stamp counter), counts for people, three-valued health, the shared handle of each dependency (breaker mirror, manual commands, storm counters), the admin's redacted bearer token, one HTTP request head read under a size limit and a deadline (both HTTP servers); which rows the replay's outputs write (`--symbols`, `--between`) |
 //! | 1 | `ring`, `seqlock` | the SPSC ring and the seqlock slot protocol |
-//! | 2 | `book` | L3 books, their L2 view, and the per-message apply step |
+//! | 2 | `book`, `writer_thread` | L3 books, their L2 view, and the per-message apply step; the hand-off of derived rows (top of book, MBP-10) to a writer thread through the ring |
 //! | 3 | `csv`, `dbn_out` | the CSV writers of the contracts (top-of-book stream, depth); DBN output in Databento's five book and trade schemas |
-//! | 4 | `snapshot`, `publish`, `sample`, `parquet_out` | the mmap snapshot; the trait the book stage publishes through; depth sampled at interval boundaries (`--sample`), written through the CSV and DBN writers; Parquet output (top of book, MBP-10) with provenance |
-//! | 5 | `overload`, `serve_guard` | sojourn detection, shedding publisher, subscriber fan-out; the subscriber server's admission policy (reconnect-storm defences) and its stampede-free cache |
+//! | 4 | `snapshot`, `publish`, `sample` | the mmap snapshot; the trait the book stage publishes through; depth sampled at interval boundaries (`--sample`), written through the CSV and DBN writers or a writer handed down |
+//! | 5 | `parquet_out`, `overload`, `serve_guard` | Parquet output (top of book, MBP-10, sampled depth) with provenance; sojourn detection, shedding publisher, subscriber fan-out; the subscriber server's admission policy (reconnect-storm defences) and its stampede-free cache |
 //! | 6 | `pipeline` | threads, ring, sources (capture, MoldUDP64, SoupBinTCP), the book stage |
 //! | 7 | `config` | the run configuration file |
 //! | 8 | `replay`, `live`, `tail`, `admin`, `serve`, `web` | the applications that wire the floors below; the HTTP server for health, metrics and admin calls; the subscriber server, its protocol and client; the browser view (page and WebSocket) |
@@ -51,14 +51,14 @@ pub mod seqlock;
 // Floor 2
 #[cfg(not(loom))]
 pub mod book;
+#[cfg(not(loom))]
+pub mod writer_thread;
 // Floor 3
 #[cfg(not(loom))]
 pub mod csv;
 #[cfg(not(loom))]
 pub mod dbn_out;
 // Floor 4
-#[cfg(not(loom))]
-pub mod parquet_out;
 #[cfg(not(loom))]
 pub mod publish;
 #[cfg(not(loom))]
@@ -68,6 +68,8 @@ pub mod snapshot;
 // Floor 5
 #[cfg(not(loom))]
 pub mod overload;
+#[cfg(not(loom))]
+pub mod parquet_out;
 #[cfg(not(loom))]
 pub mod serve_guard;
 // Floor 6

@@ -8,7 +8,12 @@
 //!   depth in `dbn_out.rs`);
 //! - the footer's provenance: the input's name and size from the file system, its CRC-32 from
 //!   Python's `zlib`, the message count from walking the input's length prefixes here, the
-//!   summary equal to `--summary-json`'s.
+//!   summary equal to `--summary-json`'s;
+//! - `--symbols`/`--between`: the filtered `bbo` file row for row against the filtered CSV,
+//!   and the filtered `mbp-10` file exactly the unfiltered file's rows of those symbols and
+//!   times (the time of day worked out here from `ts_event` and the session's UTC midnight),
+//!   with the filter in the footer;
+//! - `--sample-out x.parquet`: row for row against the CSV sample of the same replay.
 //!
 //! Without a Python that imports `pyarrow` (and `databento_dbn` for MBP-10) the test fails
 //! under `CI=true` and otherwise skips loudly (`util::oracle::python_with`).
@@ -19,10 +24,14 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use std::num::NonZeroU64;
 use ticklane_engine::book::BookConfig;
+
 use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, SessionDate};
+use ticklane_engine::output_filter::OutputFilter;
 use ticklane_engine::parquet_out::{ParquetOutOptions, ParquetSchema};
 use ticklane_engine::replay::{replay_file, ReplayOptions};
+use ticklane_engine::sample::{SampleInterval, SampleOptions};
 use ticklane_feed::sim::GenConfig;
 
 const DAY: GenConfig = GenConfig {
@@ -296,4 +305,183 @@ fn mbp10_parquet_reads_back_with_pyarrow_as_the_dbn_records() {
     assert_has(&info, "[\"bid_px_09\", \"int64\"]");
     assert_has(&info, "[\"ask_ct_09\", \"uint32\"]");
     check_footer(&info, &input, "mbp-10");
+}
+
+/// `ns` since midnight as `HH:MM:SS.nnnnnnnnn`, for `--between`.
+fn time_of_day(ns: u64) -> String {
+    let s = ns / 1_000_000_000;
+    format!(
+        "{:02}:{:02}:{:02}.{:09}",
+        s / 3600,
+        s / 60 % 60,
+        s % 60,
+        ns % 1_000_000_000
+    )
+}
+
+/// 2019-01-30 00:00 in New York (EST, UTC-5) as UTC ns since the epoch: 17,926 days after
+/// 1970-01-01, plus five hours. Worked out by hand, not by `SessionDate`.
+const MIDNIGHT_2019_01_30_NS: u64 = (17_926 * 86_400 + 5 * 3_600) * 1_000_000_000;
+
+#[test]
+fn filtered_parquet_keeps_the_rows_every_other_output_keeps() {
+    let test = "filtered_parquet_keeps_the_rows_every_other_output_keeps";
+    let Some(python) = util::oracle::python_with(test, "pyarrow", "pyarrow") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("day.itch50");
+    util::write_generated(&input, DAY);
+    let date = SessionDate::parse("2019-01-30").expect("a valid date");
+    let parquet = |name: &str, schema| ParquetOutOptions {
+        path: dir.path().join(name),
+        schema,
+        date: Some(date),
+    };
+
+    // The unfiltered CSV chooses the symbols and the window: two of the six stocks, and the
+    // middle third of the day's rows by time.
+    let all_csv = dir.path().join("all.csv");
+    replay_file(&ReplayOptions {
+        bbo_out: Some(all_csv.clone()),
+        parquet_out: Some(parquet("all.mbp10.parquet", ParquetSchema::Mbp10)),
+        ..options(&input)
+    })
+    .expect("unfiltered replay");
+    let all: Vec<Vec<String>> = fs::read_to_string(&all_csv)
+        .expect("read csv")
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_owned).collect())
+        .collect();
+    let mut stocks: Vec<String> = all.iter().map(|r| r[3].clone()).collect();
+    stocks.sort();
+    stocks.dedup();
+    assert!(stocks.len() >= 4, "the day has stocks: {stocks:?}");
+    let kept = [stocks[0].clone(), stocks[2].clone()];
+    let times: Vec<u64> = all.iter().map(|r| r[1].parse().expect("ts")).collect();
+    let (start, end) = (times[times.len() / 3], times[2 * times.len() / 3]);
+    let between = format!("{}-{}", time_of_day(start), time_of_day(end));
+    let filter = OutputFilter::parse(&kept.join(","), &between).expect("a valid filter");
+
+    let csv = dir.path().join("filtered.csv");
+    let outcome = replay_file(&ReplayOptions {
+        bbo_out: Some(csv.clone()),
+        parquet_out: Some(parquet("filtered.bbo.parquet", ParquetSchema::Bbo)),
+        filter: filter.clone(),
+        ..options(&input)
+    })
+    .expect("filtered bbo replay");
+    assert!(outcome.summary.error.is_none());
+    replay_file(&ReplayOptions {
+        parquet_out: Some(parquet("filtered.mbp10.parquet", ParquetSchema::Mbp10)),
+        filter,
+        ..options(&input)
+    })
+    .expect("filtered mbp-10 replay");
+
+    // bbo: the filtered CSV's rows, row for row, and only rows the filter keeps.
+    let (info, rows) = dump(&python, &dir.path().join("filtered.bbo.parquet"), &input);
+    let text = fs::read_to_string(&csv).expect("read filtered csv");
+    let want: Vec<&str> = text.lines().skip(1).collect();
+    assert!(
+        want.len() > 100 && want.len() * 4 < all.len(),
+        "the filter keeps some rows and drops most: {} of {}",
+        want.len(),
+        all.len()
+    );
+    assert_eq!(
+        rows, want,
+        "the filtered Parquet rows are the filtered CSV's"
+    );
+    for row in &rows {
+        let f: Vec<&str> = row.split(',').collect();
+        let ts: u64 = f[1].parse().expect("ts");
+        assert!(
+            kept.iter().any(|k| k == f[3]) && start <= ts && ts < end,
+            "{row}"
+        );
+    }
+    let footer_filter = format!(
+        "\"ticklane.filter\": \"{{\\\"between_ns\\\":[{start},{end}],\\\"symbols\\\":[\\\"{}\\\",\\\"{}\\\"]}}\"",
+        kept[0], kept[1]
+    );
+    assert_has(&info, &footer_filter);
+    check_footer(&info, &input, "bbo");
+
+    // mbp-10: the unfiltered file's rows of those symbols and times, in the same order.
+    let (_, all_mbp) = dump(&python, &dir.path().join("all.mbp10.parquet"), &input);
+    let (info, mbp) = dump(&python, &dir.path().join("filtered.mbp10.parquet"), &input);
+    let want: Vec<&String> = all_mbp
+        .iter()
+        .filter(|r| {
+            let f: Vec<&str> = r.split(',').collect();
+            let ts: u64 = f[0].parse().expect("ts_event");
+            let of_day = ts - MIDNIGHT_2019_01_30_NS;
+            kept.iter().any(|k| k == f[3]) && start <= of_day && of_day < end
+        })
+        .collect();
+    assert!(
+        want.len() > 100,
+        "the filter keeps MBP-10 rows: {}",
+        want.len()
+    );
+    assert_eq!(mbp.iter().collect::<Vec<_>>(), want);
+    assert_has(&info, &footer_filter);
+    check_footer(&info, &input, "mbp-10");
+}
+
+#[test]
+fn sampled_parquet_reads_back_with_pyarrow_as_the_csv_sample() {
+    let test = "sampled_parquet_reads_back_with_pyarrow_as_the_csv_sample";
+    let Some(python) = util::oracle::python_with(test, "pyarrow", "pyarrow") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("day.itch50");
+    util::write_generated(&input, DAY);
+    let sample = |path: PathBuf| SampleOptions {
+        path,
+        // The generated day spans about 80 ms: 4 ms boundaries give about 20.
+        interval: SampleInterval::from_nanos(NonZeroU64::new(4_000_000).expect("nonzero")),
+        depth: 3,
+        date: None,
+    };
+    let csv = dir.path().join("sample.csv");
+    let parquet = dir.path().join("sample.parquet");
+    for path in [&csv, &parquet] {
+        let outcome = replay_file(&ReplayOptions {
+            sample: Some(sample(path.clone())),
+            ..options(&input)
+        })
+        .expect("replay runs");
+        assert!(outcome.summary.error.is_none());
+    }
+    let (info, rows) = dump(&python, &parquet, &input);
+    let text = fs::read_to_string(&csv).expect("read csv");
+    let mut lines = text.lines();
+    let header = lines.next().expect("a header");
+    let want: Vec<&str> = lines.collect();
+    assert!(want.len() > 50, "boundaries times stocks: {}", want.len());
+    assert_eq!(rows, want, "the Parquet sample's rows are the CSV sample's");
+    // One typed column per CSV field, named as the CSV header names them.
+    let columns: Vec<String> = header
+        .split(',')
+        .map(|name| {
+            let ty = match name {
+                "timestamp_ns" => "uint64",
+                "locate" => "uint16",
+                "stock" => "string",
+                n if n.contains("_qty_") => "uint64",
+                _ => "uint32",
+            };
+            format!("[\"{name}\", \"{ty}\"]")
+        })
+        .collect();
+    assert_has(&info, &format!("\"columns\": [{}]", columns.join(", ")));
+    assert_has(
+        &info,
+        "\"sorting\": [[\"timestamp_ns\", false], [\"locate\", false]]",
+    );
+    check_footer(&info, &input, "sample");
 }

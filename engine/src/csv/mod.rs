@@ -8,7 +8,7 @@ mod book_csv;
 mod csv_buffer;
 
 pub use bbo_csv::{BboCsvWriter, BBO_HEADER};
-pub use bbo_thread::ThreadedBboSink;
+pub use bbo_thread::{FilteredBboCsv, ThreadedBboSink, BBO_RING_SLOTS};
 pub use book_csv::{
     write_book_csv, write_book_csv_filtered, write_level_row, write_partitioned_book_csv,
     BOOK_HEADER,

@@ -18,7 +18,7 @@ use std::ffi::c_char;
 use dbn::{rtype, MboMsg, RecordHeader};
 use ticklane_feed::itch::{Locate, Message, OrderRef, Price};
 
-use super::spool::Spool;
+use super::record_sink::RecordSink;
 use super::{
     aggressor_char, price_1e9, side_char, Before, DbnOutError, Stamp, NO_SIDE, PUBLISHER_ID,
 };
@@ -39,9 +39,9 @@ struct Event {
 
 impl MboWriter {
     /// Writes the records of one message.
-    pub(crate) fn write(
+    pub(crate) fn write<S: RecordSink>(
         &mut self,
-        spool: &mut Spool,
+        spool: &mut S,
         stamp: Stamp,
         message: &Message<'_>,
         before: &Before,

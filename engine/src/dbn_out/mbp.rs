@@ -18,7 +18,7 @@ use std::ffi::c_char;
 use dbn::{rtype, BidAskPair, Mbp10Msg, Mbp1Msg, RecordHeader, UNDEF_PRICE};
 use ticklane_feed::itch::{Locate, Message, Price};
 
-use super::spool::Spool;
+use super::record_sink::RecordSink;
 use super::{
     aggressor_char, price_1e9, side_char, Before, DbnOutError, Stamp, NO_SIDE, PUBLISHER_ID,
 };
@@ -71,9 +71,9 @@ impl<const N: usize> MbpWriter<N> {
     }
 
     /// Writes the records of one message.
-    pub(crate) fn write(
+    pub(crate) fn write<S: RecordSink>(
         &mut self,
-        spool: &mut Spool,
+        spool: &mut S,
         stamp: Stamp,
         message: &Message<'_>,
         before: &Before,
@@ -187,8 +187,8 @@ fn refresh_side<const N: usize>(
 }
 
 /// Pushes one MBP-`N` record.
-fn push<const N: usize>(
-    spool: &mut Spool,
+fn push<S: RecordSink, const N: usize>(
+    spool: &mut S,
     stamp: Stamp,
     locate: Locate,
     event: Event,

@@ -14,6 +14,7 @@
 
 pub mod mbo;
 pub mod mbp;
+mod record_sink;
 mod session_date;
 mod spool;
 pub mod trades;
@@ -33,6 +34,7 @@ use crate::book::{Books, Order, Side, TopOfBook, Trade};
 use crate::output_filter::OutputFilter;
 use mbo::MboWriter;
 use mbp::MbpWriter;
+pub use record_sink::RecordSink;
 pub use spool::Spool;
 use trades::TradeWriter;
 
@@ -115,6 +117,10 @@ pub enum DbnOutError {
         /// What the encoder said.
         source: dbn::Error,
     },
+    /// The writer thread of a format that takes the records as they are made stopped (its
+    /// own error comes when it is finished).
+    #[error(transparent)]
+    WriterStopped(#[from] crate::writer_thread::WriterStopped),
     /// DBN's `sequence` is 32 bits; this message index does not fit.
     #[error("message {index}: past DBN's 32-bit sequence field")]
     SequenceOverflow {
@@ -183,21 +189,11 @@ impl Stamp {
     }
 }
 
-/// The records of a replay, for a writer of another format ([`DbnOut::into_records`]).
-pub struct SpooledRecords {
-    /// Locate → ticker, from the stock directory (the last `R` for a locate wins).
-    pub symbols: BTreeMap<u16, String>,
-    /// The temporary file holding the records; the caller removes it.
-    pub temp: PathBuf,
-    /// That file, rewound: DBN records without metadata.
-    pub file: std::fs::File,
-}
-
-/// The DBN writer of one replay.
-pub struct DbnOut {
+/// The DBN writer of one replay: the records go to `S`, a [`Spool`] for a DBN file.
+pub struct DbnOut<S: RecordSink = Spool> {
     opts: DbnOutOptions,
     midnight_ns: u64,
-    spool: Spool,
+    spool: S,
     /// Locate → ticker, from the stock directory (the last `R` for a locate wins).
     symbols: BTreeMap<u16, String>,
     before: Before,
@@ -224,6 +220,29 @@ impl DbnOut {
     /// If the temporary beside the output cannot be created.
     pub fn create(opts: DbnOutOptions) -> Result<Self, DbnOutError> {
         let spool = Spool::create(&opts.path)?;
+        Ok(DbnOut::with_sink(opts, spool))
+    }
+
+    /// Writes the file: metadata, then the records. Returns the records written.
+    ///
+    /// # Errors
+    ///
+    /// If the output cannot be written.
+    pub fn finish(self) -> Result<u64, DbnOutError> {
+        let metadata = session_metadata(
+            self.opts.schema.dbn(),
+            self.opts.date,
+            self.last_ts_event,
+            &self.symbols,
+        );
+        self.spool.finish(&metadata)
+    }
+}
+
+impl<S: RecordSink> DbnOut<S> {
+    /// A writer for `opts` whose records go to `spool` as they are made (`opts.path` is
+    /// then only named in errors).
+    pub fn with_sink(opts: DbnOutOptions, spool: S) -> Self {
         let schema = match opts.schema {
             DbnSchema::Mbo => SchemaWriter::Mbo(MboWriter),
             DbnSchema::Mbp1 => SchemaWriter::Mbp1(MbpWriter::new()),
@@ -231,7 +250,7 @@ impl DbnOut {
             DbnSchema::Tbbo => SchemaWriter::Trades(TradeWriter { with_top: true }),
             DbnSchema::Trades => SchemaWriter::Trades(TradeWriter { with_top: false }),
         };
-        Ok(DbnOut {
+        DbnOut {
             midnight_ns: opts.date.midnight_utc_ns(),
             opts,
             spool,
@@ -241,7 +260,7 @@ impl DbnOut {
             maybe_bad_book: false,
             schema,
             filter: OutputFilter::default(),
-        })
+        }
     }
 
     /// Writes only the records of messages whose stock and time `filter` keeps; the
@@ -294,6 +313,7 @@ impl DbnOut {
     ) -> Result<(), DbnOutError> {
         if let Message::StockDirectory(m) = message {
             let ticker = String::from_utf8_lossy(m.stock().trimmed()).into_owned();
+            self.spool.symbol(m.locate(), m.stock().trimmed());
             self.symbols.insert(m.locate().0, ticker);
             return Ok(());
         }
@@ -331,35 +351,9 @@ impl DbnOut {
         self.spool.count()
     }
 
-    /// Hands over the records instead of writing a DBN file, for a writer of another
-    /// format: the locate → ticker map, the temporary holding the records (DBN, no
-    /// metadata; the caller removes it) and that file, rewound.
-    ///
-    /// # Errors
-    ///
-    /// If the temporary cannot be flushed or rewound.
-    pub fn into_records(self) -> Result<SpooledRecords, DbnOutError> {
-        let (temp, file) = self.spool.into_records()?;
-        Ok(SpooledRecords {
-            symbols: self.symbols,
-            temp,
-            file,
-        })
-    }
-
-    /// Writes the file: metadata, then the records. Returns the records written.
-    ///
-    /// # Errors
-    ///
-    /// If the output cannot be written.
-    pub fn finish(self) -> Result<u64, DbnOutError> {
-        let metadata = session_metadata(
-            self.opts.schema.dbn(),
-            self.opts.date,
-            self.last_ts_event,
-            &self.symbols,
-        );
-        self.spool.finish(&metadata)
+    /// The sink, with every record of the replay pushed.
+    pub fn into_sink(self) -> S {
+        self.spool
     }
 }
 

@@ -13,6 +13,7 @@ use dbn::encode::{
 };
 use dbn::{Compression, Metadata};
 
+use super::record_sink::RecordSink;
 use super::DbnOutError;
 
 /// The records written so far, in a temporary file next to the output.
@@ -84,32 +85,6 @@ impl Spool {
         self.count
     }
 
-    /// The records pushed, to be read back from the start (by a writer of another format),
-    /// and the temporary's path, which the caller removes when done.
-    ///
-    /// # Errors
-    ///
-    /// If the temporary cannot be flushed or rewound.
-    pub fn into_records(self) -> Result<(PathBuf, File), DbnOutError> {
-        let Spool {
-            mut temp,
-            mut records,
-            ..
-        } = self;
-        let path = temp.path().to_path_buf();
-        let io_at = |source| DbnOutError::Io {
-            path: path.clone(),
-            source,
-        };
-        let mut file = records.get_ref().get_ref().try_clone().map_err(io_at)?;
-        records.get_mut().flush().map_err(io_at)?;
-        drop(records);
-        io::Seek::rewind(&mut file).map_err(io_at)?;
-        // From here the caller removes it (on an error above, the drop did).
-        temp.0 = None;
-        Ok((path, file))
-    }
-
     /// Writes `metadata` and then every record to the output, and removes the temporary.
     ///
     /// # Errors
@@ -166,6 +141,21 @@ impl Spool {
         }
         temp.remove().map_err(io_at(temp.path()))?;
         Ok(count)
+    }
+}
+
+impl RecordSink for Spool {
+    #[inline]
+    fn push<R: DbnEncodable + 'static>(&mut self, record: &R) -> Result<(), DbnOutError> {
+        Spool::push(self, record)
+    }
+
+    fn set_muted(&mut self, muted: bool) {
+        Spool::set_muted(self, muted);
+    }
+
+    fn count(&self) -> u64 {
+        Spool::count(self)
     }
 }
 

@@ -7,7 +7,7 @@ use std::ffi::c_char;
 
 use dbn::{rtype, Mbp1Msg, RecordHeader, TradeMsg};
 
-use super::spool::Spool;
+use super::record_sink::RecordSink;
 use super::{aggressor_char, price_1e9, Before, DbnOutError, Stamp, NO_SIDE, PUBLISHER_ID};
 use crate::book::TopOfBook;
 
@@ -19,9 +19,9 @@ pub struct TradeWriter {
 
 impl TradeWriter {
     /// Writes the record of one message's trade, if it printed one.
-    pub(crate) fn write(
+    pub(crate) fn write<S: RecordSink>(
         &mut self,
-        spool: &mut Spool,
+        spool: &mut S,
         stamp: Stamp,
         before: &Before,
     ) -> Result<(), DbnOutError> {

@@ -63,7 +63,7 @@ impl BboParquet {
     pub fn create(path: &Path) -> Result<Self, ParquetOutError> {
         let schema = schema();
         // Sorted by timestamp, then message index: input order.
-        let file = ParquetFile::create(path, schema.clone(), &[1, 0])?;
+        let file = ParquetFile::create(path, schema.clone(), &[1, 0], &["locate", "stock"])?;
         let n = BATCH_ROWS;
         Ok(BboParquet {
             file,

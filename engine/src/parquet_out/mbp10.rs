@@ -1,15 +1,20 @@
 //! MBP-10 as Parquet: one row per DBN MBP-10 record, exactly the records `--dbn-out
-//! --schema mbp-10` writes (`dbn_out::mbp`), read back from the replay's spool.
+//! --schema mbp-10` writes (`dbn_out::mbp`), taken as they are made.
+//!
+//! The book thread's half ([`Mbp10Parquet`]) is the `dbn_out` writer's [`RecordSink`]: it
+//! copies each record's fields and its stock's symbol into a plain row and hands the rows
+//! to a writer thread in batches (`writer_thread`); that thread fills the Arrow columns and
+//! writes row groups. No temporary file, no second pass.
 //!
 //! Columns: `ts_event` u64 (UTC ns, as DBN), `sequence` u32 (the ITCH message index),
-//! `instrument_id` u32 (the locate), `symbol` utf8 (its ticker from the last `R`), `action`
-//! and `side` utf8 (one letter, Databento's), `depth` u8, `price` i64 (1e-9 dollars), `size`
-//! u32, `flags` u8, then per level `NN` in `00`..`09`: `bid_px_NN`, `ask_px_NN` i64 (1e-9
-//! dollars; null for an empty level, where DBN writes `UNDEF_PRICE`), `bid_sz_NN`,
-//! `ask_sz_NN`, `bid_ct_NN`, `ask_ct_NN` u32, as Databento's `to_df` names them.
+//! `instrument_id` u32 (the locate), `symbol` utf8 (its ticker from the latest `R` before
+//! the record), `action` and `side` utf8 (one letter, Databento's), `depth` u8, `price` i64
+//! (1e-9 dollars), `size` u32, `flags` u8, then per level `NN` in `00`..`09`: `bid_px_NN`,
+//! `ask_px_NN` i64 (1e-9 dollars; null for an empty level, where DBN writes
+//! `UNDEF_PRICE`), `bid_sz_NN`, `ask_sz_NN`, `bid_ct_NN`, `ask_ct_NN` u32, as Databento's
+//! `to_df` names them.
 
-use std::fs;
-use std::io::BufReader;
+use std::any::Any;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -18,13 +23,18 @@ use arrow_array::builder::{
 };
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use dbn::decode::{DbnRecordDecoder, DecodeRecord};
+use dbn::encode::DbnEncodable;
 use dbn::{Mbp10Msg, UNDEF_PRICE};
+use ticklane_feed::itch::Locate;
 
 use super::bbo::BATCH_ROWS;
 use super::writer::ParquetFile;
 use super::ParquetOutError;
-use crate::dbn_out::{DbnOutError, SpooledRecords};
+use crate::dbn_out::{DbnOutError, RecordSink};
+use crate::writer_thread::{RowWriter, WriterThread};
+
+/// Ring slots (368 bytes each: about 6 MiB).
+const RING_SLOTS: usize = 1 << 14;
 
 const LEVELS: usize = 10;
 
@@ -82,8 +92,9 @@ fn price(builder: &mut Int64Builder, px: i64) {
     }
 }
 
-fn letter(c: std::ffi::c_char) -> String {
-    char::from(c as u8).to_string()
+/// One letter as text (Databento's action and side codes are ASCII).
+fn letter(c: u8) -> [u8; 1] {
+    [c]
 }
 
 impl Columns {
@@ -110,17 +121,17 @@ impl Columns {
         }
     }
 
-    fn push(&mut self, r: &Mbp10Msg, symbol: &str) {
-        self.ts_event.append_value(r.hd.ts_event);
+    fn push(&mut self, r: &Mbp10Row) {
+        self.ts_event.append_value(r.ts_event);
         self.sequence.append_value(r.sequence);
-        self.instrument_id.append_value(r.hd.instrument_id);
-        self.symbol.append_value(symbol);
-        self.action.append_value(letter(r.action));
-        self.side.append_value(letter(r.side));
+        self.instrument_id.append_value(r.instrument_id);
+        append_text(&mut self.symbol, r.symbol_trimmed());
+        append_text(&mut self.action, &letter(r.action));
+        append_text(&mut self.side, &letter(r.side));
         self.depth.append_value(r.depth);
         price(&mut self.price, r.price);
         self.size.append_value(r.size);
-        self.flags.append_value(r.flags.raw());
+        self.flags.append_value(r.flags);
         for ((px, counts), level) in self.px.iter_mut().zip(&mut self.counts).zip(&r.levels) {
             price(&mut px[0], level.bid_px);
             price(&mut px[1], level.ask_px);
@@ -158,64 +169,223 @@ impl Columns {
     }
 }
 
-/// Writes the spooled MBP-10 `records` to `path` as Parquet, with `metadata` in the footer,
-/// and removes the spool. Returns the rows written.
-///
-/// # Errors
-///
-/// If the spool cannot be read or the output written.
-pub fn write_mbp10(
-    records: SpooledRecords,
-    path: &Path,
-    metadata: Vec<(String, String)>,
-) -> Result<u64, ParquetOutError> {
-    let SpooledRecords {
-        symbols,
-        temp,
-        file,
-    } = records;
-    let schema = schema();
-    // Sorted by ts_event, then sequence: input order.
-    let mut out = ParquetFile::create(path, schema.clone(), &[0, 1])?;
-    let mut columns = Columns::new();
-    let mut decoder = DbnRecordDecoder::new(BufReader::with_capacity(1 << 16, file));
-    let no_symbol = String::new();
-    let mut rows = 0u64;
-    let dbn_error = |source| {
-        ParquetOutError::Dbn(DbnOutError::Dbn {
-            path: temp.clone(),
-            source,
-        })
-    };
-    while let Some(record) = decoder.decode_record::<Mbp10Msg>().map_err(dbn_error)? {
-        let symbol = u16::try_from(record.hd.instrument_id)
-            .ok()
-            .and_then(|l| symbols.get(&l))
-            .unwrap_or(&no_symbol);
-        columns.push(record, symbol);
-        rows += 1;
-        if columns.len == BATCH_ROWS {
-            write(&mut out, &schema, &mut columns)?;
-        }
+/// ITCH symbols and Databento's letters are printable ASCII; anything else is replaced,
+/// never a panic.
+fn append_text(builder: &mut StringBuilder, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => builder.append_value(s),
+        Err(_) => builder.append_value(String::from_utf8_lossy(bytes)),
     }
-    if columns.len > 0 {
-        write(&mut out, &schema, &mut columns)?;
-    }
-    out.close(metadata)?;
-    fs::remove_file(&temp).map_err(|source| ParquetOutError::Io { path: temp, source })?;
-    Ok(rows)
 }
 
-fn write(
-    out: &mut ParquetFile,
-    schema: &Arc<Schema>,
-    columns: &mut Columns,
-) -> Result<(), ParquetOutError> {
-    let batch = RecordBatch::try_new(schema.clone(), columns.finish()).map_err(|e| {
-        ParquetOutError::Parquet {
-            path: out.path().to_path_buf(),
-            message: e.to_string(),
+/// One price level as the row carries it (DBN's `BidAskPair`, which is not `Copy`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Level {
+    bid_px: i64,
+    ask_px: i64,
+    bid_sz: u32,
+    ask_sz: u32,
+    bid_ct: u32,
+    ask_ct: u32,
+}
+
+/// One MBP-10 record and its stock's symbol, as it crosses the ring: plain data.
+#[derive(Clone, Copy, Debug)]
+struct Mbp10Row {
+    ts_event: u64,
+    price: i64,
+    sequence: u32,
+    instrument_id: u32,
+    size: u32,
+    action: u8,
+    side: u8,
+    depth: u8,
+    flags: u8,
+    /// Space padded, as ITCH sends it (spaces before the stock's first `R`).
+    symbol: [u8; 8],
+    levels: [Level; LEVELS],
+}
+
+impl Mbp10Row {
+    fn new(r: &Mbp10Msg, symbol: [u8; 8]) -> Self {
+        let mut levels = [Level::default(); LEVELS];
+        for (out, l) in levels.iter_mut().zip(&r.levels) {
+            *out = Level {
+                bid_px: l.bid_px,
+                ask_px: l.ask_px,
+                bid_sz: l.bid_sz,
+                ask_sz: l.ask_sz,
+                bid_ct: l.bid_ct,
+                ask_ct: l.ask_ct,
+            };
         }
-    })?;
-    out.write(&batch)
+        Mbp10Row {
+            ts_event: r.hd.ts_event,
+            price: r.price,
+            sequence: r.sequence,
+            instrument_id: r.hd.instrument_id,
+            size: r.size,
+            action: r.action as u8,
+            side: r.side as u8,
+            depth: r.depth,
+            flags: r.flags.raw(),
+            symbol,
+            levels,
+        }
+    }
+
+    fn symbol_trimmed(&self) -> &[u8] {
+        self.symbol.trim_ascii_end()
+    }
+}
+
+/// The writer thread's half: fills the columns, writes a batch every [`BATCH_ROWS`].
+struct Mbp10Columns {
+    out: ParquetFile,
+    schema: Arc<Schema>,
+    columns: Columns,
+    rows: u64,
+}
+
+impl Mbp10Columns {
+    fn write(&mut self) -> Result<(), ParquetOutError> {
+        let batch =
+            RecordBatch::try_new(self.schema.clone(), self.columns.finish()).map_err(|e| {
+                ParquetOutError::Parquet {
+                    path: self.out.path().to_path_buf(),
+                    message: e.to_string(),
+                }
+            })?;
+        self.out.write(&batch)
+    }
+}
+
+impl RowWriter<Mbp10Row> for Mbp10Columns {
+    /// The file, every row written, its footer waiting for the replay's summary; and the
+    /// rows written.
+    type Output = (ParquetFile, u64);
+    type Error = ParquetOutError;
+
+    #[inline]
+    fn write_row(&mut self, row: &Mbp10Row) -> Result<(), ParquetOutError> {
+        self.columns.push(row);
+        self.rows += 1;
+        if self.columns.len == BATCH_ROWS {
+            self.write()?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(ParquetFile, u64), ParquetOutError> {
+        if self.columns.len > 0 {
+            self.write()?;
+        }
+        Ok((self.out, self.rows))
+    }
+}
+
+/// The `--parquet-schema mbp-10` writer: the `dbn_out` MBP-10 writer's record sink.
+pub struct Mbp10Parquet {
+    thread: WriterThread<Mbp10Row, Mbp10Columns>,
+    /// Locate → symbol (space padded), from the stock directory as it arrives.
+    symbols: Vec<[u8; 8]>,
+    muted: bool,
+    count: u64,
+}
+
+impl Mbp10Parquet {
+    /// Creates `path` and starts its writer thread.
+    ///
+    /// # Errors
+    ///
+    /// If the file cannot be created or the thread started.
+    pub fn create(path: &Path) -> Result<Self, ParquetOutError> {
+        let schema = schema();
+        // Sorted by ts_event, then sequence: input order.
+        let out = ParquetFile::create(
+            path,
+            schema.clone(),
+            &[0, 1],
+            &[
+                "instrument_id",
+                "symbol",
+                "action",
+                "side",
+                "flags",
+                "depth",
+            ],
+        )?;
+        let columns = Mbp10Columns {
+            out,
+            schema,
+            columns: Columns::new(),
+            rows: 0,
+        };
+        let thread =
+            WriterThread::spawn("mbp10-parquet", RING_SLOTS, columns).map_err(|source| {
+                ParquetOutError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
+        Ok(Mbp10Parquet {
+            thread,
+            symbols: Vec::new(),
+            muted: false,
+            count: 0,
+        })
+    }
+
+    /// Waits for every row to be written, then writes the footer with `metadata` in its
+    /// key-value metadata. Returns the rows written.
+    ///
+    /// # Errors
+    ///
+    /// The first error the writer met, or one from writing the footer.
+    pub fn close(self, metadata: Vec<(String, String)>) -> Result<u64, ParquetOutError> {
+        let (out, rows) = self.thread.finish()?;
+        out.close(metadata)?;
+        Ok(rows)
+    }
+}
+
+impl RecordSink for Mbp10Parquet {
+    #[inline]
+    fn push<R: DbnEncodable + 'static>(&mut self, record: &R) -> Result<(), DbnOutError> {
+        if self.muted {
+            return Ok(());
+        }
+        // Only the MBP-10 schema writer feeds this sink (`run` builds it so), and it makes
+        // nothing but MBP-10 records; the check is on types, resolved when it is compiled.
+        let Some(r) = (record as &dyn Any).downcast_ref::<Mbp10Msg>() else {
+            return Ok(());
+        };
+        let symbol = usize::try_from(r.hd.instrument_id)
+            .ok()
+            .and_then(|i| self.symbols.get(i))
+            .copied()
+            .unwrap_or([b' '; 8]);
+        self.count += 1;
+        self.thread.push(Mbp10Row::new(r, symbol))?;
+        Ok(())
+    }
+
+    fn set_muted(&mut self, muted: bool) {
+        self.muted = muted;
+    }
+
+    fn count(&self) -> u64 {
+        self.count
+    }
+
+    fn symbol(&mut self, locate: Locate, ticker: &[u8]) {
+        let i = usize::from(locate.0);
+        if self.symbols.len() <= i {
+            self.symbols.resize(i + 1, [b' '; 8]);
+        }
+        let mut padded = [b' '; 8];
+        let n = ticker.len().min(8);
+        padded[..n].copy_from_slice(&ticker[..n]);
+        self.symbols[i] = padded;
+    }
 }

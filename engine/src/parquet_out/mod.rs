@@ -19,17 +19,21 @@ mod options;
 #[cfg(feature = "parquet")]
 pub mod provenance;
 #[cfg(feature = "parquet")]
+mod sample;
+#[cfg(feature = "parquet")]
 mod writer;
 
 #[cfg(feature = "parquet")]
 pub use bbo::BboParquet;
 #[cfg(feature = "parquet")]
-pub use mbp10::write_mbp10;
+pub use mbp10::Mbp10Parquet;
 #[cfg(not(feature = "parquet"))]
-pub use not_built::{write_mbp10, BboParquet, Provenance};
+pub use not_built::{BboParquet, Mbp10Parquet, Provenance, SampledParquet};
 pub use options::{ParquetOutError, ParquetOutOptions, ParquetSchema, PARQUET_SCHEMA_NAMES};
 #[cfg(feature = "parquet")]
 pub use provenance::Provenance;
+#[cfg(feature = "parquet")]
+pub use sample::SampledParquet;
 
 /// Rows per row group: about a million rows (a few to a few tens of MiB compressed) keeps
 /// the footer small and lets a reader skip by statistics.

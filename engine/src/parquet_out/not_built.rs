@@ -5,7 +5,12 @@ use std::path::Path;
 
 use super::ParquetOutError;
 use crate::book::BboRow;
-use crate::dbn_out::SpooledRecords;
+use ticklane_feed::itch::{Locate, Nanos};
+
+use crate::book::Books;
+use crate::dbn_out::{DbnOutError, RecordSink};
+use crate::output_filter::OutputFilter;
+use crate::sample::{SampleError, SampleOptions, SampleRows};
 
 /// Never made: the feature is off.
 pub enum BboParquet {}
@@ -50,18 +55,81 @@ impl Provenance {
     }
 
     /// Unreachable: there is no value.
-    pub fn footer(&self, _schema: &str, _summary_json: &str) -> Vec<(String, String)> {
+    pub fn footer(
+        &self,
+        _schema: &str,
+        _summary_json: &str,
+        _filter: &OutputFilter,
+    ) -> Vec<(String, String)> {
         match *self {}
     }
 }
 
-/// # Errors
-///
-/// Always [`ParquetOutError::NotBuilt`].
-pub fn write_mbp10(
-    _records: SpooledRecords,
-    _path: &Path,
-    _metadata: Vec<(String, String)>,
-) -> Result<u64, ParquetOutError> {
-    Err(ParquetOutError::NotBuilt)
+/// Never made: the feature is off.
+pub enum Mbp10Parquet {}
+
+impl Mbp10Parquet {
+    /// # Errors
+    ///
+    /// Always [`ParquetOutError::NotBuilt`].
+    pub fn create(_path: &Path) -> Result<Self, ParquetOutError> {
+        Err(ParquetOutError::NotBuilt)
+    }
+
+    /// Unreachable: there is no value.
+    ///
+    /// # Errors
+    ///
+    /// None.
+    pub fn close(self, _metadata: Vec<(String, String)>) -> Result<u64, ParquetOutError> {
+        match self {}
+    }
+}
+
+impl RecordSink for Mbp10Parquet {
+    fn push<R: dbn::encode::DbnEncodable + 'static>(
+        &mut self,
+        _record: &R,
+    ) -> Result<(), DbnOutError> {
+        match *self {}
+    }
+
+    fn set_muted(&mut self, _muted: bool) {
+        match *self {}
+    }
+
+    fn count(&self) -> u64 {
+        match *self {}
+    }
+}
+
+/// Never made: the feature is off.
+pub enum SampledParquet {}
+
+impl SampledParquet {
+    /// # Errors
+    ///
+    /// Always: the feature is off.
+    pub fn create(opts: &SampleOptions) -> Result<Self, SampleError> {
+        Err(SampleError::Parquet {
+            path: opts.path.clone(),
+            message: ParquetOutError::NotBuilt.to_string(),
+        })
+    }
+}
+
+impl SampleRows for SampledParquet {
+    fn row(
+        &mut self,
+        _boundary: Nanos,
+        _applied: u64,
+        _locate: Locate,
+        _books: &Books,
+    ) -> Result<(), SampleError> {
+        match *self {}
+    }
+
+    fn finish(self: Box<Self>, _metadata: Vec<(String, String)>) -> Result<(), SampleError> {
+        match *self {}
+    }
 }

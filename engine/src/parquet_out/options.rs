@@ -86,7 +86,10 @@ pub enum ParquetOutError {
         /// What the writer said.
         message: String,
     },
-    /// The MBP-10 records could not be made or read back.
+    /// The MBP-10 records could not be made.
     #[error(transparent)]
     Dbn(#[from] DbnOutError),
+    /// A writer thread panicked (a bug).
+    #[error(transparent)]
+    WriterPanicked(#[from] crate::writer_thread::WriterThreadPanicked),
 }

@@ -13,6 +13,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::ParquetOutError;
+use crate::output_filter::OutputFilter;
 
 /// Footer keys (all values are text).
 pub mod keys {
@@ -28,6 +29,10 @@ pub mod keys {
     pub const SCHEMA: &str = "ticklane.schema";
     /// The replay's summary (the `--summary-json` object, book counters included).
     pub const SUMMARY: &str = "ticklane.summary";
+    /// Which rows were written (`--symbols`, `--between`), as JSON: `{"symbols": null or
+    /// ["AAPL", ...], "between_ns": null or [start, end]}` (ITCH ns since midnight, the end
+    /// excluded). Both null: every row.
+    pub const FILTER: &str = "ticklane.filter";
 }
 
 /// What is known about the input before the replay.
@@ -73,8 +78,14 @@ impl Provenance {
         })
     }
 
-    /// The footer's key-value pairs, with `schema` and the summary JSON.
-    pub fn footer(&self, schema: &str, summary_json: &str) -> Vec<(String, String)> {
+    /// The footer's key-value pairs, with `schema`, the summary JSON and the rows `filter`
+    /// kept.
+    pub fn footer(
+        &self,
+        schema: &str,
+        summary_json: &str,
+        filter: &OutputFilter,
+    ) -> Vec<(String, String)> {
         vec![
             (keys::INPUT_NAME.into(), self.name.clone()),
             (keys::INPUT_BYTES.into(), self.bytes.to_string()),
@@ -82,8 +93,23 @@ impl Provenance {
             (keys::VERSION.into(), env!("CARGO_PKG_VERSION").into()),
             (keys::SCHEMA.into(), schema.into()),
             (keys::SUMMARY.into(), summary_json.into()),
+            (keys::FILTER.into(), filter_json(filter)),
         ]
     }
+}
+
+/// [`keys::FILTER`]'s value.
+fn filter_json(filter: &OutputFilter) -> String {
+    let symbols = if filter.has_symbols() {
+        serde_json::Value::from(filter.symbols())
+    } else {
+        serde_json::Value::Null
+    };
+    let between = match filter.between() {
+        Some(w) => serde_json::Value::from(vec![w.start.0, w.end.0]),
+        None => serde_json::Value::Null,
+    };
+    serde_json::json!({ "symbols": symbols, "between_ns": between }).to_string()
 }
 
 #[cfg(test)]
@@ -97,7 +123,7 @@ mod tests {
         let path = dir.path().join("digits.bin");
         std::fs::write(&path, b"123456789").expect("write");
         let p = Provenance::of_input(&path).expect("reads");
-        let footer = p.footer("bbo", "{}");
+        let footer = p.footer("bbo", "{}", &OutputFilter::default());
         let get = |k: &str| {
             footer
                 .iter()
@@ -108,5 +134,28 @@ mod tests {
         assert_eq!(get(keys::INPUT_BYTES), Some("9"));
         assert_eq!(get(keys::INPUT_NAME), Some("digits.bin"));
         assert_eq!(get(keys::SCHEMA), Some("bbo"));
+        assert_eq!(
+            get(keys::FILTER),
+            Some(r#"{"between_ns":null,"symbols":null}"#)
+        );
+    }
+
+    #[test]
+    fn the_filter_is_in_the_footer() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("x.bin");
+        std::fs::write(&path, b"x").expect("write");
+        let p = Provenance::of_input(&path).expect("reads");
+        let filter = OutputFilter::parse("MSFT,AAPL", "09:30-16:00").expect("valid");
+        let footer = p.footer("bbo", "{}", &filter);
+        let value = footer
+            .iter()
+            .find(|(k, _)| k == keys::FILTER)
+            .map(|(_, v)| v.as_str());
+        // 09:30 and 16:00 in ns since midnight, worked out by hand: 34,200 s and 57,600 s.
+        assert_eq!(
+            value,
+            Some(r#"{"between_ns":[34200000000000,57600000000000],"symbols":["AAPL","MSFT"]}"#)
+        );
     }
 }

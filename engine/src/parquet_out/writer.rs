@@ -1,5 +1,11 @@
-//! The Parquet file both views write: zstd, row groups of [`ROW_GROUP_ROWS`], the sort order
+//! The Parquet file every view writes: zstd, row groups of [`ROW_GROUP_ROWS`], the sort order
 //! declared, provenance appended to the footer when the file is closed.
+//!
+//! Dictionary encoding only for the columns that repeat (symbols, locates, one-letter
+//! codes): on a counter, a timestamp or a quantity nearly every value is new, and interning
+//! each one into a dictionary that is then abandoned for plain encoding cost more
+//! instructions than the rest of the writer together (measured with callgrind: 27% of a
+//! `bbo` replay's instructions in the interner); zstd still compresses the plain pages.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -11,6 +17,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 
 use super::{ParquetOutError, ROW_GROUP_ROWS};
 
@@ -32,11 +39,13 @@ pub(super) fn parquet_error(
 }
 
 impl ParquetFile {
-    /// Creates `path` for rows of `schema`, sorted by the columns at `sorted_by` (ascending).
+    /// Creates `path` for rows of `schema`, sorted by the columns at `sorted_by` (ascending),
+    /// dictionary-encoding only the columns named in `dictionary`.
     pub fn create(
         path: &Path,
         schema: Arc<Schema>,
         sorted_by: &[usize],
+        dictionary: &[&str],
     ) -> Result<Self, ParquetOutError> {
         let file = File::create(path).map_err(|source| ParquetOutError::Io {
             path: path.to_path_buf(),
@@ -50,7 +59,11 @@ impl ParquetFile {
                 nulls_first: false,
             })
             .collect();
-        let props = WriterProperties::builder()
+        let mut props = WriterProperties::builder().set_dictionary_enabled(false);
+        for &column in dictionary {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(column), true);
+        }
+        let props = props
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
             .set_sorting_columns(Some(sorting))

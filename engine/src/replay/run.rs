@@ -7,15 +7,16 @@ use std::time::Instant;
 
 use ticklane_feed::capture::{CaptureReader, InputFormat, NoMessages, ReadOptions};
 
-use super::bbo_outputs::BboOutputs;
+use super::bbo_outputs::{BboOutputs, ThreadedBboOutputs};
 use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{Applier, ApplyError, BookConfig};
-use crate::csv::{write_book_csv_filtered, ThreadedBboSink};
+use crate::csv::{write_book_csv_filtered, FilteredBboCsv};
 use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions, DbnSchema};
 use crate::output_filter::OutputFilter;
 use crate::parquet_out::{
-    write_mbp10, BboParquet, ParquetOutError, ParquetOutOptions, ParquetSchema, Provenance,
+    BboParquet, Mbp10Parquet, ParquetOutError, ParquetOutOptions, ParquetSchema, Provenance,
+    SampledParquet,
 };
 use crate::sample::{SampleError, SampleOptions, Sampler};
 use crate::snapshot::SnapshotError;
@@ -83,6 +84,9 @@ pub enum ReplayError {
     /// The Parquet output could not be written.
     #[error("--parquet-out: {0}")]
     Parquet(#[from] ParquetOutError),
+    /// An output's writer thread panicked (a bug).
+    #[error(transparent)]
+    WriterPanicked(#[from] crate::writer_thread::WriterThreadPanicked),
     /// The replay failed, and the `--summary-json` that should carry the failure could not
     /// be written either.
     #[error("{error}; the summary could not be written either: {}: {source}", path.display())]
@@ -211,6 +215,17 @@ pub(super) fn end_of_input(
     }
 }
 
+/// The error of a failed MBP-10 Parquet record: when its writer thread stopped, the
+/// thread's own error (which names the file and says why), not the stop.
+fn mbp10_failed(mbp: Option<DbnOut<Mbp10Parquet>>, error: DbnOutError) -> ReplayError {
+    if let (DbnOutError::WriterStopped(_), Some(mbp)) = (&error, mbp) {
+        if let Err(real) = mbp.into_sink().close(Vec::new()) {
+            return real.into();
+        }
+    }
+    ParquetOutError::from(error).into()
+}
+
 /// A finished replay: its report and the books as they ended.
 pub struct ReplayOutcome {
     /// Counts, timings and the error that stopped the replay, if any.
@@ -256,26 +271,21 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             recover_lengths: opts.recover_lengths,
         },
     )?;
-    if opts.parquet_out.is_some() && !opts.filter.keeps_all() {
-        return Err(ReplayError::Unsupported(
-            "--parquet-out writes every row: not with --symbols or --between yet",
-        ));
-    }
     // Read before the replay (the page cache then serves the replay's own read).
-    let provenance = opts
-        .parquet_out
-        .as_ref()
-        .map(|_| Provenance::of_input(&opts.input))
+    let sample_parquet = opts.sample.as_ref().is_some_and(SampleOptions::is_parquet);
+    let provenance = (opts.parquet_out.is_some() || sample_parquet)
+        .then(|| Provenance::of_input(&opts.input))
         .transpose()?;
     let csv = match &opts.bbo_out {
-        Some(path) => Some(
-            ThreadedBboSink::spawn_filtered(output(path)?, opts.filter.clone()).map_err(
-                |source| ReplayError::Output {
+        Some(path) => Some((
+            FilteredBboCsv::new(output(path)?, OutputFilter::default()).map_err(|source| {
+                ReplayError::Output {
                     path: path.clone(),
                     source,
-                },
-            )?,
-        ),
+                }
+            })?,
+            path.clone(),
+        )),
         None => None,
     };
     let parquet_bbo = match &opts.parquet_out {
@@ -285,29 +295,51 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
     let bbo = BboOutputs {
         csv,
         parquet: parquet_bbo,
+        filter: opts.filter.clone(),
     };
-    let bbo = bbo.any().then_some(bbo);
+    let bbo = if bbo.any() {
+        Some(bbo.spawn().map_err(|source| ReplayError::Output {
+            path: opts.bbo_out.clone().unwrap_or_default(),
+            source,
+        })?)
+    } else {
+        None
+    };
     let mut applier = Applier::new(opts.books, bbo).map_err(ReplayError::Books)?;
     let mut dbn = opts
         .dbn_out
         .clone()
         .map(|o| DbnOut::create(o).map(|out| out.with_filter(opts.filter.clone())))
         .transpose()?;
-    // MBP-10 in Parquet is the DBN writer's MBP-10 records, spooled beside the output.
+    // MBP-10 in Parquet is the DBN writer's MBP-10 records, taken as they are made.
     let mut mbp = match &opts.parquet_out {
-        Some(p) if p.schema == ParquetSchema::Mbp10 => Some(DbnOut::create(DbnOutOptions {
-            path: p.path.clone(),
-            schema: DbnSchema::Mbp10,
-            date: p.date.ok_or_else(|| ParquetOutError::NoDate {
+        Some(p) if p.schema == ParquetSchema::Mbp10 => {
+            let date = p.date.ok_or_else(|| ParquetOutError::NoDate {
                 path: p.path.clone(),
-            })?,
-        })?),
+            })?;
+            let dbn_opts = DbnOutOptions {
+                path: p.path.clone(),
+                schema: DbnSchema::Mbp10,
+                date,
+            };
+            Some(
+                DbnOut::with_sink(dbn_opts, Mbp10Parquet::create(&p.path)?)
+                    .with_filter(opts.filter.clone()),
+            )
+        }
         _ => None,
     };
     let mut sample = opts
         .sample
         .as_ref()
-        .map(|o| Sampler::create(o, opts.filter.clone()))
+        .map(|o| {
+            if o.is_parquet() {
+                let rows = Box::new(SampledParquet::create(o)?);
+                Ok(Sampler::with_rows(o, opts.filter.clone(), rows))
+            } else {
+                Sampler::create(o, opts.filter.clone())
+            }
+        })
         .transpose()?;
     let mut dbn_message = Vec::with_capacity(64);
     let can_lose = matches!(reader.format(), InputFormat::Pcap | InputFormat::PcapNg);
@@ -336,7 +368,10 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                 dbn_message.clear();
                 dbn_message.extend_from_slice(raw.bytes);
                 if reader.stats().gaps > 0 {
-                    for out in [&mut dbn, &mut mbp].into_iter().flatten() {
+                    if let Some(out) = &mut dbn {
+                        out.mark_maybe_bad_book();
+                    }
+                    if let Some(out) = &mut mbp {
                         out.mark_maybe_bad_book();
                     }
                 }
@@ -348,7 +383,10 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                 if let Some(s) = &mut sample {
                     s.before(index, books, m.timestamp());
                 }
-                for out in [&mut dbn, &mut mbp].into_iter().flatten() {
+                if let Some(out) = &mut dbn {
+                    out.before(books, m);
+                }
+                if let Some(out) = &mut mbp {
                     out.before(books, m);
                 }
             })
@@ -356,8 +394,14 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         match step {
             Ok(applied) => {
                 if let Some(message) = &applied.message {
-                    for out in [&mut dbn, &mut mbp].into_iter().flatten() {
+                    if let Some(out) = &mut dbn {
                         out.after(index, message, applied.changed, applier.books())?;
+                    }
+                    if let Some(out) = &mut mbp {
+                        if let Err(e) = out.after(index, message, applied.changed, applier.books())
+                        {
+                            return Err(mbp10_failed(mbp, e));
+                        }
                     }
                 }
             }
@@ -371,6 +415,12 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                 break;
             }
             Err(ApplyError::Output(source)) => {
+                // The writer thread stopped on an error of its own: finishing it returns
+                // that error, which names the file.
+                let (_, bbo) = applier.into_parts();
+                if let Some(bbo) = bbo {
+                    bbo.finish()?;
+                }
                 let path = opts.bbo_out.clone().unwrap_or_default();
                 return Err(ReplayError::Output { path, source });
             }
@@ -390,21 +440,19 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
     let by_type = *applier.by_type();
     let bbo_rows = applier.bbo_rows();
     let (books, bbo) = applier.into_parts();
-    let parquet_bbo = bbo
-        .map(BboOutputs::finish_csv)
-        .transpose()
-        .map_err(|source| ReplayError::Output {
-            path: opts.bbo_out.clone().unwrap_or_default(),
-            source,
-        })?
-        .flatten();
+    let parquet_bbo = bbo.map(ThreadedBboOutputs::finish).transpose()?.flatten();
     let dbn_out_records = match dbn {
         Some(out) => Some(out.finish()?),
         None => None,
     };
-    if let Some(sample) = sample {
-        sample.finish()?;
-    }
+    // A Parquet sample's footer waits for the summary; the others finish now, as before.
+    let sample = match sample {
+        Some(s) if !s.keeps_metadata() => {
+            s.finish()?;
+            None
+        }
+        other => other,
+    };
     let elapsed_s = started.elapsed().as_secs_f64();
     write_output_file(opts.book_out.as_ref(), |out| {
         write_book_csv_filtered(&books, opts.depth, &opts.filter, out)
@@ -426,12 +474,22 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         no_messages,
         error,
     };
+    if let Some(sample) = sample {
+        // The footer of a Parquet sample says where it came from, as the other views do.
+        let footer = match &provenance {
+            Some(p) if sample.keeps_metadata() => {
+                p.footer("sample", &summary.to_json(), &opts.filter)
+            }
+            _ => Vec::new(),
+        };
+        sample.finish_with(footer)?;
+    }
     if let (Some(p), Some(provenance)) = (&opts.parquet_out, &provenance) {
-        let footer = provenance.footer(p.schema.name(), &summary.to_json());
+        let footer = provenance.footer(p.schema.name(), &summary.to_json(), &opts.filter);
         if let Some(out) = parquet_bbo {
             out.close(footer)?;
         } else if let Some(out) = mbp {
-            write_mbp10(out.into_records()?, &p.path, footer)?;
+            out.into_sink().close(footer)?;
         }
     }
     write_summary_json(opts, &summary)?;

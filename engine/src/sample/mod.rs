@@ -7,7 +7,9 @@
 //! The boundary is written when the first message at or past it arrives, so no boundary
 //! after the last message's time is written: the state after the last message is
 //! `--book-out`'s. CSV by default ([`csv_rows`]); Databento MBP-10 records when the path
-//! ends in `.dbn` or `.dbn.zst` ([`dbn_rows`]), through `dbn_out`'s spool and session date.
+//! ends in `.dbn` or `.dbn.zst` ([`dbn_rows`]), through `dbn_out`'s spool and session date;
+//! Parquet when it ends in `.parquet`, through a [`SampleRows`] handed down by the replay
+//! (`parquet_out` sits above this module).
 //!
 //! Cost: per boundary, per stock (`--between` and `--symbols` bound it); nothing per message
 //! but one compare of its timestamp with the next boundary.
@@ -21,8 +23,34 @@ use std::path::PathBuf;
 
 pub use interval::SampleInterval;
 pub use sampler::Sampler;
+use ticklane_feed::itch::{Locate, Nanos};
 
+use crate::book::Books;
 use crate::dbn_out::{DbnOutError, SessionDate};
+
+/// A writer of sampled rows handed down from above (Parquet's, which this module cannot
+/// name): one row per stock per boundary, as [`csv_rows`] writes them.
+pub trait SampleRows {
+    /// Writes `locate`'s row at `boundary`, `applied` messages into the input.
+    ///
+    /// # Errors
+    ///
+    /// If it cannot be written.
+    fn row(
+        &mut self,
+        boundary: Nanos,
+        applied: u64,
+        locate: Locate,
+        books: &Books,
+    ) -> Result<(), SampleError>;
+
+    /// Writes out the rest, with `metadata` (key, value) where the format keeps it.
+    ///
+    /// # Errors
+    ///
+    /// If it cannot be written.
+    fn finish(self: Box<Self>, metadata: Vec<(String, String)>) -> Result<(), SampleError>;
+}
 
 /// Levels a side that DBN's MBP-10 record holds.
 pub const DBN_LEVELS: usize = 10;
@@ -44,6 +72,15 @@ impl SampleOptions {
     /// True if the output is DBN (the name ends in `.dbn` or `.dbn.zst`).
     pub fn is_dbn(&self) -> bool {
         is_dbn_path(&self.path)
+    }
+
+    /// True if the output is Parquet (the name ends in `.parquet`).
+    pub fn is_parquet(&self) -> bool {
+        self.path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .ends_with(".parquet")
     }
 }
 
@@ -72,6 +109,21 @@ pub enum SampleError {
     DbnDepth {
         /// The depth asked for.
         depth: usize,
+    },
+    /// A Parquet output is written by `parquet_out`, handed down with
+    /// [`Sampler::with_rows`]; [`Sampler::create`] does not write it.
+    #[error("--sample-out {}: a Parquet sample needs the Parquet writer (Sampler::with_rows)", path.display())]
+    ParquetNotHandedDown {
+        /// The output.
+        path: PathBuf,
+    },
+    /// The Parquet output could not be written (cold path: the writer's message as text).
+    #[error("--sample-out {}: {message}", path.display())]
+    Parquet {
+        /// The output.
+        path: PathBuf,
+        /// What the writer said.
+        message: String,
     },
     /// DBN needs the session date for its UTC timestamps.
     #[error("--sample-out {}: DBN needs the session date: give --date YYYY-MM-DD", path.display())]

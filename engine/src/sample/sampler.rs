@@ -7,7 +7,7 @@ use ticklane_feed::itch::Nanos;
 
 use super::csv_rows::CsvRows;
 use super::dbn_rows::DbnRows;
-use super::{SampleError, SampleOptions};
+use super::{SampleError, SampleOptions, SampleRows};
 use crate::book::Books;
 use crate::output_filter::OutputFilter;
 
@@ -15,6 +15,7 @@ use crate::output_filter::OutputFilter;
 enum Rows {
     Csv(CsvRows<BufWriter<std::fs::File>>),
     Dbn(Box<DbnRows>),
+    Handed(Box<dyn SampleRows>),
 }
 
 /// Writes the sampled depth of one replay. Call [`Sampler::before`] with the books just
@@ -40,6 +41,11 @@ impl Sampler {
     /// If the output cannot be created, or a DBN output lacks its date or asks for more than
     /// ten levels.
     pub fn create(opts: &SampleOptions, filter: OutputFilter) -> Result<Self, SampleError> {
+        if opts.is_parquet() {
+            return Err(SampleError::ParquetNotHandedDown {
+                path: opts.path.clone(),
+            });
+        }
         let rows = if opts.is_dbn() {
             Rows::Dbn(Box::new(DbnRows::create(opts)?))
         } else {
@@ -53,7 +59,21 @@ impl Sampler {
                 opts.path.clone(),
             )?)
         };
-        Ok(Sampler {
+        Ok(Self::writing(opts, filter, rows))
+    }
+
+    /// A sampler writing through `rows` (a writer of a format this module cannot name,
+    /// Parquet's), keeping the rows `filter` keeps.
+    pub fn with_rows(
+        opts: &SampleOptions,
+        filter: OutputFilter,
+        rows: Box<dyn SampleRows>,
+    ) -> Self {
+        Self::writing(opts, filter, Rows::Handed(rows))
+    }
+
+    fn writing(opts: &SampleOptions, filter: OutputFilter, rows: Rows) -> Self {
+        Sampler {
             interval: opts.interval.nanos(),
             filter,
             next: None,
@@ -61,7 +81,7 @@ impl Sampler {
             written: 0,
             boundaries: 0,
             error: None,
-        })
+        }
     }
 
     /// Notes that message number `index` (1-based), stamped `at`, is about to be applied to
@@ -114,6 +134,7 @@ impl Sampler {
                 let written = match &mut self.rows {
                     Rows::Csv(csv) => csv.row(Nanos(boundary), locate, books),
                     Rows::Dbn(dbn) => dbn.row(Nanos(boundary), index - 1, locate, books),
+                    Rows::Handed(rows) => rows.row(Nanos(boundary), index - 1, locate, books),
                 };
                 match written {
                     Ok(()) => self.written += 1,
@@ -145,13 +166,29 @@ impl Sampler {
     ///
     /// The first write error, or one from closing the output.
     pub fn finish(self) -> Result<u64, SampleError> {
+        self.finish_with(Vec::new())
+    }
+
+    /// [`Sampler::finish`], with `metadata` (key, value) for a format that keeps it (a
+    /// Parquet footer's provenance); CSV and DBN ignore it.
+    ///
+    /// # Errors
+    ///
+    /// As [`Sampler::finish`].
+    pub fn finish_with(self, metadata: Vec<(String, String)>) -> Result<u64, SampleError> {
         if let Some(error) = self.error {
             return Err(error);
         }
         match self.rows {
             Rows::Csv(csv) => drop(csv.finish()?),
             Rows::Dbn(dbn) => drop(dbn.finish()?),
+            Rows::Handed(rows) => rows.finish(metadata)?,
         }
         Ok(self.written)
+    }
+
+    /// True if the output keeps metadata ([`Sampler::finish_with`] uses it).
+    pub fn keeps_metadata(&self) -> bool {
+        matches!(self.rows, Rows::Handed(_))
     }
 }

@@ -80,7 +80,8 @@ pub struct ReplayArgs {
     /// Sample the depth at every multiple of this interval of ITCH time: 100ms, 1s, 5m, ...
     #[arg(long, requires = "sample_out", conflicts_with = "pace")]
     sample: Option<SampleInterval>,
-    /// Write the sampled depth here: CSV, or DBN MBP-10 when the name ends in .dbn or .dbn.zst.
+    /// Write the sampled depth here: CSV, DBN MBP-10 when the name ends in .dbn or .dbn.zst,
+    /// Parquet when it ends in .parquet.
     #[arg(long, requires = "sample")]
     sample_out: Option<PathBuf>,
     /// Levels per side in --sample-out (at most 10 in DBN).
@@ -96,8 +97,8 @@ pub struct ReplayArgs {
     #[arg(long, default_value = "", conflicts_with = "pace",
           value_parser = super::arg_values::between)]
     between: String,
-    /// Write the replay as Parquet here (zstd, provenance in the footer; not with --pace or
-    /// --threads above 1, nor from a DBN input).
+    /// Write the replay as Parquet here (zstd, provenance in the footer; --symbols and
+    /// --between choose its rows; not with --pace or --threads above 1, nor from a DBN input).
     #[arg(long, conflicts_with = "pace")]
     parquet_out: Option<PathBuf>,
     /// The Parquet view: bbo (the --bbo-out rows, typed) or mbp-10 (DBN's MBP-10 records).
