@@ -318,7 +318,7 @@ fn replay_partitioned(
         recover_lengths: opts.recover_lengths,
     };
     let mut reader = CaptureReader::open(&opts.input, read)?;
-    let partition = LocatePartition::weighed(CaptureReader::open(&opts.input, read)?, threads);
+    let partition = LocatePartition::weighed(&opts.input, read, threads);
     let threads = partition.threads();
     let csv = match &opts.bbo_out {
         Some(path) => {
