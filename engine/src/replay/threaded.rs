@@ -9,9 +9,12 @@
 //! thread the epoch's route: which thread got each message, in input order. Each book thread
 //! runs the one-thread apply step ([`Applier`]) on its own books and sends back, per
 //! message, one byte of effect (did it write a top-of-book row, how did the live-order count
-//! move) and the rows themselves. The merge thread walks the route and so visits every
-//! message in input order: it writes each row as the single thread would have, and it keeps
-//! the live-order count of all books together, whose maximum is the summary's
+//! move) and its rows, already formatted as `--bbo-out` lines ([`BboRowBytes`]: the same
+//! formatting code as one thread's writer, into a buffer reused epoch after epoch). The
+//! merge thread walks the route and so visits every message in input order: it copies each
+//! row's line into the output where the single thread would have written it (a copy per
+//! row: formatting, most of the stream's cost, is spread over the book threads), and it
+//! keeps the live-order count of all books together, whose maximum is the summary's
 //! `live_orders_peak` (a per-thread peak would not add up to it).
 //!
 //! Buffers travel in a loop and come back for reuse: after the first few epochs nothing is
@@ -24,6 +27,7 @@
 //! live under a locate of another thread, is applied by the owner of the message's locate
 //! alone; and the capacities (`--max-orders`, `--max-books`) hold per book thread.
 
+use std::fs::File;
 use std::io::{self, BufWriter};
 use std::mem;
 use std::sync::mpsc::{self, Receiver, SyncSender};
@@ -40,8 +44,8 @@ use super::run::{
     write_summary_json, ReplayError, ReplayOptions, PROGRESS_EVERY,
 };
 use super::summary::{PacketCounts, ReplaySummary};
-use crate::book::{Applier, BboRow, BboSink, BookConfig, BookCounters, Books, TypeCounts};
-use crate::csv::{write_partitioned_book_csv, BboCsvWriter};
+use crate::book::{Applier, BookConfig, BookCounters, Books, TypeCounts};
+use crate::csv::{write_partitioned_book_csv, BboRowBytes, CsvBuffer, BBO_HEADER};
 
 /// Messages per epoch: the unit in which batches are sent and merged.
 pub const EPOCH: usize = 16 * 1024;
@@ -124,23 +128,8 @@ impl Effect {
 struct OutBatch {
     /// One per message of the batch, in batch order.
     effects: Vec<Effect>,
-    /// The rows those messages wrote, in batch order.
-    rows: Vec<BboRow>,
-}
-
-/// The book thread's top-of-book sink: rows wait in a vector for the epoch's end.
-#[derive(Debug, Default)]
-struct RowBatch(Vec<BboRow>);
-
-impl BboSink for RowBatch {
-    #[inline(always)]
-    fn write_row(&mut self, row: &BboRow) -> io::Result<()> {
-        self.0.push(*row);
-        Ok(())
-    }
-    fn finish(self) -> io::Result<()> {
-        Ok(())
-    }
+    /// The rows those messages wrote, in batch order, as `--bbo-out` lines.
+    rows: BboRowBytes,
 }
 
 /// What a book thread hands back at the end.
@@ -186,14 +175,14 @@ fn book_thread(
     output: SyncSender<OutBatch>,
     recycled_out: Receiver<OutBatch>,
 ) -> Result<BookPart, String> {
-    let mut applier = Applier::new(config, bbo.then(RowBatch::default))
+    let mut applier = Applier::new(config, bbo.then(BboRowBytes::default))
         .map_err(|e| format!("allocating a book thread's books: {e}"))?;
     for batch in input {
         let mut out = recycled_out.try_recv().unwrap_or_default();
         out.effects.clear();
         out.rows.clear();
         if let Some(sink) = applier.sink_mut() {
-            mem::swap(&mut sink.0, &mut out.rows);
+            mem::swap(sink, &mut out.rows);
         }
         let mut start = 0;
         for frame in &batch.frames {
@@ -211,7 +200,7 @@ fn book_thread(
                 .push(Effect::new(applier.bbo_rows() != rows, live_change));
         }
         if let Some(sink) = applier.sink_mut() {
-            mem::swap(&mut sink.0, &mut out.rows);
+            mem::swap(sink, &mut out.rows);
         }
         // A full recycling queue means the reader holds spares already: drop this one.
         let _ = recycle_in.try_send(batch);
@@ -230,14 +219,14 @@ fn book_thread(
     })
 }
 
-/// The merge thread: every message in input order, by the reader's route; rows to the
-/// CSV writer, the live-order count of all books kept to find its peak.
+/// The merge thread: every message in input order, by the reader's route; each row's line
+/// copied to the CSV output, the live-order count of all books kept to find its peak.
 fn merge_thread(
     routes: Receiver<Vec<u8>>,
     recycle_route: SyncSender<Vec<u8>>,
     outputs: Vec<Receiver<OutBatch>>,
     recycle_out: Vec<SyncSender<OutBatch>>,
-    mut csv: Option<BboCsvWriter<BufWriter<std::fs::File>>>,
+    mut csv: Option<CsvBuffer<BufWriter<File>>>,
 ) -> io::Result<Merged> {
     let threads = outputs.len();
     let mut batches: Vec<OutBatch> = (0..threads).map(|_| OutBatch::default()).collect();
@@ -260,7 +249,7 @@ fn merge_thread(
             peak = peak.max(live);
             if effect.row() {
                 if let Some(csv) = &mut csv {
-                    csv.write_row(&batches[t].rows[row_at[t]])?;
+                    csv.bytes(batches[t].rows.row(row_at[t]))?;
                 }
                 row_at[t] += 1;
                 rows += 1;
@@ -329,16 +318,17 @@ fn replay_partitioned(
         recover_lengths: opts.recover_lengths,
     };
     let mut reader = CaptureReader::open(&opts.input, read)?;
-    let partition = LocatePartition::weighed(CaptureReader::open(&opts.input, read)?, threads);
+    let partition = LocatePartition::weighed(&opts.input, read, threads);
     let threads = partition.threads();
     let csv = match &opts.bbo_out {
         Some(path) => {
-            Some(
-                BboCsvWriter::new(output(path)?).map_err(|source| ReplayError::Output {
+            let mut csv = CsvBuffer::new(output(path)?);
+            csv.bytes(BBO_HEADER.as_bytes())
+                .map_err(|source| ReplayError::Output {
                     path: path.clone(),
                     source,
-                })?,
-            )
+                })?;
+            Some(csv)
         }
         None => None,
     };
