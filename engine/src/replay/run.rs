@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ticklane_feed::capture::{CaptureReader, InputFormat, NoMessages, ReadOptions};
+use ticklane_feed::capture::{CaptureReader, InputFormat, NoMessages, RawMessage, ReadOptions};
 
 use super::bbo_outputs::BboOutputs;
 use super::fault::ReplayFault;
@@ -313,38 +313,25 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
     let can_lose = matches!(reader.format(), InputFormat::Pcap | InputFormat::PcapNg);
     let show_progress = opts.progress && io::stderr().is_terminal();
     let mut error = None;
-    loop {
-        let raw = match reader.next_message() {
-            Ok(Some(raw)) => raw,
-            Ok(None) => break,
-            Err(e) => {
-                error = Some(ReplayFault::Input(e));
-                break;
-            }
-        };
+    // Whether a message needs a copy so the reader can be asked about losses (pcap only).
+    let check_losses = can_lose && (dbn.is_some() || mbp.is_some());
+    let any_after = dbn.is_some() || mbp.is_some();
+    // One message, and whether the capture's sequencer declared a loss before it: true when
+    // the replay stops at it (the error is in `error`).
+    let mut handle = |raw: RawMessage<'_>, lost: bool| -> Result<bool, ReplayError> {
         let (index, offset) = (raw.index, raw.offset);
-        // Plain replay takes `step`; only `--dbn-out` pays for the look-up before each message
-        // (and for a copy of it, so the reader can say whether a loss was declared before it).
+        // Plain replay takes `step`; only `--dbn-out` pays for the look-up before each message.
         // `--sample` sees the books before each message too (a boundary is the state just
         // before the first message at or past it).
         let step = if dbn.is_none() && mbp.is_none() && sample.is_none() {
             applier.step(index, raw.bytes)
         } else {
-            // A file of ITCH messages cannot declare a loss; only a capture's sequencer can
-            // (a copy of the message lets the reader be asked whether it did).
-            let bytes: &[u8] = if can_lose && (dbn.is_some() || mbp.is_some()) {
-                dbn_message.clear();
-                dbn_message.extend_from_slice(raw.bytes);
-                if reader.stats().gaps > 0 {
-                    for out in [&mut dbn, &mut mbp].into_iter().flatten() {
-                        out.mark_maybe_bad_book();
-                    }
+            if lost {
+                for out in [&mut dbn, &mut mbp].into_iter().flatten() {
+                    out.mark_maybe_bad_book();
                 }
-                &dbn_message
-            } else {
-                raw.bytes
-            };
-            applier.step_with(index, bytes, |books, m| {
+            }
+            applier.step_with(index, raw.bytes, |books, m| {
                 if let Some(s) = &mut sample {
                     s.before(index, books, m.timestamp());
                 }
@@ -355,11 +342,12 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         };
         match step {
             Ok(applied) => {
-                if let Some(message) = &applied.message {
+                if let (true, Some(message)) = (any_after, &applied.message) {
                     for out in [&mut dbn, &mut mbp].into_iter().flatten() {
                         out.after(index, message, applied.changed, applier.books())?;
                     }
                 }
+                Ok(false)
             }
             Err(ApplyError::Decode(e)) => {
                 error = Some(ReplayFault::Decode {
@@ -368,16 +356,65 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                     index,
                     error: e,
                 });
-                break;
+                Ok(true)
             }
             Err(ApplyError::Output(source)) => {
                 let path = opts.bbo_out.clone().unwrap_or_default();
-                return Err(ReplayError::Output { path, source });
+                Err(ReplayError::Output { path, source })
             }
         }
+    };
+    let progress = |reader: &CaptureReader, index: u64| {
         if show_progress && index & (PROGRESS_EVERY - 1) == 0 {
-            progress_line(&reader, index, started);
+            progress_line(reader, index, started);
         }
+    };
+    loop {
+        // The messages lying whole in the block already read, framed in one pass (a plain
+        // ITCH 5.0 file; none for other inputs), then one message through the reader, which
+        // refills, ends or reports an error exactly as it would message by message.
+        let mut frames = reader.frames();
+        let mut stopped = false;
+        for raw in frames.by_ref() {
+            let index = raw.index;
+            if handle(raw, false)? {
+                stopped = true;
+                break;
+            }
+            progress(&reader, index);
+        }
+        let read = frames.read();
+        reader.advance(read);
+        if stopped {
+            break;
+        }
+        let raw = match reader.next_message() {
+            Ok(Some(raw)) => raw,
+            Ok(None) => break,
+            Err(e) => {
+                error = Some(ReplayFault::Input(e));
+                break;
+            }
+        };
+        let index = raw.index;
+        let stop = if check_losses {
+            // A copy of the message lets the reader be asked whether a loss was declared
+            // before it (only a capture's sequencer can declare one).
+            dbn_message.clear();
+            dbn_message.extend_from_slice(raw.bytes);
+            let raw = RawMessage {
+                bytes: &dbn_message,
+                ..raw
+            };
+            let lost = reader.stats().gaps > 0;
+            handle(raw, lost)?
+        } else {
+            handle(raw, false)?
+        };
+        if stop {
+            break;
+        }
+        progress(&reader, index);
     }
     if show_progress {
         eprint!("\r{:60}\r", "");
