@@ -5,7 +5,10 @@
 
 use std::io;
 
-use ticklane_feed::itch::{self, DecodeError, Locate, Message, Nanos, Stock};
+use ticklane_feed::itch::{
+    self, AddOrder, AddOrderMpid, DecodeError, Locate, Message, Nanos, OrderCancel, OrderDelete,
+    OrderExecuted, OrderExecutedWithPrice, OrderReplace, Stock,
+};
 
 use super::bbo_row::{BboRow, BboSink};
 use super::type_counts::TypeCounts;
@@ -28,6 +31,19 @@ pub struct Applied<'m> {
     pub message: Option<Message<'m>>,
     /// The locate whose book changed (for E, C, X, D and U, the order's own locate).
     pub changed: Option<Locate>,
+}
+
+/// `bytes` as exactly the `N` bytes a message of type `tag` has, or the decode error
+/// `itch::decode` gives for a wrong length.
+#[inline(always)]
+fn exact<const N: usize>(tag: u8, bytes: &[u8]) -> Result<&[u8; N], ApplyError> {
+    bytes.try_into().map_err(|_| {
+        ApplyError::Decode(DecodeError::WrongLength {
+            tag,
+            expected: N,
+            actual: bytes.len(),
+        })
+    })
 }
 
 /// A top-of-book sink for replays that want none; it is never called.
@@ -109,22 +125,71 @@ impl<S: BboSink> Applier<S> {
         bytes: &'m [u8],
         before: impl FnOnce(&Books, &Message<'m>),
     ) -> Result<Applied<'m>, ApplyError> {
-        let message = match itch::decode(bytes) {
-            Ok(m) => m,
-            Err(DecodeError::UnknownType { .. }) => {
-                self.messages += 1;
-                self.unknown_types += 1;
-                return Ok(Applied {
-                    message: None,
-                    changed: None,
-                });
+        let Some(&tag) = bytes.first() else {
+            return Err(ApplyError::Decode(DecodeError::Empty));
+        };
+        // One match on the type byte (a jump table): each arm that changes a book checks its
+        // length, makes its view and applies it, with no second dispatch on a decoded enum.
+        // Every other type goes through `itch::decode` and `Books::apply_change` as before.
+        macro_rules! arm {
+            ($View:ident, |$m:ident| $apply:expr) => {{
+                let $m = $View::new(exact(tag, bytes)?);
+                let message = Message::$View($m);
+                before(&self.books, &message);
+                (message, $apply)
+            }};
+        }
+        let (message, change) = match tag {
+            b'A' => arm!(AddOrder, |m| self.books.add(
+                m.locate(),
+                m.side(),
+                m.order_ref(),
+                m.shares(),
+                m.price()
+            )),
+            b'F' => arm!(AddOrderMpid, |m| self.books.add(
+                m.locate(),
+                m.side(),
+                m.order_ref(),
+                m.shares(),
+                m.price()
+            )),
+            b'E' => arm!(OrderExecuted, |m| self
+                .books
+                .reduce(m.order_ref(), m.executed_shares())),
+            b'C' => arm!(OrderExecutedWithPrice, |m| self
+                .books
+                .reduce(m.order_ref(), m.executed_shares())),
+            b'X' => arm!(OrderCancel, |m| self
+                .books
+                .reduce(m.order_ref(), m.cancelled_shares())),
+            b'D' => arm!(OrderDelete, |m| self.books.delete(m.order_ref())),
+            b'U' => arm!(OrderReplace, |m| self.books.replace(
+                m.original_order_ref(),
+                m.new_order_ref(),
+                m.shares(),
+                m.price()
+            )),
+            _ => {
+                let message = match itch::decode(bytes) {
+                    Ok(m) => m,
+                    Err(DecodeError::UnknownType { .. }) => {
+                        self.messages += 1;
+                        self.unknown_types += 1;
+                        return Ok(Applied {
+                            message: None,
+                            changed: None,
+                        });
+                    }
+                    Err(e) => return Err(ApplyError::Decode(e)),
+                };
+                before(&self.books, &message);
+                let change = self.books.apply_change(&message);
+                (message, change)
             }
-            Err(e) => return Err(ApplyError::Decode(e)),
         };
         self.messages += 1;
-        self.by_type.0[usize::from(message.tag())] += 1;
-        before(&self.books, &message);
-        let change = self.books.apply_change(&message);
+        self.by_type.0[usize::from(tag)] += 1;
         if let (Some(change), Some(bbo)) = (change, &mut self.bbo) {
             // A change behind the best levels leaves the top as its last row has it (the
             // row was written, or found equal, after the last change that reached it).

@@ -337,7 +337,7 @@ impl Books {
     }
 
     #[inline]
-    fn add(
+    pub(super) fn add(
         &mut self,
         locate: Locate,
         side: u8,
@@ -399,7 +399,7 @@ impl Books {
     }
 
     #[inline]
-    fn reduce(&mut self, order_ref: OrderRef, shares: u32) -> Option<BookChange> {
+    pub(super) fn reduce(&mut self, order_ref: OrderRef, shares: u32) -> Option<BookChange> {
         let Some((order, taken)) = self.orders.reduce(order_ref, shares) else {
             self.counters.unknown_refs += 1;
             return None;
@@ -414,7 +414,7 @@ impl Books {
     }
 
     #[inline]
-    fn delete(&mut self, order_ref: OrderRef) -> Option<BookChange> {
+    pub(super) fn delete(&mut self, order_ref: OrderRef) -> Option<BookChange> {
         let Some(order) = self.orders.remove(order_ref) else {
             self.counters.unknown_refs += 1;
             return None;
@@ -428,7 +428,7 @@ impl Books {
     /// The original order leaves; the new reference joins the back of its level with the
     /// original's stock and side, under the add rules.
     #[inline]
-    fn replace(
+    pub(super) fn replace(
         &mut self,
         original: OrderRef,
         new: OrderRef,

@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use ticklane_feed::capture::{CaptureReader, InputFormat, NoMessages, ReadOptions};
+use ticklane_feed::capture::{CaptureReader, InputFormat, NoMessages, RawMessage, ReadOptions};
 
 use super::bbo_outputs::{BboOutputs, ThreadedBboOutputs};
 use super::fault::ReplayFault;
@@ -226,6 +226,16 @@ fn mbp10_failed(mbp: Option<DbnOut<Mbp10Parquet>>, error: DbnOutError) -> Replay
     ParquetOutError::from(error).into()
 }
 
+/// Why a replay stopped at a writer's failure, kept until the writers can be taken back.
+enum Halt {
+    /// The top-of-book writer thread refused a row.
+    Bbo(io::Error),
+    /// The Parquet MBP-10 writer failed.
+    Mbp10(DbnOutError),
+    /// Any other output failed.
+    Other(ReplayError),
+}
+
 /// A finished replay: its report and the books as they ended.
 pub struct ReplayOutcome {
     /// Counts, timings and the error that stopped the replay, if any.
@@ -345,41 +355,30 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
     let can_lose = matches!(reader.format(), InputFormat::Pcap | InputFormat::PcapNg);
     let show_progress = opts.progress && io::stderr().is_terminal();
     let mut error = None;
-    loop {
-        let raw = match reader.next_message() {
-            Ok(Some(raw)) => raw,
-            Ok(None) => break,
-            Err(e) => {
-                error = Some(ReplayFault::Input(e));
-                break;
-            }
-        };
+    // Whether a message needs a copy so the reader can be asked about losses (pcap only).
+    let check_losses = can_lose && (dbn.is_some() || mbp.is_some());
+    let any_after = dbn.is_some() || mbp.is_some();
+    // One message, and whether the capture's sequencer declared a loss before it: true when
+    // the replay stops at it (the error is in `error`). A writer's failure halts the replay;
+    // it is turned into the error that names its file below, once the closure lets go of
+    // the writers.
+    let mut handle = |raw: RawMessage<'_>, lost: bool| -> Result<bool, Halt> {
         let (index, offset) = (raw.index, raw.offset);
-        // Plain replay takes `step`; only `--dbn-out` pays for the look-up before each message
-        // (and for a copy of it, so the reader can say whether a loss was declared before it).
+        // Plain replay takes `step`; only `--dbn-out` pays for the look-up before each message.
         // `--sample` sees the books before each message too (a boundary is the state just
         // before the first message at or past it).
         let step = if dbn.is_none() && mbp.is_none() && sample.is_none() {
             applier.step(index, raw.bytes)
         } else {
-            // A file of ITCH messages cannot declare a loss; only a capture's sequencer can
-            // (a copy of the message lets the reader be asked whether it did).
-            let bytes: &[u8] = if can_lose && (dbn.is_some() || mbp.is_some()) {
-                dbn_message.clear();
-                dbn_message.extend_from_slice(raw.bytes);
-                if reader.stats().gaps > 0 {
-                    if let Some(out) = &mut dbn {
-                        out.mark_maybe_bad_book();
-                    }
-                    if let Some(out) = &mut mbp {
-                        out.mark_maybe_bad_book();
-                    }
+            if lost {
+                if let Some(out) = &mut dbn {
+                    out.mark_maybe_bad_book();
                 }
-                &dbn_message
-            } else {
-                raw.bytes
-            };
-            applier.step_with(index, bytes, |books, m| {
+                if let Some(out) = &mut mbp {
+                    out.mark_maybe_bad_book();
+                }
+            }
+            applier.step_with(index, raw.bytes, |books, m| {
                 if let Some(s) = &mut sample {
                     s.before(index, books, m.timestamp());
                 }
@@ -393,17 +392,17 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         };
         match step {
             Ok(applied) => {
-                if let Some(message) = &applied.message {
+                if let (true, Some(message)) = (any_after, &applied.message) {
                     if let Some(out) = &mut dbn {
-                        out.after(index, message, applied.changed, applier.books())?;
+                        out.after(index, message, applied.changed, applier.books())
+                            .map_err(|e| Halt::Other(e.into()))?;
                     }
                     if let Some(out) = &mut mbp {
-                        if let Err(e) = out.after(index, message, applied.changed, applier.books())
-                        {
-                            return Err(mbp10_failed(mbp, e));
-                        }
+                        out.after(index, message, applied.changed, applier.books())
+                            .map_err(Halt::Mbp10)?;
                     }
                 }
+                Ok(false)
             }
             Err(ApplyError::Decode(e)) => {
                 error = Some(ReplayFault::Decode {
@@ -412,22 +411,89 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                     index,
                     error: e,
                 });
+                Ok(true)
+            }
+            Err(ApplyError::Output(source)) => Err(Halt::Bbo(source)),
+        }
+    };
+    let progress = |reader: &CaptureReader, index: u64| {
+        if show_progress && index & (PROGRESS_EVERY - 1) == 0 {
+            progress_line(reader, index, started);
+        }
+    };
+    let mut halt = None;
+    'read: loop {
+        // The messages lying whole in the block already read, framed in one pass (a plain
+        // ITCH 5.0 file; none for other inputs), then one message through the reader, which
+        // refills, ends or reports an error exactly as it would message by message.
+        let mut frames = reader.frames();
+        let mut stopped = false;
+        for raw in frames.by_ref() {
+            let index = raw.index;
+            match handle(raw, false) {
+                Ok(false) => progress(&reader, index),
+                Ok(true) => {
+                    stopped = true;
+                    break;
+                }
+                Err(h) => {
+                    halt = Some(h);
+                    stopped = true;
+                    break;
+                }
+            }
+        }
+        let read = frames.read();
+        reader.advance(read);
+        if stopped {
+            break;
+        }
+        let raw = match reader.next_message() {
+            Ok(Some(raw)) => raw,
+            Ok(None) => break,
+            Err(e) => {
+                error = Some(ReplayFault::Input(e));
                 break;
             }
-            Err(ApplyError::Output(source)) => {
-                // The writer thread stopped on an error of its own: finishing it returns
-                // that error, which names the file.
-                let (_, bbo) = applier.into_parts();
-                if let Some(bbo) = bbo {
-                    bbo.finish()?;
-                }
-                let path = opts.bbo_out.clone().unwrap_or_default();
-                return Err(ReplayError::Output { path, source });
+        };
+        let index = raw.index;
+        let handled = if check_losses {
+            // A copy of the message lets the reader be asked whether a loss was declared
+            // before it (only a capture's sequencer can declare one).
+            dbn_message.clear();
+            dbn_message.extend_from_slice(raw.bytes);
+            let raw = RawMessage {
+                bytes: &dbn_message,
+                ..raw
+            };
+            let lost = reader.stats().gaps > 0;
+            handle(raw, lost)
+        } else {
+            handle(raw, false)
+        };
+        match handled {
+            Ok(false) => progress(&reader, index),
+            Ok(true) => break,
+            Err(h) => {
+                halt = Some(h);
+                break 'read;
             }
         }
-        if show_progress && index & (PROGRESS_EVERY - 1) == 0 {
-            progress_line(&reader, index, started);
+    }
+    match halt {
+        None => {}
+        Some(Halt::Bbo(source)) => {
+            // The writer thread stopped on an error of its own: finishing it returns that
+            // error, which names the file.
+            let (_, bbo) = applier.into_parts();
+            if let Some(bbo) = bbo {
+                bbo.finish()?;
+            }
+            let path = opts.bbo_out.clone().unwrap_or_default();
+            return Err(ReplayError::Output { path, source });
         }
+        Some(Halt::Mbp10(e)) => return Err(mbp10_failed(mbp, e)),
+        Some(Halt::Other(e)) => return Err(e),
     }
     if show_progress {
         eprint!("\r{:60}\r", "");

@@ -3,6 +3,7 @@
 //! Plain and gzipped files share this reader; only the byte source differs.
 
 use super::error::{CaptureErrorKind, Fault};
+use super::frames::Frames;
 use super::window::Window;
 use super::Located;
 use crate::itch::message_len;
@@ -32,6 +33,33 @@ impl Itch50Reader {
     /// Input bytes read past, the message last handed out included.
     pub(crate) fn consumed(&self) -> u64 {
         self.window.pos() + self.pending as u64
+    }
+
+    /// The whole frames held after the message last handed out; see
+    /// [`CaptureReader::frames`](super::CaptureReader::frames).
+    #[inline]
+    pub(crate) fn frames(&self, yielded: u64) -> Frames<'_> {
+        if self.recover_lengths {
+            return Frames::empty(yielded);
+        }
+        let block = self
+            .window
+            .available()
+            .get(self.pending..)
+            .unwrap_or_default();
+        Frames::new(block, self.consumed(), yielded)
+    }
+
+    /// Marks the message last handed out and `bytes` more (framed by [`Itch50Reader::frames`])
+    /// read.
+    #[inline]
+    pub(crate) fn advance(&mut self, bytes: usize) {
+        debug_assert!(
+            self.pending + bytes <= self.window.available().len(),
+            "advance past the bytes held"
+        );
+        self.window.consume(self.pending + bytes);
+        self.pending = 0;
     }
 
     /// The next message's place in the window, `None` at a clean end of input.
@@ -266,6 +294,60 @@ pub(crate) mod tests {
         assert_eq!(stats.messages, 50);
         assert_eq!(stats.bytes_consumed, bytes.len() as u64);
         assert_eq!(stats.bytes_total, Some(bytes.len() as u64));
+    }
+
+    /// What a replay loop sees: each message's (bytes, offset, index), then the error's
+    /// (offset, index) or none, read with `next_message` alone or with `frames` first.
+    fn read_all(
+        path: &std::path::Path,
+        buffer: usize,
+        with_frames: bool,
+    ) -> (Vec<(Vec<u8>, u64, u64)>, Option<(u64, u64)>) {
+        let mut r =
+            CaptureReader::open_with_buffer(path, ReadOptions::default(), buffer).expect("opens");
+        let mut got = Vec::new();
+        loop {
+            if with_frames {
+                let mut frames = r.frames();
+                got.extend(
+                    frames
+                        .by_ref()
+                        .map(|m| (m.bytes.to_vec(), m.offset, m.index)),
+                );
+                let read = frames.read();
+                r.advance(read);
+            }
+            match r.next_message() {
+                Ok(Some(m)) => got.push((m.bytes.to_vec(), m.offset, m.index)),
+                Ok(None) => return (got, None),
+                Err(e) => return (got, Some((e.offset, e.index))),
+            }
+        }
+    }
+
+    #[test]
+    fn framing_a_block_at_once_yields_what_next_message_yields() {
+        let messages = sample_messages(40);
+        let whole = framed(&messages);
+        // Clean, truncated mid-frame, and with a corrupt prefix (the 11th frame's 36 -> 37).
+        let mut corrupt = whole.clone();
+        let at: usize = messages[..10].iter().map(|m| 2 + m.len()).sum();
+        corrupt[at + 1] += 1;
+        let inputs = [whole.clone(), whole[..whole.len() - 5].to_vec(), corrupt];
+        for (n, bytes) in inputs.iter().enumerate() {
+            let file = write_temp(bytes);
+            // Mapped (whole file one window) and buffers that split frames.
+            for buffer in [DEFAULT_BUFFER_LEN, 64, 23] {
+                let plain = read_all(file.path(), buffer, false);
+                let fast = read_all(file.path(), buffer, true);
+                assert_eq!(fast, plain, "input {n}, buffer {buffer}");
+            }
+        }
+        // The expected values from the input itself, not from either read.
+        let (got, err) = read_all(write_temp(&inputs[2]).path(), 64, true);
+        assert_eq!(got.len(), 10);
+        assert_eq!(err, Some((at as u64, 11)));
+        assert_eq!(got[9].0, messages[9]);
     }
 
     #[test]

@@ -25,6 +25,7 @@
 
 mod dbn_mbo;
 mod error;
+mod frames;
 mod gzip;
 mod itch50;
 mod link;
@@ -38,6 +39,7 @@ mod window;
 
 pub use dbn_mbo::{DbnItem, DbnMboReader, DbnStats, MboRecord};
 pub use error::{CaptureError, CaptureErrorKind, IoOp};
+pub use frames::{Frames, FramesRead};
 pub use link::LinkType;
 pub use no_messages::{NoMessages, UnsupportedLink};
 pub use pcap_writer::{PcapWriter, MAX_UDP_PAYLOAD};
@@ -386,6 +388,66 @@ impl CaptureReader {
                     kind,
                 })
             }
+        }
+    }
+
+    /// The messages that lie whole in the bytes already read, framed in one pass without a
+    /// call per message; empty unless the input is a plain length-prefixed ITCH 5.0 file
+    /// (not `recover_lengths`) and the reader has not ended.
+    ///
+    /// A replay loop takes these first, hands [`Frames::read`] to
+    /// [`CaptureReader::advance`], then calls [`CaptureReader::next_message`] for the next
+    /// message (which refills, ends the input or reports an error exactly as it would have),
+    /// and goes round again. The messages, offsets and indices are those `next_message`
+    /// alone would yield.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ticklane_feed::capture::{CaptureReader, ReadOptions};
+    ///
+    /// let path = std::env::temp_dir().join("ticklane-doc-frames.itch50");
+    /// // Two System Event messages (12 bytes each), length-prefixed.
+    /// let mut file = Vec::new();
+    /// for event in [b'O', b'S'] {
+    ///     file.extend_from_slice(&12u16.to_be_bytes());
+    ///     file.extend_from_slice(&[b'S', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, event]);
+    /// }
+    /// std::fs::write(&path, &file)?;
+    /// let mut reader = CaptureReader::open(&path, ReadOptions::default())?;
+    /// let mut indices = Vec::new();
+    /// loop {
+    ///     let mut frames = reader.frames();
+    ///     indices.extend(frames.by_ref().map(|m| m.index));
+    ///     let read = frames.read();
+    ///     reader.advance(read);
+    ///     match reader.next_message()? {
+    ///         Some(m) => indices.push(m.index),
+    ///         None => break,
+    ///     }
+    /// }
+    /// assert_eq!(indices, [1, 2]);
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn frames(&self) -> Frames<'_> {
+        match &self.inner {
+            Inner::Itch50(r) if !self.done => r.frames(self.yielded),
+            _ => Frames::empty(self.yielded),
+        }
+    }
+
+    /// Marks the messages a [`Frames`] from [`CaptureReader::frames`] handed out as read.
+    ///
+    /// `read` must come from the reader's latest `frames`, with no other call between: the
+    /// reader would otherwise skip or repeat bytes (it cannot tell; debug builds check
+    /// that the bytes are held).
+    #[inline]
+    pub fn advance(&mut self, read: FramesRead) {
+        if let Inner::Itch50(r) = &mut self.inner {
+            r.advance(read.bytes);
+            self.yielded += read.messages;
         }
     }
 

@@ -1,0 +1,212 @@
+//! Framing a whole buffered block of a BinaryFILE at once.
+//!
+//! [`CaptureReader::next_message`](super::CaptureReader::next_message) pays, per message, for
+//! a call, the reader's format dispatch, the window's storage dispatch, a `Result` built in
+//! memory and a second bounds check of the slice it hands out. A replay of a plain ITCH 5.0
+//! file needs none of that while the next frame lies whole in the bytes already held: this
+//! iterator walks those bytes in a tight loop (read the 2-byte prefix, check it against the
+//! type's spec length, split the slice) and stops at the first frame it cannot vouch for.
+//! Whatever stops it (the block's end, a frame split by a refill, a bad prefix, a truncated
+//! file) is left to `next_message`, which refills and reports every error exactly as before,
+//! at the same byte offset and message index.
+
+use super::RawMessage;
+use crate::itch::message_len;
+
+/// The most bytes one block hands out before the reader is told how far it got: keeps the
+/// reader's `bytes_consumed` (progress lines) close to the truth on a mapped file, whose
+/// whole input is one window, at the cost of one slow-path message per block.
+pub(crate) const BLOCK_LEN: usize = 256 << 10;
+
+/// Spec length (type byte included) per type byte, 0 for a type ITCH 5.0 does not define:
+/// one load where a `match` on the type would be a jump or a chain of compares.
+const SPEC_LEN: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut tag = 0;
+    while tag < 256 {
+        if let Some(len) = message_len(tag as u8) {
+            // Every ITCH 5.0 length is below 256 (the longest, `I`, is 50).
+            table[tag] = len as u8;
+        }
+        tag += 1;
+    }
+    table
+};
+
+/// Whole ITCH 5.0 frames out of a reader's buffered block, in input order; from
+/// [`CaptureReader::frames`](super::CaptureReader::frames). Hand [`Frames::read`] back to
+/// [`CaptureReader::advance`](super::CaptureReader::advance) when done with it.
+///
+/// A frame is handed out only when its prefix is the spec length of its type (any length
+/// but 0 for a type ITCH 5.0 does not define, as the reader's own checks allow) and the
+/// whole frame is in the block: the same frames `next_message` would accept, with the same
+/// offsets and indices.
+#[derive(Debug)]
+pub struct Frames<'a> {
+    /// The block's bytes not yet framed.
+    rest: &'a [u8],
+    /// Input offset of `rest[0]`.
+    offset: u64,
+    /// Index of the last message handed out (the reader's count before the block, plus
+    /// those framed here).
+    index: u64,
+    /// Bytes framed so far.
+    framed: usize,
+    /// Messages framed so far.
+    messages: u64,
+}
+
+/// How far a [`Frames`] got: what [`CaptureReader::advance`](super::CaptureReader::advance)
+/// marks read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use = "the reader re-reads these frames unless it is advanced past them"]
+pub struct FramesRead {
+    pub(crate) bytes: usize,
+    pub(crate) messages: u64,
+}
+
+impl<'a> Frames<'a> {
+    /// Frames `block` (starting at input offset `offset`, after `yielded` messages).
+    pub(crate) fn new(block: &'a [u8], offset: u64, yielded: u64) -> Self {
+        Frames {
+            rest: &block[..block.len().min(BLOCK_LEN)],
+            offset,
+            index: yielded,
+            framed: 0,
+            messages: 0,
+        }
+    }
+
+    /// No frames: what a reader hands out when its input is not a plain length-prefixed file.
+    pub(crate) fn empty(yielded: u64) -> Self {
+        Frames::new(&[], 0, yielded)
+    }
+
+    /// How far the frames handed out so far reach.
+    pub fn read(&self) -> FramesRead {
+        FramesRead {
+            bytes: self.framed,
+            messages: self.messages,
+        }
+    }
+}
+
+impl<'a> Iterator for Frames<'a> {
+    type Item = RawMessage<'a>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<RawMessage<'a>> {
+        let &[hi, lo, tag, ..] = self.rest else {
+            return None;
+        };
+        let len = usize::from(u16::from_be_bytes([hi, lo]));
+        let spec = usize::from(SPEC_LEN[usize::from(tag)]);
+        // The spec length for a known type; anything but 0 for another.
+        if len == 0 || (spec != len && spec != 0) {
+            return None;
+        }
+        let (frame, rest) = self.rest.split_at_checked(2 + len)?;
+        let offset = self.offset;
+        self.rest = rest;
+        self.offset += 2 + len as u64;
+        self.framed += 2 + len;
+        self.messages += 1;
+        self.index += 1;
+        Some(RawMessage {
+            bytes: &frame[2..],
+            offset,
+            index: self.index,
+            seq: None,
+            capture_ns: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::itch::ALL_TAGS;
+
+    #[test]
+    fn spec_len_table_agrees_with_the_spec_list() {
+        // The lengths as DESIGN.md lists them, not from `message_len`.
+        let spec: &[(u8, u8)] = &[
+            (b'S', 12),
+            (b'R', 39),
+            (b'H', 25),
+            (b'Y', 20),
+            (b'L', 26),
+            (b'V', 35),
+            (b'W', 12),
+            (b'K', 28),
+            (b'J', 35),
+            (b'h', 21),
+            (b'A', 36),
+            (b'F', 40),
+            (b'E', 31),
+            (b'C', 36),
+            (b'X', 23),
+            (b'D', 19),
+            (b'U', 35),
+            (b'P', 44),
+            (b'Q', 40),
+            (b'B', 19),
+            (b'I', 50),
+            (b'N', 20),
+            (b'O', 48),
+        ];
+        assert_eq!(spec.len(), ALL_TAGS.len());
+        for tag in 0..=255u8 {
+            let want = spec.iter().find(|(t, _)| *t == tag).map_or(0, |(_, l)| *l);
+            assert_eq!(SPEC_LEN[usize::from(tag)], want, "type 0x{tag:02x}");
+        }
+    }
+
+    /// `bytes` framed with a 2-byte prefix of `prefix`.
+    fn frame(prefix: u16, bytes: &[u8]) -> Vec<u8> {
+        let mut out = prefix.to_be_bytes().to_vec();
+        out.extend_from_slice(bytes);
+        out
+    }
+
+    #[test]
+    fn stops_at_the_first_frame_it_cannot_vouch_for() {
+        let mut d = vec![b'D'];
+        d.resize(19, 7);
+        let mut unknown = vec![b'z'];
+        unknown.resize(5, 1);
+        let mut block = frame(19, &d);
+        block.extend(frame(5, &unknown));
+        block.extend(frame(19, &d));
+        // A D whose prefix says 20: the reader's slow path reports it.
+        block.extend(frame(20, &d));
+        block.push(0);
+        let mut frames = Frames::new(&block, 100, 7);
+        let got: Vec<(u64, u64, usize)> = frames
+            .by_ref()
+            .map(|m| (m.offset, m.index, m.bytes.len()))
+            .collect();
+        assert_eq!(got, vec![(100, 8, 19), (121, 9, 5), (128, 10, 19)]);
+        assert_eq!(
+            frames.read(),
+            FramesRead {
+                bytes: 49,
+                messages: 3
+            }
+        );
+    }
+
+    #[test]
+    fn a_frame_cut_by_the_block_end_or_a_zero_prefix_is_left_alone() {
+        let mut d = vec![b'D'];
+        d.resize(19, 0);
+        let whole = frame(19, &d);
+        for cut in 0..whole.len() {
+            let mut frames = Frames::new(&whole[..cut], 0, 0);
+            assert!(frames.next().is_none(), "cut at {cut}");
+            assert_eq!(frames.read().bytes, 0);
+        }
+        let zero = frame(0, &[b'z', 0, 0]);
+        assert!(Frames::new(&zero, 0, 0).next().is_none());
+    }
+}
