@@ -12,7 +12,7 @@ use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{Applier, ApplyError, BookConfig};
 use crate::csv::{write_book_csv_filtered, ThreadedBboSink};
-use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions, DbnSchema};
+use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions, DbnSchema, SessionDate};
 use crate::output_filter::OutputFilter;
 use crate::parquet_out::{
     write_mbp10, BboParquet, ParquetOutError, ParquetOutOptions, ParquetSchema, Provenance,
@@ -41,13 +41,16 @@ pub struct ReplayOptions {
     pub progress: bool,
     /// Where the DBN output goes, in which schema, if anywhere.
     pub dbn_out: Option<DbnOutOptions>,
-    /// Where the depth sampled at intervals goes, if anywhere (ITCH inputs, one thread).
+    /// Where the depth sampled at intervals goes, if anywhere (one thread).
     pub sample: Option<SampleOptions>,
     /// Which rows every output writes (`--symbols`, `--between`); the books still apply
     /// every message.
     pub filter: OutputFilter,
     /// Where the Parquet output goes, in which view, if anywhere.
     pub parquet_out: Option<ParquetOutOptions>,
+    /// The session date (`--date`). A DBN input's rows are stamped in ns since its New York
+    /// midnight; without it, the date comes from the DBN metadata or the first record.
+    pub date: Option<SessionDate>,
 }
 
 /// Why a replay could not start or finish its outputs (input errors are in the summary, as a
@@ -237,16 +240,6 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
 
 fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
     if let Some(format) = super::dbn_input::dbn_format(&opts.input) {
-        if opts.sample.is_some() || !opts.filter.keeps_all() {
-            return Err(ReplayError::Unsupported(
-                "--sample, --symbols and --between read ITCH inputs (not DBN)",
-            ));
-        }
-        if let Some(p) = &opts.parquet_out {
-            return Err(ReplayError::Parquet(ParquetOutError::NotFromDbnInput {
-                path: p.path.clone(),
-            }));
-        }
         return super::dbn_input::replay_dbn(opts, format);
     }
     let started = Instant::now();
