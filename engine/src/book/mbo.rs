@@ -18,7 +18,11 @@
 //! 1e-4 units when exact and within `u32`; any other price is counted and its record
 //! skipped. The top-of-book stream is examined once per event, at the record that carries
 //! `F_LAST` (Databento: the book is only consistent there), with the event's `sequence` as
-//! `msg_index` and `ts_event` (nanoseconds since the Unix epoch) as `timestamp_ns`.
+//! `msg_index` and `ts_event` as `timestamp_ns`, in ITCH time once the session is set
+//! ([`MboApplier::set_session`]: nanoseconds since the session's New York midnight; before
+//! that, since the Unix epoch). A record stamped before the session's midnight is applied
+//! and counted, but writes no row (ITCH time cannot say it); one stamped on a later day is
+//! applied, counted, and stamped past 24 hours.
 
 use std::io;
 
@@ -63,6 +67,11 @@ pub struct MboCounts {
     pub snapshot_records: u64,
     /// Records flagged `F_MAYBE_BAD_BOOK`.
     pub maybe_bad_book_records: u64,
+    /// Records stamped before the session's New York midnight: applied, no row written.
+    pub before_session_day: u64,
+    /// Records stamped at or after the next day's New York midnight: applied, stamped past
+    /// 24 hours.
+    pub after_session_day: u64,
 }
 
 /// An event's changed book waiting for its `F_LAST` record.
@@ -70,7 +79,8 @@ pub struct MboCounts {
 struct Pending {
     locate: Locate,
     index: u64,
-    timestamp: Nanos,
+    /// `None` before the session's midnight: no row.
+    timestamp: Option<Nanos>,
 }
 
 /// The apply step for MBO records: books plus the optional top-of-book stream.
@@ -78,6 +88,10 @@ pub struct MboApplier<S: BboSink> {
     applier: Applier<S>,
     counts: MboCounts,
     pending: Option<Pending>,
+    /// Stamps are `ts_event` less this (ns since the Unix epoch; 0 until a session is set).
+    midnight_ns: u64,
+    /// Records at or after this are on a later day (`u64::MAX` until a session is set).
+    next_midnight_ns: u64,
 }
 
 impl<S: BboSink> MboApplier<S> {
@@ -91,7 +105,24 @@ impl<S: BboSink> MboApplier<S> {
             applier: Applier::new(config, bbo)?,
             counts: MboCounts::default(),
             pending: None,
+            midnight_ns: 0,
+            next_midnight_ns: u64::MAX,
         })
+    }
+
+    /// Stamps rows from here on in ITCH time: ns since `midnight_ns` (the session's New
+    /// York midnight, ns since the Unix epoch); records at or after `next_midnight_ns` are
+    /// counted as on a later day.
+    pub fn set_session(&mut self, midnight_ns: u64, next_midnight_ns: u64) {
+        self.midnight_ns = midnight_ns;
+        self.next_midnight_ns = next_midnight_ns;
+    }
+
+    /// `ts_event` in ITCH time (see [`MboApplier::set_session`]), or `None` before the
+    /// session's midnight.
+    #[inline]
+    pub fn time_of_day(&self, ts_event: u64) -> Option<Nanos> {
+        ts_event.checked_sub(self.midnight_ns).map(Nanos)
     }
 
     /// Names an instrument (from DBN metadata or a symbol mapping record); an id that does
@@ -120,6 +151,12 @@ impl<S: BboSink> MboApplier<S> {
             Some(i) => counts.by_action[i] += 1,
             None => counts.unknown_actions += 1,
         }
+        let timestamp = self.time_of_day(record.ts_event);
+        if timestamp.is_none() {
+            self.counts.before_session_day += 1;
+        } else if record.ts_event >= self.next_midnight_ns {
+            self.counts.after_session_day += 1;
+        }
         let changed = self.apply(record);
         if let Some(locate) = changed {
             if let Some(p) = self.pending {
@@ -130,7 +167,7 @@ impl<S: BboSink> MboApplier<S> {
             self.pending = Some(Pending {
                 locate,
                 index: u64::from(record.sequence),
-                timestamp: Nanos(record.ts_event),
+                timestamp,
             });
         }
         if record.flags & F_LAST != 0 {
@@ -184,10 +221,12 @@ impl<S: BboSink> MboApplier<S> {
     /// Writes the pending event's top-of-book row, if one is waiting.
     fn flush(&mut self) -> io::Result<()> {
         match self.pending.take() {
-            Some(p) => self
-                .applier
-                .track_top_of_book(p.index, p.timestamp, p.locate),
-            None => Ok(()),
+            Some(Pending {
+                locate,
+                index,
+                timestamp: Some(timestamp),
+            }) => self.applier.track_top_of_book(index, timestamp, locate),
+            _ => Ok(()),
         }
     }
 
@@ -215,6 +254,18 @@ impl<S: BboSink> MboApplier<S> {
     pub fn finish(mut self) -> io::Result<Books> {
         self.flush()?;
         self.applier.finish()
+    }
+
+    /// Writes the last event's row if its `F_LAST` never came, and gives back the books and
+    /// the top-of-book sink unfinished (for a sink whose close needs what the replay learns
+    /// at the end, as the Parquet footer needs the summary).
+    ///
+    /// # Errors
+    ///
+    /// If the top-of-book stream cannot be written.
+    pub fn into_parts(mut self) -> io::Result<(Books, Option<S>)> {
+        self.flush()?;
+        Ok(self.applier.into_parts())
     }
 }
 
@@ -302,6 +353,46 @@ mod tests {
         assert_eq!(m.counts().unknown_actions, 1);
         assert_eq!(m.step(&rec(b'A', b'N', 1, 100, 10)).expect("step"), None);
         assert_eq!(m.books().counters().rejected_bad_side, 1);
+    }
+
+    /// A sink that keeps the rows' timestamps.
+    #[derive(Default)]
+    struct Stamps(Vec<u64>);
+
+    impl BboSink for Stamps {
+        fn write_row(&mut self, row: &crate::book::BboRow) -> io::Result<()> {
+            self.0.push(row.timestamp_ns);
+            Ok(())
+        }
+        fn finish(self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn rows_are_stamped_since_the_session_midnight_and_other_days_counted() {
+        let config = BookConfig {
+            max_orders: 64,
+            max_books: 4,
+            levels_per_side: 8,
+        };
+        let mut m = MboApplier::new(config, Some(Stamps::default())).expect("books");
+        // A made-up day: midnight at 1,000 ns, the next at 5,000 ns.
+        m.set_session(1_000, 5_000);
+        let at = |mut r: MboRecord, ts: u64| {
+            r.ts_event = ts;
+            r
+        };
+        for (order, ts) in [(1, 999), (2, 1_000), (3, 4_999), (4, 5_000)] {
+            let price = 100 + order as i64;
+            m.step(&at(rec(b'A', b'B', order, price, 10), ts))
+                .expect("step");
+        }
+        assert_eq!(m.counts().before_session_day, 1);
+        assert_eq!(m.counts().after_session_day, 1);
+        assert_eq!(m.books().live_orders(), 4, "every record is applied");
+        let (_, sink) = m.into_parts().expect("parts");
+        assert_eq!(sink.expect("a sink").0, [0, 3_999, 4_000]);
     }
 
     #[test]

@@ -1,20 +1,28 @@
 //! `ticklane replay FILE.dbn[.zst]`: Databento MBO records through the same books and the
-//! same outputs as an ITCH replay (the mapping is in [`crate::book::MboApplier`]).
+//! same outputs as an ITCH replay (the mapping is in [`crate::book::MboApplier`]): the
+//! top-of-book stream (CSV, and Parquet `bbo`), the final depth, the sampled depth, each
+//! filtered by `--symbols` and `--between`, all stamped in ITCH time (ns since the
+//! session's New York midnight, [`super::dbn_session`]). `--dbn-out` and Parquet `mbp-10`
+//! are refused: they are written from ITCH messages, which a DBN input does not have.
 
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 use std::time::Instant;
 
-use ticklane_feed::capture::{detect, DbnItem, DbnMboReader, InputFormat};
+use ticklane_feed::capture::{detect, DbnItem, DbnMboReader, InputFormat, MboRecord};
 
+use super::bbo_outputs::ThreadedBboOutputs;
+use super::dbn_session::{session_of_instant, SessionSpan};
 use super::fault::ReplayFault;
 use super::run::{
-    output, write_output_file, write_summary_json, ReplayError, ReplayOptions, ReplayOutcome,
+    bbo_outputs, finish_sample, finish_sample_unless_kept, open_sampler, provenance,
+    write_output_file, write_summary_json, ReplayError, ReplayOptions, ReplayOutcome,
 };
 use super::summary::{DbnCounts, ReplaySummary};
 use crate::book::{MboApplier, TypeCounts};
-use crate::csv::{write_book_csv, ThreadedBboSink};
+use crate::csv::write_book_csv_filtered;
+use crate::parquet_out::{BboParquet, ParquetOutError, ParquetSchema};
 
 /// `Dbn` or `ZstdDbn` if `path` starts like DBN. A file that cannot be read is not DBN,
 /// so the capture reader reports why it cannot be opened.
@@ -41,51 +49,98 @@ pub(super) fn dbn_format(path: &Path) -> Option<InputFormat> {
 ///
 /// # Errors
 ///
-/// As [`super::replay_file`].
+/// As [`super::replay_file`]; [`ReplayError::Unsupported`] (a usage error) for `--dbn-out`,
+/// and [`ParquetOutError::NotFromDbnInput`] for Parquet `mbp-10`.
 pub(super) fn replay_dbn(
     opts: &ReplayOptions,
     format: InputFormat,
 ) -> Result<ReplayOutcome, ReplayError> {
+    refuse_what_needs_itch(opts)?;
     let started = Instant::now();
     let mut reader = DbnMboReader::open(&opts.input)?;
+    let provenance = provenance(opts)?;
     let bbo_error = |source| ReplayError::Output {
         path: opts.bbo_out.clone().unwrap_or_default(),
         source,
     };
-    let bbo = match &opts.bbo_out {
-        Some(path) => Some(ThreadedBboSink::spawn(output(path)?).map_err(bbo_error)?),
+    let parquet = match &opts.parquet_out {
+        Some(p) => Some(BboParquet::create(&p.path)?),
         None => None,
     };
+    let bbo = bbo_outputs(opts, parquet)?;
     let mut mbo = MboApplier::new(opts.books, bbo).map_err(ReplayError::Books)?;
     for &(instrument_id, symbol) in reader.symbols() {
         mbo.set_symbol(instrument_id, symbol);
     }
     let mut error = None;
-    loop {
-        match reader.next_item() {
-            Ok(Some(DbnItem::Mbo(record))) => {
-                mbo.step(&record).map_err(bbo_error)?;
+    // The session: --date, else the metadata's start, else the first record's ts_event (read
+    // ahead here, applied first below).
+    let mut first = None;
+    let session_date = match opts.date.or_else(|| session_of_instant(reader.start())) {
+        Some(date) => Some(date),
+        None => match next_record(&mut reader, &mut mbo) {
+            Ok(Some(record)) => {
+                first = Some(record);
+                session_of_instant(record.ts_event)
             }
-            Ok(Some(DbnItem::Symbol {
-                instrument_id,
-                symbol,
-            })) => mbo.set_symbol(instrument_id, symbol),
-            Ok(None) => break,
+            Ok(None) => None,
             Err(e) => {
                 error = Some(ReplayFault::Input(e));
-                break;
+                None
             }
+        },
+    };
+    let span = session_date.map(SessionSpan::of);
+    if let Some(span) = span {
+        mbo.set_session(span.midnight_ns, span.next_midnight_ns);
+    }
+    let mut sample = match &opts.sample {
+        Some(o) => {
+            let mut o = o.clone();
+            o.date = session_date.or(o.date);
+            Some(open_sampler(&o, &opts.filter)?)
+        }
+        None => None,
+    };
+    let mut last_sequence = 0u64;
+    let mut apply = |mbo: &mut MboApplier<ThreadedBboOutputs>, record: &MboRecord| {
+        last_sequence = u64::from(record.sequence);
+        // A boundary is the books just before the first record at or past it.
+        if let (Some(s), Some(at)) = (&mut sample, mbo.time_of_day(record.ts_event)) {
+            s.before(last_sequence.max(1), mbo.books(), at);
+        }
+        mbo.step(record).map(drop)
+    };
+    if let Some(record) = first {
+        apply(&mut mbo, &record).map_err(bbo_error)?;
+    }
+    while error.is_none() {
+        match next_record(&mut reader, &mut mbo) {
+            Ok(Some(record)) => apply(&mut mbo, &record).map_err(bbo_error)?,
+            Ok(None) => break,
+            Err(e) => error = Some(ReplayFault::Input(e)),
+        }
+    }
+    // The file covers up to its metadata's end (exclusive): sample through its last
+    // nanosecond, as an ITCH replay samples through its last message (the metadata ticklane
+    // writes ends just after the last message's timestamp).
+    if let (Some(s), Some(end), None) = (&mut sample, reader.end(), &error) {
+        if let Some(at) = mbo.time_of_day(end.saturating_sub(1)) {
+            s.before(last_sequence.saturating_add(1), mbo.books(), at);
         }
     }
     let counts = DbnCounts {
         reader: reader.stats(),
         mbo: mbo.counts(),
+        session_date,
     };
     let bbo_rows = mbo.bbo_rows();
-    let books = mbo.finish().map_err(bbo_error)?;
+    let (books, bbo) = mbo.into_parts().map_err(bbo_error)?;
+    let parquet = bbo.map(ThreadedBboOutputs::finish).transpose()?.flatten();
+    let sample = finish_sample_unless_kept(sample)?;
     let elapsed_s = started.elapsed().as_secs_f64();
     write_output_file(opts.book_out.as_ref(), |out| {
-        write_book_csv(&books, opts.depth, out)
+        write_book_csv_filtered(&books, opts.depth, &opts.filter, out)
     })?;
     let summary = ReplaySummary {
         input: opts.input.display().to_string(),
@@ -104,6 +159,44 @@ pub(super) fn replay_dbn(
         no_messages: None,
         error,
     };
+    finish_sample(sample, provenance.as_ref(), &summary, opts)?;
+    if let (Some(p), Some(provenance), Some(out)) = (&opts.parquet_out, &provenance, parquet) {
+        out.close(provenance.footer(p.schema.name(), &summary.to_json(), &opts.filter))?;
+    }
     write_summary_json(opts, &summary)?;
     Ok(ReplayOutcome { summary, books })
+}
+
+/// The outputs a DBN input cannot give: those written from ITCH messages.
+fn refuse_what_needs_itch(opts: &ReplayOptions) -> Result<(), ReplayError> {
+    if opts.dbn_out.is_some() {
+        return Err(ReplayError::Unsupported(
+            "--dbn-out reads ITCH inputs: a DBN input is DBN already (its MBP views are not written from MBO yet)",
+        ));
+    }
+    match &opts.parquet_out {
+        Some(p) if p.schema != ParquetSchema::Bbo => {
+            Err(ReplayError::Parquet(ParquetOutError::NotFromDbnInput {
+                path: p.path.clone(),
+            }))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The next MBO record, naming instruments from the symbol mapping records on the way.
+fn next_record(
+    reader: &mut DbnMboReader,
+    mbo: &mut MboApplier<ThreadedBboOutputs>,
+) -> Result<Option<MboRecord>, ticklane_feed::capture::CaptureError> {
+    loop {
+        match reader.next_item()? {
+            Some(DbnItem::Mbo(record)) => return Ok(Some(record)),
+            Some(DbnItem::Symbol {
+                instrument_id,
+                symbol,
+            }) => mbo.set_symbol(instrument_id, symbol),
+            None => return Ok(None),
+        }
+    }
 }

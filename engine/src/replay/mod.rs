@@ -4,6 +4,7 @@
 
 mod bbo_outputs;
 mod dbn_input;
+mod dbn_session;
 mod fault;
 mod paced;
 mod partition;

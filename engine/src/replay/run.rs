@@ -12,7 +12,7 @@ use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{Applier, ApplyError, BookConfig};
 use crate::csv::{write_book_csv_filtered, FilteredBboCsv};
-use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions, DbnSchema};
+use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions, DbnSchema, SessionDate};
 use crate::output_filter::OutputFilter;
 use crate::parquet_out::{
     BboParquet, Mbp10Parquet, ParquetOutError, ParquetOutOptions, ParquetSchema, Provenance,
@@ -42,13 +42,16 @@ pub struct ReplayOptions {
     pub progress: bool,
     /// Where the DBN output goes, in which schema, if anywhere.
     pub dbn_out: Option<DbnOutOptions>,
-    /// Where the depth sampled at intervals goes, if anywhere (ITCH inputs, one thread).
+    /// Where the depth sampled at intervals goes, if anywhere (one thread).
     pub sample: Option<SampleOptions>,
     /// Which rows every output writes (`--symbols`, `--between`); the books still apply
     /// every message.
     pub filter: OutputFilter,
     /// Where the Parquet output goes, in which view, if anywhere.
     pub parquet_out: Option<ParquetOutOptions>,
+    /// The session date (`--date`). A DBN input's rows are stamped in ns since its New York
+    /// midnight; without it, the date comes from the DBN metadata or the first record.
+    pub date: Option<SessionDate>,
 }
 
 /// Why a replay could not start or finish its outputs (input errors are in the summary, as a
@@ -226,6 +229,92 @@ fn mbp10_failed(mbp: Option<DbnOut<Mbp10Parquet>>, error: DbnOutError) -> Replay
     ParquetOutError::from(error).into()
 }
 
+/// Where the input came from, for a Parquet footer, if any Parquet is written. Read before the
+/// replay (the page cache then serves the replay's own read).
+pub(super) fn provenance(opts: &ReplayOptions) -> Result<Option<Provenance>, ReplayError> {
+    let sample_parquet = opts.sample.as_ref().is_some_and(SampleOptions::is_parquet);
+    Ok((opts.parquet_out.is_some() || sample_parquet)
+        .then(|| Provenance::of_input(&opts.input))
+        .transpose()?)
+}
+
+/// The top-of-book outputs (`--bbo-out`, and `parquet` for `--parquet-schema bbo`) on their
+/// writer thread, if any is asked for.
+pub(super) fn bbo_outputs(
+    opts: &ReplayOptions,
+    parquet: Option<BboParquet>,
+) -> Result<Option<ThreadedBboOutputs>, ReplayError> {
+    let csv = match &opts.bbo_out {
+        Some(path) => Some((
+            FilteredBboCsv::new(output(path)?, OutputFilter::default()).map_err(|source| {
+                ReplayError::Output {
+                    path: path.clone(),
+                    source,
+                }
+            })?,
+            path.clone(),
+        )),
+        None => None,
+    };
+    let bbo = BboOutputs {
+        csv,
+        parquet,
+        filter: opts.filter.clone(),
+    };
+    if !bbo.any() {
+        return Ok(None);
+    }
+    bbo.spawn()
+        .map(Some)
+        .map_err(|source| ReplayError::Output {
+            path: opts.bbo_out.clone().unwrap_or_default(),
+            source,
+        })
+}
+
+/// The sampler `o` asks for: CSV or DBN written by the sampler itself, Parquet handed down.
+pub(super) fn open_sampler(o: &SampleOptions, filter: &OutputFilter) -> Result<Sampler, ReplayError> {
+    if o.is_parquet() {
+        let rows = Box::new(SampledParquet::create(o)?);
+        Ok(Sampler::with_rows(o, filter.clone(), rows))
+    } else {
+        Ok(Sampler::create(o, filter.clone())?)
+    }
+}
+
+/// Finishes a CSV or DBN sample now; a Parquet sample's footer waits for the summary
+/// ([`finish_sample`]), so it is handed back.
+pub(super) fn finish_sample_unless_kept(
+    sample: Option<Sampler>,
+) -> Result<Option<Sampler>, ReplayError> {
+    match sample {
+        Some(s) if !s.keeps_metadata() => {
+            s.finish()?;
+            Ok(None)
+        }
+        other => Ok(other),
+    }
+}
+
+/// Finishes a Parquet sample, whose footer says where it came from as the other views' do
+/// (the others finished before the summary was made).
+pub(super) fn finish_sample(
+    sample: Option<Sampler>,
+    provenance: Option<&Provenance>,
+    summary: &ReplaySummary,
+    opts: &ReplayOptions,
+) -> Result<(), ReplayError> {
+    let Some(sample) = sample else {
+        return Ok(());
+    };
+    let footer = match provenance {
+        Some(p) if sample.keeps_metadata() => p.footer("sample", &summary.to_json(), &opts.filter),
+        _ => Vec::new(),
+    };
+    sample.finish_with(footer)?;
+    Ok(())
+}
+
 /// Why a replay stopped at a writer's failure, kept until the writers can be taken back.
 enum Halt {
     /// The top-of-book writer thread refused a row.
@@ -262,16 +351,6 @@ pub fn replay_file(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
 
 fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError> {
     if let Some(format) = super::dbn_input::dbn_format(&opts.input) {
-        if opts.sample.is_some() || !opts.filter.keeps_all() {
-            return Err(ReplayError::Unsupported(
-                "--sample, --symbols and --between read ITCH inputs (not DBN)",
-            ));
-        }
-        if let Some(p) = &opts.parquet_out {
-            return Err(ReplayError::Parquet(ParquetOutError::NotFromDbnInput {
-                path: p.path.clone(),
-            }));
-        }
         return super::dbn_input::replay_dbn(opts, format);
     }
     let started = Instant::now();
@@ -281,40 +360,12 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             recover_lengths: opts.recover_lengths,
         },
     )?;
-    // Read before the replay (the page cache then serves the replay's own read).
-    let sample_parquet = opts.sample.as_ref().is_some_and(SampleOptions::is_parquet);
-    let provenance = (opts.parquet_out.is_some() || sample_parquet)
-        .then(|| Provenance::of_input(&opts.input))
-        .transpose()?;
-    let csv = match &opts.bbo_out {
-        Some(path) => Some((
-            FilteredBboCsv::new(output(path)?, OutputFilter::default()).map_err(|source| {
-                ReplayError::Output {
-                    path: path.clone(),
-                    source,
-                }
-            })?,
-            path.clone(),
-        )),
-        None => None,
-    };
+    let provenance = provenance(opts)?;
     let parquet_bbo = match &opts.parquet_out {
         Some(p) if p.schema == ParquetSchema::Bbo => Some(BboParquet::create(&p.path)?),
         _ => None,
     };
-    let bbo = BboOutputs {
-        csv,
-        parquet: parquet_bbo,
-        filter: opts.filter.clone(),
-    };
-    let bbo = if bbo.any() {
-        Some(bbo.spawn().map_err(|source| ReplayError::Output {
-            path: opts.bbo_out.clone().unwrap_or_default(),
-            source,
-        })?)
-    } else {
-        None
-    };
+    let bbo = bbo_outputs(opts, parquet_bbo)?;
     let mut applier = Applier::new(opts.books, bbo).map_err(ReplayError::Books)?;
     let mut dbn = opts
         .dbn_out
@@ -342,14 +393,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
     let mut sample = opts
         .sample
         .as_ref()
-        .map(|o| {
-            if o.is_parquet() {
-                let rows = Box::new(SampledParquet::create(o)?);
-                Ok(Sampler::with_rows(o, opts.filter.clone(), rows))
-            } else {
-                Sampler::create(o, opts.filter.clone())
-            }
-        })
+        .map(|o| open_sampler(o, &opts.filter))
         .transpose()?;
     let mut dbn_message = Vec::with_capacity(64);
     let can_lose = matches!(reader.format(), InputFormat::Pcap | InputFormat::PcapNg);
@@ -511,14 +555,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         Some(out) => Some(out.finish()?),
         None => None,
     };
-    // A Parquet sample's footer waits for the summary; the others finish now, as before.
-    let sample = match sample {
-        Some(s) if !s.keeps_metadata() => {
-            s.finish()?;
-            None
-        }
-        other => other,
-    };
+    let sample = finish_sample_unless_kept(sample)?;
     let elapsed_s = started.elapsed().as_secs_f64();
     write_output_file(opts.book_out.as_ref(), |out| {
         write_book_csv_filtered(&books, opts.depth, &opts.filter, out)
@@ -540,16 +577,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         no_messages,
         error,
     };
-    if let Some(sample) = sample {
-        // The footer of a Parquet sample says where it came from, as the other views do.
-        let footer = match &provenance {
-            Some(p) if sample.keeps_metadata() => {
-                p.footer("sample", &summary.to_json(), &opts.filter)
-            }
-            _ => Vec::new(),
-        };
-        sample.finish_with(footer)?;
-    }
+    finish_sample(sample, provenance.as_ref(), &summary, opts)?;
     if let (Some(p), Some(provenance)) = (&opts.parquet_out, &provenance) {
         let footer = provenance.footer(p.schema.name(), &summary.to_json(), &opts.filter);
         if let Some(out) = parquet_bbo {

@@ -82,6 +82,9 @@ pub struct DbnCounts {
     pub reader: DbnStats,
     /// What the MBO translation counted.
     pub mbo: MboCounts,
+    /// The session the rows are stamped in (ns since its New York midnight), if one was
+    /// found (`--date`, the metadata's `start`, or the first record).
+    pub session_date: Option<crate::dbn_out::SessionDate>,
 }
 
 impl DbnCounts {
@@ -101,14 +104,23 @@ impl DbnCounts {
             j,
             "}},\"unknown_actions\":{},\"instrument_out_of_range\":{},\
              \"unrepresentable_prices\":{},\"modify_unknown_added\":{},\
-             \"snapshot_records\":{},\"maybe_bad_book_records\":{}}},",
+             \"snapshot_records\":{},\"maybe_bad_book_records\":{},\
+             \"before_session_day\":{},\"after_session_day\":{},\"session_date\":",
             m.unknown_actions,
             m.instrument_out_of_range,
             m.unrepresentable_prices,
             m.modify_unknown_added,
             m.snapshot_records,
-            m.maybe_bad_book_records
+            m.maybe_bad_book_records,
+            m.before_session_day,
+            m.after_session_day,
         );
+        match self.session_date {
+            Some(date) => {
+                let _ = write!(j, "\"{}\"}},", date.date());
+            }
+            None => j.push_str("null},"),
+        }
     }
 
     fn text(&self, t: &mut String) {
@@ -135,6 +147,16 @@ impl DbnCounts {
             group(m.instrument_out_of_range),
             group(m.unrepresentable_prices),
             group(m.modify_unknown_added)
+        );
+        let session = self.session_date.map_or_else(
+            || "none (stamped since the Unix epoch)".to_string(),
+            |d| d.date().to_string(),
+        );
+        let _ = writeln!(
+            t,
+            "  DBN session  {session}   records before its New York midnight (no row) {}   on a later day {}",
+            group(m.before_session_day),
+            group(m.after_session_day)
         );
     }
 }

@@ -121,6 +121,9 @@ pub struct DbnMboReader {
     path: PathBuf,
     decoder: Decoder,
     symbols: Vec<(u32, Stock)>,
+    /// The metadata's `start` and `end` (ns since the Unix epoch; `end` exclusive).
+    start: u64,
+    end: Option<u64>,
     /// Decompressed offset of the next record.
     next_offset: u64,
     stats: DbnStats,
@@ -179,12 +182,15 @@ impl DbnMboReader {
                 symbols.push((id, stock(&mapping.raw_symbol, &mut stats)));
             }
         }
+        let (start, end) = (metadata.start, metadata.end.map(std::num::NonZeroU64::get));
         let prelude = decoder.get_ref().prelude;
         let metadata_len = u32::from_le_bytes([prelude[4], prelude[5], prelude[6], prelude[7]]);
         Ok(DbnMboReader {
             path: path.to_path_buf(),
             decoder,
             symbols,
+            start,
+            end,
             next_offset: PRELUDE_LEN + u64::from(metadata_len),
             stats,
             done: false,
@@ -199,6 +205,17 @@ impl DbnMboReader {
     /// Instrument ids and symbols from the metadata's symbol mappings.
     pub fn symbols(&self) -> &[(u32, Stock)] {
         &self.symbols
+    }
+
+    /// The metadata's `start`: the first instant the file covers, ns since the Unix epoch
+    /// (for Databento's daily files, 00:00 UTC of the day asked for).
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// The metadata's `end`, exclusive, ns since the Unix epoch, if the file says.
+    pub fn end(&self) -> Option<u64> {
+        self.end
     }
 
     /// Counters so far.

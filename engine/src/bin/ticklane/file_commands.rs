@@ -74,7 +74,8 @@ pub struct ReplayArgs {
     #[arg(long, default_value = "mbo", requires = "dbn_out")]
     schema: DbnSchema,
     /// The session date (YYYY-MM-DD) for DBN's UTC timestamps (--dbn-out, a DBN
-    /// --sample-out); else read from the file name (MMDDYYYY or YYYYMMDD).
+    /// --sample-out); else read from the file name (MMDDYYYY or YYYYMMDD). A DBN input's
+    /// rows are stamped in ns since its New York midnight (else the DBN metadata's date).
     #[arg(long)]
     date: Option<SessionDate>,
     /// Sample the depth at every multiple of this interval of ITCH time: 100ms, 1s, 5m, ...
@@ -98,7 +99,8 @@ pub struct ReplayArgs {
           value_parser = super::arg_values::between)]
     between: String,
     /// Write the replay as Parquet here (zstd, provenance in the footer; --symbols and
-    /// --between choose its rows; not with --pace or --threads above 1, nor from a DBN input).
+    /// --between choose its rows; not with --pace or --threads above 1; from a DBN input,
+    /// bbo only).
     #[arg(long, conflicts_with = "pace")]
     parquet_out: Option<PathBuf>,
     /// The Parquet view: bbo (the --bbo-out rows, typed) or mbp-10 (DBN's MBP-10 records).
@@ -218,6 +220,7 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
             _ => None,
         },
         filter: filter.clone(),
+        date: args.date,
         parquet_out: match &args.parquet_out {
             None => None,
             Some(path) => Some(ParquetOutOptions {
