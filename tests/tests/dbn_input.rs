@@ -161,7 +161,9 @@ fn encode(records: &[Rec]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut encoder = DbnEncoder::new(&mut out, &metadata).expect("metadata encodes");
     for (i, r) in records.iter().enumerate() {
-        let ts = 1_764_460_800_000_000_000 + i as u64;
+        // 09:30 New York (14:30 UTC): in the session the file's start (00:00 UTC, as
+        // Databento's daily files start) names.
+        let ts = 1_764_460_800_000_000_000 + 52_200_000_000_000 + i as u64;
         let msg = MboMsg {
             hd: RecordHeader::new::<MboMsg>(dbn::rtype::MBO, 2, r.instrument, ts),
             order_id: r.order,
