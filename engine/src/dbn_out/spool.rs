@@ -383,8 +383,6 @@ mod tests {
         for i in 0..n {
             let mut r = record();
             r.order_id = i as u64;
-            r.hd.length = (std::mem::size_of::<dbn::MboMsg>() / 4) as u8;
-            r.hd.rtype = dbn::rtype::MBO;
             spool.push(&r).expect("push");
         }
         assert_eq!(spool.finish(&metadata()).expect("finish"), n as u64);
