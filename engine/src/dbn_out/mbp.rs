@@ -15,6 +15,7 @@
 
 use std::ffi::c_char;
 
+use dbn::encode::DbnEncodable;
 use dbn::{rtype, BidAskPair, Mbp10Msg, Mbp1Msg, RecordHeader, UNDEF_PRICE};
 use ticklane_feed::itch::{Locate, Message, Price};
 
@@ -22,18 +23,67 @@ use super::record_sink::RecordSink;
 use super::{
     aggressor_char, price_1e9, side_char, Before, DbnOutError, Stamp, NO_SIDE, PUBLISHER_ID,
 };
-use crate::book::{Books, Side};
+use crate::book::{Books, LadderView, Side};
 
-/// Writes MBP-`N` records (`N` is 1 or 10).
-pub struct MbpWriter<const N: usize> {
-    /// The levels of each stock's last record, indexed by locate (grown on a locate's first
-    /// change; at most 65,536 entries). A `Vec`, not a map: this is read on every message.
-    last: Vec<[BidAskPair; N]>,
+/// The two MBP record types (`Mbp1Msg`, `Mbp10Msg`): they share every field but the levels.
+pub(crate) trait MbpRecord: DbnEncodable + Copy {
+    /// A record with every level empty.
+    fn blank() -> Self;
+    /// The levels, to be refreshed in place.
+    fn levels_mut(&mut self) -> &mut [BidAskPair];
+    /// Sets every field but the levels: what happened, to which stock, when.
+    fn stamp(&mut self, stamp: Stamp, locate: Locate, event: Event, last: bool);
+}
+
+macro_rules! mbp_record {
+    ($record:ty, $rtype:expr) => {
+        impl MbpRecord for $record {
+            fn blank() -> Self {
+                let mut record = <$record>::default();
+                record.levels.fill(EMPTY);
+                record
+            }
+            #[inline]
+            fn levels_mut(&mut self) -> &mut [BidAskPair] {
+                &mut self.levels
+            }
+            #[inline]
+            fn stamp(&mut self, stamp: Stamp, locate: Locate, event: Event, last: bool) {
+                self.hd = RecordHeader::new::<$record>(
+                    $rtype,
+                    PUBLISHER_ID,
+                    u32::from(locate.0),
+                    stamp.ts_event,
+                );
+                self.price = price_1e9(event.price);
+                self.size = event.size;
+                self.action = event.action as c_char;
+                self.side = event.side;
+                self.flags = stamp.flags(last);
+                self.depth = event.depth;
+                self.ts_recv = stamp.ts_event;
+                self.ts_in_delta = 0;
+                self.sequence = stamp.sequence;
+            }
+        }
+    };
+}
+
+mbp_record!(Mbp1Msg, rtype::MBP_1);
+mbp_record!(Mbp10Msg, rtype::MBP_10);
+
+/// Writes MBP records (`R` is `Mbp1Msg` or `Mbp10Msg`).
+pub(crate) struct MbpWriter<R> {
+    /// Each stock's last record, indexed by locate (grown on a locate's first change; at most
+    /// 65,536 entries). A `Vec`, not a map: this is read on every message. The levels are
+    /// refreshed in place and the record stamped in place, so a book update costs one copy
+    /// of the record, into the spool's batch.
+    last: Vec<R>,
 }
 
 /// What a record says happened.
 #[derive(Clone, Copy)]
-struct Event {
+pub(crate) struct Event {
     action: u8,
     side: c_char,
     price: Price,
@@ -50,24 +100,10 @@ const EMPTY: BidAskPair = BidAskPair {
     ask_ct: 0,
 };
 
-impl<const N: usize> Default for MbpWriter<N> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<const N: usize> MbpWriter<N> {
+impl<R: MbpRecord> MbpWriter<R> {
     /// No records yet.
     pub fn new() -> Self {
         MbpWriter { last: Vec::new() }
-    }
-
-    /// The levels of `locate`'s last record (all empty before its first).
-    fn last_of(&self, locate: Locate) -> [BidAskPair; N] {
-        self.last
-            .get(usize::from(locate.0))
-            .copied()
-            .unwrap_or([EMPTY; N])
     }
 
     /// Writes the records of one message.
@@ -82,31 +118,34 @@ impl<const N: usize> MbpWriter<N> {
     ) -> Result<(), DbnOutError> {
         // The levels as they stood before the message: the last record's (copied only for
         // a trade, before the update below overwrites them).
-        let trade = before.trade.map(|t| (t, self.last_of(t.locate)));
+        let trade = before.trade.map(|t| {
+            let record = self.last.get(usize::from(t.locate.0)).copied();
+            (t, record.unwrap_or_else(R::blank))
+        });
         let mut update = None;
         if let Some(locate) = changed {
             let idx = usize::from(locate.0);
             if self.last.len() <= idx {
-                self.last.resize(idx + 1, [EMPTY; N]);
+                self.last.resize(idx + 1, R::blank());
             }
             let change = book_change(message, before);
             // Every book change of one ITCH message is on one side of one stock (a replace
             // keeps its side), so only that side is re-read; both when no side is known;
             // none when every price it touched is worse than a full side's `N`th level.
-            let levels = &mut self.last[idx];
+            let levels = self.last[idx].levels_mut();
             let moved = match change {
                 Some(c) if c.prices().all(|p| below_top(levels, c.side, p)) => false,
-                Some(c) => refresh_side(levels, books, locate, c.side),
+                Some(c) => refresh_side(levels, books.side(locate, c.side), c.side),
                 None => {
-                    let bid = refresh_side(levels, books, locate, Side::Bid);
-                    refresh_side(levels, books, locate, Side::Ask) | bid
+                    let bid = refresh_side(levels, books.side(locate, Side::Bid), Side::Bid);
+                    refresh_side(levels, books.side(locate, Side::Ask), Side::Ask) | bid
                 }
             };
             if moved {
-                update = change.map(|c| (locate, c.event(books, locate)));
+                update = change.map(|c| (idx, locate, c.event(levels, books, locate)));
             }
         }
-        if let Some((trade, levels)) = trade {
+        if let Some((trade, mut record)) = trade {
             let side = match (message, before.order) {
                 (Message::Trade(_), _) | (_, None) => NO_SIDE,
                 (_, Some(order)) => aggressor_char(order.side),
@@ -118,20 +157,22 @@ impl<const N: usize> MbpWriter<N> {
                 size: trade.shares,
                 depth: 0,
             };
-            push(spool, stamp, trade.locate, event, &levels, update.is_none())?;
+            record.stamp(stamp, trade.locate, event, update.is_none());
+            spool.push(&record)?;
         }
-        if let Some((locate, event)) = update {
-            let levels = &self.last[usize::from(locate.0)];
-            push(spool, stamp, locate, event, levels, true)?;
+        if let Some((idx, locate, event)) = update {
+            let record = &mut self.last[idx];
+            record.stamp(stamp, locate, event, true);
+            spool.push(record)?;
         }
         Ok(())
     }
 }
 
-/// True if `price` is strictly worse than the `N`th level of a full `side` in `levels`: a
+/// True if `price` is strictly worse than the last level of a full `side` in `levels`: a
 /// change there leaves the top `N` as they are. (At the `N`th price itself, or on a side
 /// with fewer than `N` levels, a change may show.)
-fn below_top<const N: usize>(levels: &[BidAskPair; N], side: Side, price: Price) -> bool {
+fn below_top(levels: &[BidAskPair], side: Side, price: Price) -> bool {
     let Some(nth) = levels.last() else {
         return false;
     };
@@ -146,101 +187,56 @@ fn below_top<const N: usize>(levels: &[BidAskPair; N], side: Side, price: Price)
 /// is `UNDEF_PRICE`, 0, 0): what a sampled MBP row holds.
 pub(crate) fn levels<const N: usize>(books: &Books, locate: Locate) -> [BidAskPair; N] {
     let mut out = [EMPTY; N];
-    refresh_side(&mut out, books, locate, Side::Bid);
-    refresh_side(&mut out, books, locate, Side::Ask);
+    refresh_side(&mut out, books.side(locate, Side::Bid), Side::Bid);
+    refresh_side(&mut out, books.side(locate, Side::Ask), Side::Ask);
     out
 }
 
-/// Re-reads the top `N` levels of one side of `locate`'s book into `levels`; true if any
-/// changed.
-fn refresh_side<const N: usize>(
-    levels: &mut [BidAskPair; N],
-    books: &Books,
-    locate: Locate,
-    side: Side,
-) -> bool {
-    let view = books.side(locate, side);
-    // An iterator over an `Option` costs a branch per level; the `Option` is dropped once
-    // the side runs out.
-    let mut book = view.as_ref().map(|v| v.best_first());
-    let mut moved = false;
-    for pair in levels.iter_mut() {
-        let (px, sz, ct) = match book.as_mut().and_then(Iterator::next) {
-            Some(l) => (
-                price_1e9(l.price),
-                u32::try_from(l.qty).unwrap_or(u32::MAX),
-                l.orders,
-            ),
-            None => {
-                book = None;
-                (UNDEF_PRICE, 0, 0)
-            }
-        };
-        let (p, s, c) = match side {
-            Side::Bid => (&mut pair.bid_px, &mut pair.bid_sz, &mut pair.bid_ct),
-            Side::Ask => (&mut pair.ask_px, &mut pair.ask_sz, &mut pair.ask_ct),
-        };
-        moved |= (*p, *s, *c) != (px, sz, ct);
-        (*p, *s, *c) = (px, sz, ct);
-    }
-    moved
+/// One side's fields of a level pair: price, size, count.
+type SideFields<'a> = (&'a mut i64, &'a mut u32, &'a mut u32);
+
+fn bid_fields(pair: &mut BidAskPair) -> SideFields<'_> {
+    (&mut pair.bid_px, &mut pair.bid_sz, &mut pair.bid_ct)
 }
 
-/// Pushes one MBP-`N` record.
-fn push<S: RecordSink, const N: usize>(
-    spool: &mut S,
-    stamp: Stamp,
-    locate: Locate,
-    event: Event,
-    levels: &[BidAskPair; N],
-    last: bool,
-) -> Result<(), DbnOutError> {
-    let flags = stamp.flags(last);
-    let price = price_1e9(event.price);
-    let instrument = u32::from(locate.0);
-    let action = event.action as c_char;
-    // One record type per N; the two share every field but the levels.
-    if let Ok(levels) = <[BidAskPair; 1]>::try_from(&levels[..]) {
-        spool.push(&Mbp1Msg {
-            hd: RecordHeader::new::<Mbp1Msg>(
-                rtype::MBP_1,
-                PUBLISHER_ID,
-                instrument,
-                stamp.ts_event,
-            ),
-            price,
-            size: event.size,
-            action,
-            side: event.side,
-            flags,
-            depth: event.depth,
-            ts_recv: stamp.ts_event,
-            ts_in_delta: 0,
-            sequence: stamp.sequence,
-            levels,
-        })
-    } else if let Ok(levels) = <[BidAskPair; 10]>::try_from(&levels[..]) {
-        spool.push(&Mbp10Msg {
-            hd: RecordHeader::new::<Mbp10Msg>(
-                rtype::MBP_10,
-                PUBLISHER_ID,
-                instrument,
-                stamp.ts_event,
-            ),
-            price,
-            size: event.size,
-            action,
-            side: event.side,
-            flags,
-            depth: event.depth,
-            ts_recv: stamp.ts_event,
-            ts_in_delta: 0,
-            sequence: stamp.sequence,
-            levels,
-        })
-    } else {
-        unreachable!("invariant: MbpWriter is built for N = 1 or 10 only")
+fn ask_fields(pair: &mut BidAskPair) -> SideFields<'_> {
+    (&mut pair.ask_px, &mut pair.ask_sz, &mut pair.ask_ct)
+}
+
+/// Re-reads the top levels of one side (`view`, absent for an empty side) into `levels`;
+/// true if any changed.
+fn refresh_side(levels: &mut [BidAskPair], view: Option<LadderView<'_>>, side: Side) -> bool {
+    // One loop per side, so the side is not matched per level.
+    match side {
+        Side::Bid => refresh_fields(levels, view, bid_fields),
+        Side::Ask => refresh_fields(levels, view, ask_fields),
     }
+}
+
+#[inline(always)]
+fn refresh_fields(
+    levels: &mut [BidAskPair],
+    view: Option<LadderView<'_>>,
+    fields: fn(&mut BidAskPair) -> SideFields<'_>,
+) -> bool {
+    let mut moved = false;
+    let mut set = |pair: &mut BidAskPair, new: (i64, u32, u32)| {
+        let (p, s, c) = fields(pair);
+        moved |= (*p, *s, *c) != new;
+        (*p, *s, *c) = new;
+    };
+    let mut filled = 0;
+    if let Some(view) = view {
+        for (pair, l) in levels.iter_mut().zip(view.best_first()) {
+            let size = u32::try_from(l.qty).unwrap_or(u32::MAX);
+            set(pair, (price_1e9(l.price), size, l.orders));
+            filled += 1;
+        }
+    }
+    for pair in &mut levels[filled..] {
+        set(pair, (UNDEF_PRICE, 0, 0));
+    }
+    moved
 }
 
 /// The book change a message made, before its `depth` is known.
@@ -261,17 +257,30 @@ impl BookChange {
     }
 
     /// The record's event: `depth` = the levels on its side better than its price (at
-    /// most 255, DBN's `u8`), counted in the book after the message.
-    fn event(self, books: &Books, locate: Locate) -> Event {
-        let better = books.side(locate, self.side).map_or(0, |view| {
-            view.best_first()
-                .take(usize::from(u8::MAX))
-                .take_while(|l| match self.side {
-                    Side::Bid => l.price > self.price,
-                    Side::Ask => l.price < self.price,
-                })
-                .count()
-        });
+    /// most 255, DBN's `u8`), counted in the book after the message: in `levels` (that side
+    /// just refreshed) when the price is within them, else in the book.
+    fn event(self, levels: &[BidAskPair], books: &Books, locate: Locate) -> Event {
+        let price = price_1e9(self.price);
+        let in_top = levels
+            .iter()
+            .take_while(|l| match self.side {
+                Side::Bid => l.bid_px != UNDEF_PRICE && l.bid_px > price,
+                Side::Ask => l.ask_px < price,
+            })
+            .count();
+        let better = if in_top < levels.len() {
+            in_top
+        } else {
+            books.side(locate, self.side).map_or(0, |view| {
+                view.best_first()
+                    .take(usize::from(u8::MAX))
+                    .take_while(|l| match self.side {
+                        Side::Bid => l.price > self.price,
+                        Side::Ask => l.price < self.price,
+                    })
+                    .count()
+            })
+        };
         Event {
             action: self.action,
             side: side_char(self.side),

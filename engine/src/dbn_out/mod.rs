@@ -25,7 +25,7 @@ use std::num::NonZeroU64;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use dbn::{MappingInterval, Metadata, SType, Schema, SymbolMapping};
+use dbn::{MappingInterval, Mbp10Msg, Mbp1Msg, Metadata, SType, Schema, SymbolMapping};
 use ticklane_feed::itch::{Locate, Message, Nanos, Price};
 
 pub use session_date::{SessionDate, SessionDateError};
@@ -207,8 +207,8 @@ pub struct DbnOut<S: RecordSink = Spool> {
 
 enum SchemaWriter {
     Mbo(MboWriter),
-    Mbp1(MbpWriter<1>),
-    Mbp10(MbpWriter<10>),
+    Mbp1(MbpWriter<Mbp1Msg>),
+    Mbp10(MbpWriter<Mbp10Msg>),
     Trades(TradeWriter),
 }
 

@@ -264,16 +264,17 @@ pub(super) fn bbo_outputs(
     if !bbo.any() {
         return Ok(None);
     }
-    bbo.spawn()
-        .map(Some)
-        .map_err(|source| ReplayError::Output {
-            path: opts.bbo_out.clone().unwrap_or_default(),
-            source,
-        })
+    bbo.spawn().map(Some).map_err(|source| ReplayError::Output {
+        path: opts.bbo_out.clone().unwrap_or_default(),
+        source,
+    })
 }
 
 /// The sampler `o` asks for: CSV or DBN written by the sampler itself, Parquet handed down.
-pub(super) fn open_sampler(o: &SampleOptions, filter: &OutputFilter) -> Result<Sampler, ReplayError> {
+pub(super) fn open_sampler(
+    o: &SampleOptions,
+    filter: &OutputFilter,
+) -> Result<Sampler, ReplayError> {
     if o.is_parquet() {
         let rows = Box::new(SampledParquet::create(o)?);
         Ok(Sampler::with_rows(o, filter.clone(), rows))
