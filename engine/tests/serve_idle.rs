@@ -50,12 +50,15 @@ fn a_client_that_logs_in_then_goes_silent_is_cut_with_the_idle_reason() {
     let addr: SocketAddr = server.local_addr();
     let mut raw = TcpStream::connect(addr).unwrap();
     raw.set_read_timeout(Some(TIMEOUT)).unwrap();
+    // The server last heard the client when the login arrived, which is after this instant
+    // and before the `A` came back: timed from here, the cut can come no sooner than the
+    // idle timeout (timed from the `A`, it could, by the login's round trip).
+    let logged_in = Instant::now();
     raw.write_all(&login_bytes()).unwrap();
     // `A`: length 7, version 1, heartbeat 50 ms.
     let mut accepted = [0u8; 9];
     raw.read_exact(&mut accepted).unwrap();
     assert_eq!(accepted, [0, 7, b'A', 0, 1, 0, 0, 0, 50]);
-    let logged_in = Instant::now();
     // From here on the client says nothing: the server heartbeats (`H`), then cuts.
     let mut said = Vec::new();
     raw.read_to_end(&mut said).unwrap();
