@@ -296,13 +296,16 @@ pub(crate) mod tests {
         assert_eq!(stats.bytes_total, Some(bytes.len() as u64));
     }
 
-    /// What a replay loop sees: each message's (bytes, offset, index), then the error's
-    /// (offset, index) or none, read with `next_message` alone or with `frames` first.
+    /// One message as a replay loop sees it: (bytes, offset, index).
+    type Seen = (Vec<u8>, u64, u64);
+
+    /// What a replay loop sees: each message, then the error's (offset, index) or none, read
+    /// with `next_message` alone or with `frames` first.
     fn read_all(
         path: &std::path::Path,
         buffer: usize,
         with_frames: bool,
-    ) -> (Vec<(Vec<u8>, u64, u64)>, Option<(u64, u64)>) {
+    ) -> (Vec<Seen>, Option<(u64, u64)>) {
         let mut r =
             CaptureReader::open_with_buffer(path, ReadOptions::default(), buffer).expect("opens");
         let mut got = Vec::new();
