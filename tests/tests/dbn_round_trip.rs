@@ -112,18 +112,6 @@ struct Trip<'a> {
     pyarrow: Option<&'a Path>,
 }
 
-/// `ns` since midnight as `HH:MM:SS.nnnnnnnnn`, for `--between`.
-fn clock(ns: u64) -> String {
-    let s = ns / 1_000_000_000;
-    format!(
-        "{:02}:{:02}:{:02}.{:09}",
-        s / 3600,
-        s / 60 % 60,
-        s % 60,
-        ns % 1_000_000_000
-    )
-}
-
 /// A filter picked from the ITCH replay's own outputs: the first two stocks of its final
 /// depth, and the window from its top-of-book row a third of the way in to the one two
 /// thirds in.
@@ -148,7 +136,11 @@ fn picked_filter(itch: &Csv) -> OutputFilter {
     let (from, to) = (at(rows.len() / 3), at(2 * rows.len() / 3));
     assert!(from < to, "the window is not empty");
     let symbols = stocks[..stocks.len().min(2)].join(",");
-    OutputFilter::parse(&symbols, &format!("{}-{}", clock(from), clock(to))).expect("valid")
+    OutputFilter::parse(
+        &symbols,
+        &format!("{}-{}", util::time_of_day(from), util::time_of_day(to)),
+    )
+    .expect("valid")
 }
 
 /// ITCH → DBN → databento-dbn → DBN → ticklane; asserts every output agrees.

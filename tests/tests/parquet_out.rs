@@ -307,18 +307,6 @@ fn mbp10_parquet_reads_back_with_pyarrow_as_the_dbn_records() {
     check_footer(&info, &input, "mbp-10");
 }
 
-/// `ns` since midnight as `HH:MM:SS.nnnnnnnnn`, for `--between`.
-fn time_of_day(ns: u64) -> String {
-    let s = ns / 1_000_000_000;
-    format!(
-        "{:02}:{:02}:{:02}.{:09}",
-        s / 3600,
-        s / 60 % 60,
-        s % 60,
-        ns % 1_000_000_000
-    )
-}
-
 /// 2019-01-30 00:00 in New York (EST, UTC-5) as UTC ns since the epoch: 17,926 days after
 /// 1970-01-01, plus five hours. Worked out by hand, not by `SessionDate`.
 const MIDNIGHT_2019_01_30_NS: u64 = (17_926 * 86_400 + 5 * 3_600) * 1_000_000_000;
@@ -361,7 +349,7 @@ fn filtered_parquet_keeps_the_rows_every_other_output_keeps() {
     let kept = [stocks[0].clone(), stocks[2].clone()];
     let times: Vec<u64> = all.iter().map(|r| r[1].parse().expect("ts")).collect();
     let (start, end) = (times[times.len() / 3], times[2 * times.len() / 3]);
-    let between = format!("{}-{}", time_of_day(start), time_of_day(end));
+    let between = format!("{}-{}", util::time_of_day(start), util::time_of_day(end));
     let filter = OutputFilter::parse(&kept.join(","), &between).expect("a valid filter");
 
     let csv = dir.path().join("filtered.csv");

@@ -60,3 +60,15 @@ pub fn write_generated(path: &Path, config: GenConfig) {
     write_itch50(config, &mut out).expect("write generated file");
     out.flush().expect("flush generated file");
 }
+
+/// `ns` since midnight as `HH:MM:SS.nnnnnnnnn`, for `--between`.
+pub fn time_of_day(ns: u64) -> String {
+    let s = ns / 1_000_000_000;
+    format!(
+        "{:02}:{:02}:{:02}.{:09}",
+        s / 3600,
+        s / 60 % 60,
+        s % 60,
+        ns % 1_000_000_000
+    )
+}
