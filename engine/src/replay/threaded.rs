@@ -34,7 +34,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
-use ticklane_feed::capture::{CaptureReader, ReadOptions};
+use ticklane_feed::capture::{CaptureReader, RawMessage, ReadOptions};
 use ticklane_feed::itch::{self, DecodeError};
 
 use super::fault::ReplayFault;
@@ -391,15 +391,9 @@ fn replay_partitioned(
         true
     };
     let mut flowing = true;
-    loop {
-        let raw = match reader.next_message() {
-            Ok(Some(raw)) => raw,
-            Ok(None) => break,
-            Err(e) => {
-                error = Some(ReplayFault::Input(e));
-                break;
-            }
-        };
+    // Routes one message; true when the replay stops at it (a decode error, in `error`, or
+    // a book thread gone).
+    let mut route_one = |raw: RawMessage<'_>| -> bool {
         let (index, offset, bytes) = (raw.index, raw.offset, raw.bytes);
         match check(bytes) {
             Ok(locate) => {
@@ -413,10 +407,14 @@ fn replay_partitioned(
                 route.push(t as u8);
                 if route.len() == EPOCH && !send_epoch(&mut batches, &mut route) {
                     flowing = false;
-                    break;
+                    return true;
                 }
+                false
             }
-            Err(DecodeError::UnknownType { .. }) => unknown_types += 1,
+            Err(DecodeError::UnknownType { .. }) => {
+                unknown_types += 1;
+                false
+            }
             Err(e) => {
                 error = Some(ReplayFault::Decode {
                     path: opts.input.clone(),
@@ -424,8 +422,42 @@ fn replay_partitioned(
                     index,
                     error: e,
                 });
+                true
+            }
+        }
+    };
+    loop {
+        // The messages lying whole in the block already read, framed in one pass (as the
+        // one-thread replay does), then one through the reader, which refills, ends or
+        // reports an error exactly as it would message by message.
+        let mut frames = reader.frames();
+        let mut stopped = false;
+        for raw in frames.by_ref() {
+            let index = raw.index;
+            if route_one(raw) {
+                stopped = true;
                 break;
             }
+            if show_progress && index & (PROGRESS_EVERY - 1) == 0 {
+                progress_line(&reader, index, started);
+            }
+        }
+        let read = frames.read();
+        reader.advance(read);
+        if stopped {
+            break;
+        }
+        let raw = match reader.next_message() {
+            Ok(Some(raw)) => raw,
+            Ok(None) => break,
+            Err(e) => {
+                error = Some(ReplayFault::Input(e));
+                break;
+            }
+        };
+        let index = raw.index;
+        if route_one(raw) {
+            break;
         }
         if show_progress && index & (PROGRESS_EVERY - 1) == 0 {
             progress_line(&reader, index, started);
