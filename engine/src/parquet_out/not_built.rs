@@ -65,8 +65,10 @@ impl Provenance {
     }
 }
 
-/// Never made: the feature is off.
-pub enum Mbp10Parquet {}
+/// Never made: the feature is off. A struct only `create` could build (and it never does),
+/// not an empty enum: the replay passes it through `DbnOut`, and a value of an uninhabited
+/// type there makes the code after it unreachable to the compiler.
+pub struct Mbp10Parquet(());
 
 impl Mbp10Parquet {
     /// # Errors
@@ -76,13 +78,13 @@ impl Mbp10Parquet {
         Err(ParquetOutError::NotBuilt)
     }
 
-    /// Unreachable: there is no value.
+    /// Never called (no value is ever made).
     ///
     /// # Errors
     ///
-    /// None.
+    /// Always [`ParquetOutError::NotBuilt`].
     pub fn close(self, _metadata: Vec<(String, String)>) -> Result<u64, ParquetOutError> {
-        match self {}
+        Err(ParquetOutError::NotBuilt)
     }
 }
 
@@ -91,15 +93,16 @@ impl RecordSink for Mbp10Parquet {
         &mut self,
         _record: &R,
     ) -> Result<(), DbnOutError> {
-        match *self {}
+        Err(DbnOutError::Io {
+            path: std::path::PathBuf::new(),
+            source: std::io::Error::other(ParquetOutError::NotBuilt.to_string()),
+        })
     }
 
-    fn set_muted(&mut self, _muted: bool) {
-        match *self {}
-    }
+    fn set_muted(&mut self, _muted: bool) {}
 
     fn count(&self) -> u64 {
-        match *self {}
+        0
     }
 }
 
