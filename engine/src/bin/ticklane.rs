@@ -108,8 +108,22 @@ fn main() -> ExitCode {
     match result {
         Ok(status) => status.into(),
         Err(e) => {
-            eprintln!("ticklane: {e:#}");
+            eprintln!("ticklane: {}", error_text(&e));
             ExitStatus::of_error(e.as_ref()).into()
         }
     }
+}
+
+/// The error and its causes, each cause said once: many of our errors already end with
+/// their source's text (`{path}: {source}`), which `{:#}` would print again.
+fn error_text(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+    }
+    text
 }
