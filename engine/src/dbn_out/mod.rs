@@ -129,6 +129,10 @@ pub enum DbnOutError {
     },
 }
 
+/// The ITCH messages that can make records (orders and trades); the system events, the
+/// stock directory and the other administrative messages that open a day make none.
+const MAKES_RECORDS: &[u8] = b"AFECXDUPQB";
+
 /// Databento's side letters: `B` bid, `A` ask, `N` none.
 #[inline]
 pub(crate) fn side_char(side: Side) -> c_char {
@@ -200,6 +204,8 @@ pub struct DbnOut<S: RecordSink = Spool> {
     last_ts_event: u64,
     /// Set once the input declared messages lost: the books may be wrong from then on.
     maybe_bad_book: bool,
+    /// Whether the sink was told the metadata's size (before the first record).
+    metadata_reserved: bool,
     schema: SchemaWriter,
     /// `--symbols`/`--between`: the records of other messages are dropped.
     filter: OutputFilter,
@@ -258,6 +264,7 @@ impl<S: RecordSink> DbnOut<S> {
             before: Before::default(),
             last_ts_event: 0,
             maybe_bad_book: false,
+            metadata_reserved: false,
             schema,
             filter: OutputFilter::default(),
         }
@@ -317,6 +324,9 @@ impl<S: RecordSink> DbnOut<S> {
             self.symbols.insert(m.locate().0, ticker);
             return Ok(());
         }
+        if !self.metadata_reserved && MAKES_RECORDS.contains(&message.tag()) {
+            self.reserve_metadata()?;
+        }
         let sequence = u32::try_from(index).map_err(|_| DbnOutError::SequenceOverflow { index })?;
         let Nanos(ns) = message.timestamp();
         let stamp = Stamp {
@@ -344,6 +354,16 @@ impl<S: RecordSink> DbnOut<S> {
             }
             SchemaWriter::Trades(w) => w.write(&mut self.spool, stamp, &before),
         }
+    }
+
+    /// Tells the sink the metadata as it stands: the stock directory is sent before the
+    /// day's orders, so by the first order or trade the mappings are nearly always complete,
+    /// and a DBN file can leave exactly the metadata's room.
+    #[cold]
+    fn reserve_metadata(&mut self) -> Result<(), DbnOutError> {
+        self.metadata_reserved = true;
+        let metadata = session_metadata(self.opts.schema.dbn(), self.opts.date, 0, &self.symbols);
+        self.spool.reserve_metadata(&metadata)
     }
 
     /// Records written so far.

@@ -3,6 +3,7 @@
 //! MBP-10 view), so no format needs the records written out and read back.
 
 use dbn::encode::DbnEncodable;
+use dbn::Metadata;
 use ticklane_feed::itch::Locate;
 
 use super::DbnOutError;
@@ -27,4 +28,15 @@ pub trait RecordSink {
     /// instrument are its. A DBN file carries the mapping in its metadata instead, so the
     /// default ignores it.
     fn symbol(&mut self, _locate: Locate, _ticker: &[u8]) {}
+
+    /// The metadata as it stands before the first record (called once, before it): a DBN
+    /// file written in place leaves that much room before the records, for the final
+    /// metadata. Other sinks ignore it.
+    ///
+    /// # Errors
+    ///
+    /// If the metadata cannot be encoded.
+    fn reserve_metadata(&mut self, _metadata: &Metadata) -> Result<(), DbnOutError> {
+        Ok(())
+    }
 }

@@ -1,18 +1,28 @@
 //! Where records wait until the metadata can be written. A DBN file opens with its metadata,
-//! and the metadata holds the symbol mappings, which are known only once the whole stock
-//! directory has been read; so records go to a temporary file beside the output while the
-//! replay runs, and [`Spool::finish`] writes the metadata and then copies the records after
-//! it. One pass over the input.
+//! and the metadata holds the symbol mappings, which are known only once the stock directory
+//! has been read; the records are written as the replay makes them, in one pass over the
+//! input, and [`Spool::finish`] puts the metadata in front of them.
+//!
+//! A plain `.dbn` file is written in place: the records go straight into the output after
+//! a gap the size the metadata has when the first record comes ([`Spool::reserve_metadata`]).
+//! The stock directory is sent before the day's orders, so the final metadata is nearly
+//! always that size, and `finish` writes it into the gap: the records are written once.
+//! (Spooling them beside the output and copying them after the metadata cost more than the
+//! whole replay for MBP-10: 1.25 GB written twice for a 3 M-message day.) When it is not
+//! that size (a stock added after the first record), `finish` writes the metadata to a
+//! temporary beside the output, copies the records after it, and renames it over the output.
+//! A `.dbn.zst`, or an output that is not a regular file (a pipe, `/dev/null`), spools the
+//! records in a temporary beside the output instead (`PATH.records.tmp`), and `finish` writes
+//! the metadata and then copies them: a compressed file is then two zstd frames, the
+//! metadata's and the records' (compressed while the replay ran), which is a valid zstd
+//! stream (RFC 8878, section 3: it decodes to the frames' concatenation) that `dbn`'s
+//! decoders and Databento's Python `DBNDecoder` read as one.
 //!
 //! The book thread only copies each record's bytes (DBN's encoding of a record is its bytes,
 //! as `dbn`'s own `RecordEncoder` writes them) into a batch buffer; full batches go to a
-//! writer thread of the spool's own, which writes them to the temporary, through zstd when
-//! the output ends in `.zst`, and hands the emptied buffers back. So neither the disk nor
-//! zstd is paid on the book thread, and with two cores the two halves run side by side.
-//! A compressed output is then two zstd frames: the metadata's, written at the end, and the
-//! records' (compressed while the replay ran), copied after it byte for byte. A zstd file
-//! may hold any number of frames (RFC 8878, section 3) and decodes to their concatenation;
-//! `dbn`'s decoders and Databento's Python `DBNDecoder` read it as one stream.
+//! writer thread of the spool's own, which writes them (through zstd when the output ends in
+//! `.zst`) and hands the emptied buffers back. So neither the disk nor zstd is paid on the
+//! book thread, and with two cores the two halves run side by side.
 //!
 //! Why a channel of recycled `Vec<u8>` batches and not the crate's SPSC ring (which
 //! `csv::bbo_thread` uses for its fixed 64-byte rows): records here are 48 to 368 bytes
@@ -21,7 +31,8 @@
 //! shows; after the first few batches the buffers circulate and nothing is allocated.
 
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::{self, JoinHandle};
@@ -37,23 +48,77 @@ const BATCH_BYTES: usize = 1 << 18;
 /// Full batches that may wait for the writer before the book thread waits for it.
 const BATCHES_IN_FLIGHT: usize = 4;
 
+/// Where the records are written.
+enum Records {
+    /// Into the output itself, after `gap` bytes left for the metadata (0 until
+    /// [`Spool::reserve_metadata`]). The path is removed unless the spool finishes.
+    InPlace { output: RemovedUnlessKept, gap: u64 },
+    /// Into a temporary beside the output, removed when the spool is done.
+    Spooled(RemovedUnlessKept),
+}
+
+impl Records {
+    /// The file the records are written to, as errors name it.
+    fn path(&self) -> &Path {
+        match self {
+            Records::InPlace { output, .. } => output.path(),
+            Records::Spooled(temp) => temp.path(),
+        }
+    }
+}
+
 /// The records written so far: a batch being filled here, the rest with the writer thread.
 pub struct Spool {
     out: PathBuf,
-    temp: TempPath,
+    records: Records,
     /// The records not yet handed to the writer (at most [`BATCH_BYTES`] and one record).
     batch: Vec<u8>,
+    /// Whether a batch has gone to the writer thread (the gap can no longer be made).
+    handed_off: bool,
     /// Full batches, to the writer thread (`None` once it has been told to stop).
     full: Option<SyncSender<Vec<u8>>>,
     /// Emptied batches, back from the writer thread.
     empty: Receiver<Vec<u8>>,
-    /// The writer thread: the temporary (rewound for reading back) when all went well.
+    /// The writer thread: the file it wrote, rewound, when all went well.
     writer: Option<JoinHandle<Result<File, DbnOutError>>>,
-    /// The temporary holds zstd (the output ends in `.zst`).
+    /// The records are zstd (the output ends in `.zst`).
     compressed: bool,
     count: u64,
     /// While set, records are dropped (`--symbols`/`--between` filtered them out).
     muted: bool,
+}
+
+/// The file beside `out` named `out`'s name and `suffix`.
+fn beside(out: &Path, suffix: &str) -> PathBuf {
+    let mut name = out.file_name().unwrap_or_default().to_os_string();
+    name.push(suffix);
+    out.with_file_name(name)
+}
+
+/// Opens `path` for writing from empty, and for reading back.
+fn open_truncated(path: &Path) -> Result<File, DbnOutError> {
+    File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|source| DbnOutError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// `metadata` as DBN encodes it, uncompressed.
+fn encoded(metadata: &Metadata, out: &Path) -> Result<Vec<u8>, DbnOutError> {
+    let mut bytes = Vec::new();
+    DbnMetadataEncoder::new(&mut bytes)
+        .encode(metadata)
+        .map_err(|source| DbnOutError::Dbn {
+            path: out.to_path_buf(),
+            source,
+        })?;
+    Ok(bytes)
 }
 
 impl Spool {
@@ -61,43 +126,44 @@ impl Spool {
     ///
     /// # Errors
     ///
-    /// If the temporary file cannot be created or the thread cannot be started.
+    /// If the output (or the temporary beside it) cannot be created or the thread cannot be
+    /// started.
     pub fn create(out: &Path) -> Result<Self, DbnOutError> {
-        let mut name = out.file_name().unwrap_or_default().to_os_string();
-        name.push(".records.tmp");
-        let temp = out.with_file_name(name);
-        let io_at = |source| DbnOutError::Io {
-            path: temp.clone(),
-            source,
+        let compressed = out.extension().is_some_and(|e| e == "zst");
+        // Only a regular file can have its first bytes written last; a path that is not
+        // there yet becomes one.
+        let regular = match fs::metadata(out) {
+            Ok(m) => m.is_file(),
+            Err(e) => e.kind() == io::ErrorKind::NotFound,
         };
-        // Read as well as write: `finish` reads the records back.
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&temp)
-            .map_err(io_at)?;
-        Self::start(out, TempPath(Some(temp)), file)
+        if compressed || !regular {
+            let temp = beside(out, ".records.tmp");
+            let file = open_truncated(&temp)?;
+            return Self::start(out, Records::Spooled(RemovedUnlessKept(Some(temp))), file);
+        }
+        let file = open_truncated(out)?;
+        let output = RemovedUnlessKept(Some(out.to_path_buf()));
+        Self::start(out, Records::InPlace { output, gap: 0 }, file)
     }
 
-    /// A spool for `out` whose records go to `file`, the temporary at `temp`.
-    fn start(out: &Path, temp: TempPath, file: File) -> Result<Self, DbnOutError> {
+    /// A spool for `out` whose records go to `file`, as `records` says.
+    fn start(out: &Path, records: Records, file: File) -> Result<Self, DbnOutError> {
         let compressed = out.extension().is_some_and(|e| e == "zst");
         let (full, full_rx) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
         let (empty_tx, empty) = mpsc::sync_channel(BATCHES_IN_FLIGHT + 2);
-        let path = temp.path().to_path_buf();
+        let path = records.path().to_path_buf();
         let writer = thread::Builder::new()
             .name("dbn-writer".into())
             .spawn(move || write_batches(&path, file, compressed, &full_rx, &empty_tx))
             .map_err(|source| DbnOutError::Io {
-                path: temp.path().to_path_buf(),
+                path: records.path().to_path_buf(),
                 source,
             })?;
         Ok(Spool {
             out: out.to_path_buf(),
-            temp,
+            records,
             batch: Vec::with_capacity(BATCH_BYTES + 512),
+            handed_off: false,
             full: Some(full),
             empty,
             writer: Some(writer),
@@ -107,11 +173,33 @@ impl Spool {
         })
     }
 
+    /// Leaves room for `metadata` (the metadata as it stands before the first record)
+    /// before the records of an output written in place, so that [`Spool::finish`] can
+    /// write the final metadata there when it is the same size. Nothing once a record has
+    /// been pushed, or when the records are spooled.
+    ///
+    /// # Errors
+    ///
+    /// If the DBN encoder refuses the metadata.
+    pub fn reserve_metadata(&mut self, metadata: &Metadata) -> Result<(), DbnOutError> {
+        let Records::InPlace { gap, .. } = &mut self.records else {
+            return Ok(());
+        };
+        if *gap > 0 || self.handed_off || !self.batch.is_empty() {
+            return Ok(());
+        }
+        let len = encoded(metadata, &self.out)?.len();
+        // Zeros now; the metadata over them when the spool finishes.
+        self.batch.resize(len, 0);
+        *gap = len as u64;
+        Ok(())
+    }
+
     /// Appends one record.
     ///
     /// # Errors
     ///
-    /// If the writer thread stopped (it could not write the temporary): its error.
+    /// If the writer thread stopped (it could not write the file): its error.
     #[inline]
     pub fn push<R: DbnEncodable>(&mut self, record: &R) -> Result<(), DbnOutError> {
         if self.muted {
@@ -129,6 +217,7 @@ impl Spool {
     /// first few are still on their way).
     #[cold]
     fn hand_off(&mut self) -> Result<(), DbnOutError> {
+        self.handed_off = true;
         let next = self
             .empty
             .try_recv()
@@ -146,11 +235,11 @@ impl Spool {
         }
     }
 
-    /// Tells the writer no more records come, and waits for it: the temporary, rewound.
+    /// Tells the writer no more records come, and waits for it: the file, rewound.
     fn join(&mut self) -> Result<File, DbnOutError> {
         drop(self.full.take());
         let stopped = || DbnOutError::Io {
-            path: self.temp.path().to_path_buf(),
+            path: self.records.path().to_path_buf(),
             source: io::Error::other("the DBN writer thread stopped"),
         };
         match self.writer.take() {
@@ -181,43 +270,70 @@ impl Spool {
         self.count
     }
 
-    /// Writes `metadata` and then every record to the output, and removes the temporary.
+    /// Writes `metadata` and then every record to the output (in place when it fits the
+    /// gap left for it), and removes any temporary. Returns the records written.
     ///
     /// # Errors
     ///
-    /// If the output cannot be written or the temporary written or read back.
+    /// If the output cannot be written or the records written or read back.
     pub fn finish(mut self, metadata: &Metadata) -> Result<u64, DbnOutError> {
-        let mut spooled = self.drain()?;
+        let records = self.drain()?;
         let out = self.out.clone();
-        let io_at = |source: io::Error| DbnOutError::Io {
-            path: out.clone(),
-            source,
+        let io_at = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source: io::Error| DbnOutError::Io {
+                path: path.clone(),
+                source,
+            }
         };
-        let dbn_at = |source: dbn::Error| DbnOutError::Dbn {
-            path: out.clone(),
-            source,
-        };
-        let file = File::create(&out).map_err(io_at)?;
-        let compression = if self.compressed {
-            Compression::Zstd
-        } else {
-            Compression::None
-        };
-        // The metadata, a zstd frame of its own when compressed; the records follow as they
-        // were spooled (already compressed, as the next frame).
-        let mut writer = DynWriter::new(BufWriter::new(file), compression).map_err(dbn_at)?;
-        DbnMetadataEncoder::new(&mut writer)
-            .encode(metadata)
-            .map_err(dbn_at)?;
-        writer.finish().map_err(dbn_at)?;
-        let file = writer.get_mut().get_mut();
-        // File to file: the kernel copies (copy_file_range), no pass through user space.
-        io::copy(&mut spooled, file).map_err(io_at)?;
-        file.flush().map_err(io_at)?;
-        let temp = self.temp.path().to_path_buf();
-        self.temp
-            .remove()
-            .map_err(|source| DbnOutError::Io { path: temp, source })?;
+        match &mut self.records {
+            Records::InPlace { output, gap } => {
+                let bytes = encoded(metadata, &out)?;
+                if bytes.len() as u64 == *gap {
+                    records.write_all_at(&bytes, 0).map_err(io_at(&out))?;
+                } else {
+                    // The directory grew after the first record: the metadata, then the
+                    // records copied after it, in a new file that replaces the output.
+                    let mut temp = RemovedUnlessKept(Some(beside(&out, ".tmp")));
+                    let mut file = open_truncated(temp.path())?;
+                    file.write_all(&bytes).map_err(io_at(temp.path()))?;
+                    let mut records = records;
+                    records.seek(SeekFrom::Start(*gap)).map_err(io_at(&out))?;
+                    // File to file: the kernel copies (copy_file_range).
+                    io::copy(&mut records, &mut file).map_err(io_at(temp.path()))?;
+                    fs::rename(temp.path(), &out).map_err(io_at(&out))?;
+                    temp.keep();
+                }
+                output.keep();
+            }
+            Records::Spooled(temp) => {
+                let file = File::create(&out).map_err(io_at(&out))?;
+                let compression = if self.compressed {
+                    Compression::Zstd
+                } else {
+                    Compression::None
+                };
+                let dbn_at = |source: dbn::Error| DbnOutError::Dbn {
+                    path: out.clone(),
+                    source,
+                };
+                // The metadata, a zstd frame of its own when compressed; the records follow
+                // as they were spooled (already compressed, as the next frame).
+                let mut writer =
+                    DynWriter::new(BufWriter::new(file), compression).map_err(dbn_at)?;
+                DbnMetadataEncoder::new(&mut writer)
+                    .encode(metadata)
+                    .map_err(dbn_at)?;
+                writer.finish().map_err(dbn_at)?;
+                let file = writer.get_mut().get_mut();
+                let mut records = records;
+                // File to file: the kernel copies (copy_file_range).
+                io::copy(&mut records, file).map_err(io_at(&out))?;
+                file.flush().map_err(io_at(&out))?;
+                let path = temp.path().to_path_buf();
+                temp.remove().map_err(io_at(&path))?;
+            }
+        }
         Ok(self.count)
     }
 }
@@ -235,20 +351,23 @@ impl RecordSink for Spool {
     fn count(&self) -> u64 {
         Spool::count(self)
     }
+
+    fn reserve_metadata(&mut self, metadata: &Metadata) -> Result<(), DbnOutError> {
+        Spool::reserve_metadata(self, metadata)
+    }
 }
 
 impl Drop for Spool {
     fn drop(&mut self) {
-        // A replay that fails part-way: stop the writer before the temporary goes.
+        // A replay that fails part-way: stop the writer before its file goes.
         if self.writer.is_some() {
             let _ = self.join();
         }
     }
 }
 
-/// The writer thread: writes each batch to the temporary (through zstd if `compressed`),
-/// hands it back emptied, and when the spool hangs up, finishes the file and returns it
-/// rewound.
+/// The writer thread: writes each batch to `file` (through zstd if `compressed`), hands it
+/// back emptied, and when the spool hangs up, finishes the file and returns it rewound.
 fn write_batches(
     path: &Path,
     file: File,
@@ -280,18 +399,24 @@ fn write_batches(
     }
     writer.finish().map_err(dbn_at)?;
     drop(writer);
-    io::Seek::rewind(&mut reader).map_err(io_at)?;
+    reader.rewind().map_err(io_at)?;
     Ok(reader)
 }
 
-/// The temporary's path, removed when dropped unless [`TempPath::remove`] already did: a
-/// replay that fails part-way (an unwritable output, an input error returned early) leaves
-/// no `PATH.records.tmp` behind.
-struct TempPath(Option<PathBuf>);
+/// A path removed when dropped unless [`RemovedUnlessKept::keep`] or
+/// [`RemovedUnlessKept::remove`] came first: a replay that fails part-way (an unwritable
+/// output, an input error returned early) leaves neither a `PATH.records.tmp` nor a DBN
+/// file whose metadata was never written.
+struct RemovedUnlessKept(Option<PathBuf>);
 
-impl TempPath {
+impl RemovedUnlessKept {
     fn path(&self) -> &Path {
         self.0.as_deref().unwrap_or(Path::new(""))
+    }
+
+    /// The file stays.
+    fn keep(&mut self) {
+        self.0 = None;
     }
 
     /// Removes the file now, reporting failure (the drop cannot).
@@ -307,7 +432,7 @@ impl TempPath {
     }
 }
 
-impl Drop for TempPath {
+impl Drop for RemovedUnlessKept {
     fn drop(&mut self) {
         if let Some(path) = self.0.take() {
             // Best effort: the replay is already failing with its own error.
@@ -346,7 +471,8 @@ mod tests {
             .write(true)
             .open("/dev/full")
             .expect("open /dev/full");
-        let mut spool = Spool::start(&out, TempPath(Some(temp.clone())), full).expect("start");
+        let records = Records::Spooled(RemovedUnlessKept(Some(temp.clone())));
+        let mut spool = Spool::start(&out, records, full).expect("start");
         // More than one batch, so the writer thread writes (and fails) before the end.
         let records = 2 * BATCH_BYTES / std::mem::size_of::<dbn::MboMsg>();
         let mut pushed = Ok(());
@@ -399,13 +525,117 @@ mod tests {
     #[test]
     fn a_finished_spool_leaves_the_output_and_no_temporary() {
         let dir = tempfile::tempdir().expect("tempdir");
+        // Compressed: the records wait beside the output.
+        let out = dir.path().join("x.dbn.zst");
+        let mut spool = Spool::create(&out).expect("create");
+        spool.push(&record()).expect("push");
+        assert!(dir.path().join("x.dbn.zst.records.tmp").exists());
+        assert_eq!(spool.finish(&metadata()).expect("finish"), 1);
+        assert!(out.exists());
+        assert!(!dir.path().join("x.dbn.zst.records.tmp").exists());
+        // Plain: written in place, no temporary at any time.
         let out = dir.path().join("x.dbn");
         let mut spool = Spool::create(&out).expect("create");
         spool.push(&record()).expect("push");
-        assert!(dir.path().join("x.dbn.records.tmp").exists());
         assert_eq!(spool.finish(&metadata()).expect("finish"), 1);
-        assert!(out.exists());
-        assert!(!dir.path().join("x.dbn.records.tmp").exists());
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(
+            names.len(),
+            2,
+            "the two outputs and nothing else: {names:?}"
+        );
+    }
+
+    /// A session's metadata mapping `tickers` to locates 1, 2, ...
+    fn session(tickers: &[&str], last_ts_event: u64) -> Metadata {
+        let symbols = tickers
+            .iter()
+            .zip(1u16..)
+            .map(|(t, locate)| (locate, (*t).to_string()))
+            .collect();
+        let date = super::super::SessionDate::parse("2019-01-30").expect("a date");
+        super::super::session_metadata(dbn::Schema::Mbo, date, last_ts_event, &symbols)
+    }
+
+    /// The metadata and the order ids of the MBO records of the DBN file `path`.
+    fn read_back(path: &Path) -> (Metadata, Vec<u64>) {
+        let mut decoder = dbn::decode::DbnDecoder::from_file(path).expect("open");
+        let metadata = dbn::decode::DbnMetadata::metadata(&decoder).clone();
+        let mut ids = Vec::new();
+        while let Some(r) =
+            dbn::decode::DecodeRecord::decode_record::<dbn::MboMsg>(&mut decoder).expect("decode")
+        {
+            ids.push(r.order_id);
+        }
+        (metadata, ids)
+    }
+
+    fn push_ids(spool: &mut Spool, n: u64) {
+        for i in 0..n {
+            let mut r = record();
+            r.order_id = i;
+            spool.push(&r).expect("push");
+        }
+    }
+
+    #[test]
+    fn the_final_metadata_is_written_into_the_gap_left_before_the_records() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("x.dbn");
+        let mut spool = Spool::create(&out).expect("create");
+        spool
+            .reserve_metadata(&session(&["AAPL", "MSFT"], 0))
+            .expect("reserve");
+        // Across several batches.
+        let n = (3 * BATCH_BYTES / std::mem::size_of::<dbn::MboMsg>() + 7) as u64;
+        push_ids(&mut spool, n);
+        // Same stocks, another end: the same size.
+        let last = session(&["AAPL", "MSFT"], 1_548_860_000_000_000_000);
+        assert_eq!(spool.finish(&last).expect("finish"), n);
+        let (metadata, ids) = read_back(&out);
+        assert_eq!(metadata, last);
+        assert_eq!(ids, (0..n).collect::<Vec<_>>(), "every record, in order");
+        let size = encoded(&last, &out).expect("encode").len() as u64
+            + n * std::mem::size_of::<dbn::MboMsg>() as u64;
+        assert_eq!(fs::metadata(&out).expect("stat").len(), size);
+    }
+
+    #[test]
+    fn metadata_that_outgrew_its_gap_is_written_before_the_records_all_the_same() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        // A stock after the first record; and no room reserved at all.
+        for reserved in [Some(session(&["AAPL"], 0)), None] {
+            let out = dir.path().join("x.dbn");
+            let mut spool = Spool::create(&out).expect("create");
+            if let Some(m) = &reserved {
+                spool.reserve_metadata(m).expect("reserve");
+            }
+            let n = (BATCH_BYTES / std::mem::size_of::<dbn::MboMsg>() + 3) as u64;
+            push_ids(&mut spool, n);
+            // Reserving after a record does nothing.
+            spool
+                .reserve_metadata(&session(&["QQQ"], 0))
+                .expect("reserve");
+            let last = session(&["AAPL", "MSFT", "QQQ"], 5);
+            assert_eq!(spool.finish(&last).expect("finish"), n);
+            let (metadata, ids) = read_back(&out);
+            assert_eq!(metadata, last, "reserved {reserved:?}");
+            assert_eq!(ids, (0..n).collect::<Vec<_>>());
+            assert_eq!(fs::read_dir(dir.path()).expect("list").count(), 1);
+        }
+    }
+
+    #[test]
+    fn a_spool_with_no_records_writes_the_metadata_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let out = dir.path().join("x.dbn");
+        let spool = Spool::create(&out).expect("create");
+        let last = session(&["AAPL"], 0);
+        assert_eq!(spool.finish(&last).expect("finish"), 0);
+        assert_eq!(read_back(&out), (last, Vec::new()));
     }
 
     #[test]
@@ -424,10 +654,16 @@ mod tests {
         );
         assert!(!temp.exists(), "a failed finish removes the temporary");
 
-        let out = dir.path().join("dropped.dbn");
-        let spool = Spool::create(&out).expect("create");
-        drop(spool);
-        assert!(!dir.path().join("dropped.dbn.records.tmp").exists());
-        assert!(!out.exists());
+        for name in ["dropped.dbn", "dropped.dbn.zst"] {
+            let out = dir.path().join(name);
+            let mut spool = Spool::create(&out).expect("create");
+            spool.push(&record()).expect("push");
+            drop(spool);
+            assert!(!dir.path().join(format!("{name}.records.tmp")).exists());
+            assert!(
+                !out.exists(),
+                "{name}: no output whose metadata was never written"
+            );
+        }
     }
 }
