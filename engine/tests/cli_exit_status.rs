@@ -177,3 +177,55 @@ fn a_clean_run_exits_0() {
     let replay = ticklane(&["replay", day, "-q"]);
     assert_eq!(replay.status.code(), Some(0), "{}", stderr(&replay));
 }
+
+#[test]
+fn a_dbn_input_refuses_the_itch_only_outputs_for_that_reason_and_dates_its_own_samples() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = |name: &str| dir.path().join(name).to_str().expect("UTF-8").to_string();
+    // A DBN MBO file with no date in its name: the date is in its metadata.
+    let (day, mbo) = (path("day.itch50"), path("mbo.dbn"));
+    let gen = ticklane(&["gen", &day, "--messages", "3000", "--stocks", "3"]);
+    assert!(gen.status.success(), "{}", stderr(&gen));
+    let out = ticklane(&[
+        "replay",
+        &day,
+        "-q",
+        "--date",
+        "2019-01-30",
+        "--dbn-out",
+        &mbo,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // No --date: the refusal names the input's kind, not a missing date.
+    let dbn_out = ticklane(&["replay", &mbo, "-q", "--dbn-out", &path("again.dbn")]);
+    let err = stderr(&dbn_out);
+    exits(&dbn_out, USAGE, "a DBN input is DBN already");
+    assert!(!err.contains("--date"), "{err}");
+    let parquet = [
+        "replay",
+        &mbo,
+        "-q",
+        "--parquet-out",
+        &path("x.parquet"),
+        "--parquet-schema",
+        "mbp-10",
+    ];
+    exits(&ticklane(&parquet), USAGE, "not with a DBN input");
+    // A DBN sample from a DBN input needs no --date either.
+    let sample = ticklane(&[
+        "replay",
+        &mbo,
+        "-q",
+        "--sample",
+        "1ms",
+        "--sample-out",
+        &path("s.dbn"),
+    ]);
+    assert_eq!(sample.status.code(), Some(0), "{}", stderr(&sample));
+    assert!(
+        std::fs::metadata(path("s.dbn"))
+            .expect("sample written")
+            .len()
+            > 0
+    );
+}

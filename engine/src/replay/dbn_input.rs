@@ -55,7 +55,12 @@ pub(super) fn replay_dbn(
     opts: &ReplayOptions,
     format: InputFormat,
 ) -> Result<ReplayOutcome, ReplayError> {
-    refuse_what_needs_itch(opts)?;
+    refuse_for_dbn(
+        opts.dbn_out.is_some(),
+        opts.parquet_out
+            .as_ref()
+            .map(|p| (p.path.as_path(), p.schema)),
+    )?;
     let started = Instant::now();
     let mut reader = DbnMboReader::open(&opts.input)?;
     let provenance = provenance(opts)?;
@@ -167,17 +172,45 @@ pub(super) fn replay_dbn(
     Ok(ReplayOutcome { summary, books })
 }
 
-/// The outputs a DBN input cannot give: those written from ITCH messages.
-fn refuse_what_needs_itch(opts: &ReplayOptions) -> Result<(), ReplayError> {
-    if opts.dbn_out.is_some() {
+/// Whether `input` is a DBN file (plain or zstd), by its first bytes.
+pub fn is_dbn_input(input: &Path) -> bool {
+    dbn_format(input).is_some()
+}
+
+/// Refuses, for a DBN `input`, the outputs written from ITCH messages: `--dbn-out` (when
+/// `dbn_out`) and a Parquet view other than `bbo` (`parquet`: its path and view). The
+/// command line asks this before it looks for a session date, so that the reason given is
+/// the real one and not a missing `--date`.
+///
+/// # Errors
+///
+/// [`ReplayError::Unsupported`] for `--dbn-out`, [`ParquetOutError::NotFromDbnInput`] for
+/// Parquet `mbp-10` (both usage errors).
+pub fn refuse_what_needs_itch(
+    input: &Path,
+    dbn_out: bool,
+    parquet: Option<(&Path, ParquetSchema)>,
+) -> Result<(), ReplayError> {
+    if !is_dbn_input(input) {
+        return Ok(());
+    }
+    refuse_for_dbn(dbn_out, parquet)
+}
+
+/// [`refuse_what_needs_itch`] for an input known to be DBN.
+fn refuse_for_dbn(
+    dbn_out: bool,
+    parquet: Option<(&Path, ParquetSchema)>,
+) -> Result<(), ReplayError> {
+    if dbn_out {
         return Err(ReplayError::Unsupported(
             "--dbn-out reads ITCH inputs: a DBN input is DBN already (its MBP views are not written from MBO yet)",
         ));
     }
-    match &opts.parquet_out {
-        Some(p) if p.schema != ParquetSchema::Bbo => {
+    match parquet {
+        Some((path, schema)) if schema != ParquetSchema::Bbo => {
             Err(ReplayError::Parquet(ParquetOutError::NotFromDbnInput {
-                path: p.path.clone(),
+                path: path.to_path_buf(),
             }))
         }
         _ => Ok(()),

@@ -13,6 +13,7 @@ mod summary;
 mod threaded;
 
 pub use crate::digit_groups::group;
+pub use dbn_input::{is_dbn_input, refuse_what_needs_itch};
 pub use fault::{ReplayExit, ReplayFault};
 pub use paced::{replay_paced, PacedOutcome, SnapshotTarget};
 pub use partition::LocatePartition;

@@ -13,8 +13,8 @@ use ticklane_engine::output_filter::OutputFilter;
 use ticklane_engine::parquet_out::{ParquetOutOptions, ParquetSchema};
 use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
 use ticklane_engine::replay::{
-    replay_file, replay_file_threaded, replay_paced, ReplayExit, ReplayOptions, ReplaySummary,
-    SnapshotTarget,
+    is_dbn_input, refuse_what_needs_itch, replay_file, replay_file_threaded, replay_paced,
+    ReplayExit, ReplayOptions, ReplaySummary, SnapshotTarget,
 };
 use ticklane_engine::sample::{is_dbn_path, SampleInterval, SampleOptions};
 use ticklane_engine::tail::{tail_capture, tail_config, SymbolFilter};
@@ -181,6 +181,16 @@ pub struct DemoArgs {
 pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
     let c = args.capacity;
     let filter = OutputFilter::parse(&args.symbols, &args.between)?;
+    // A DBN input refuses the ITCH-only outputs before any date is looked for (the reason is
+    // the input, not a missing --date), and brings its own session date (its metadata).
+    refuse_what_needs_itch(
+        &args.file,
+        args.dbn_out.is_some(),
+        args.parquet_out
+            .as_deref()
+            .map(|p| (p, args.parquet_schema)),
+    )?;
+    let dbn_input = is_dbn_input(&args.file);
     let session_date = || match args.date {
         Some(date) => Ok(date),
         None => SessionDate::from_file_name(&args.file),
@@ -211,7 +221,8 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
                 path: path.clone(),
                 interval,
                 depth: args.sample_depth,
-                date: if is_dbn_path(path) {
+                // A DBN input's replay dates its samples by its own session.
+                date: if is_dbn_path(path) && !dbn_input {
                     Some(session_date()?)
                 } else {
                     None
