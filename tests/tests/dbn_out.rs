@@ -556,3 +556,108 @@ fn records_after_a_declared_gap_carry_f_maybe_bad_book() {
     assert_eq!(records[0][6], "128", "before the gap: {:?}", records[0]);
     assert_eq!(records[1][6], "132", "after the gap: {:?}", records[1]);
 }
+
+/// A stock's top ten levels as MBP-10 carries them, read from scratch off `books`:
+/// (bid_px, bid_sz, bid_ct, ask_px, ask_sz, ask_ct), an empty level `UNDEF_PRICE`, 0, 0.
+fn top_ten(
+    books: &ticklane_engine::book::Books,
+    locate: ticklane_feed::itch::Locate,
+) -> Vec<[i64; 6]> {
+    use ticklane_engine::book::Side;
+    let mut out = vec![[UNDEF_PRICE, 0, 0, UNDEF_PRICE, 0, 0]; 10];
+    for (side, at) in [(Side::Bid, 0), (Side::Ask, 3)] {
+        if let Some(view) = books.side(locate, side) {
+            for (row, l) in out.iter_mut().zip(view.best_first()) {
+                row[at] = i64::from(l.price.0) * 100_000;
+                row[at + 1] = i64::try_from(l.qty.min(u64::from(u32::MAX))).unwrap();
+                row[at + 2] = i64::from(l.orders);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_mbp10_record_holds_the_top_ten_as_read_from_scratch_and_none_is_missing() {
+    // Hard cases (replaces across levels, executions that empty levels, deep books): the
+    // MBP-10 writer keeps each stock's levels and updates them in place; here they are read
+    // afresh from a second set of books after every message, with Databento's own Rust
+    // decoder reading the file.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("hard.itch50");
+    util::write_generated(
+        &input,
+        GenConfig {
+            messages: 40_000,
+            seed: 5,
+            stocks: 4,
+            hard_cases: true,
+            crossing: false,
+        },
+    );
+    let run = replay(dir.path(), &input, DbnSchema::Mbp10, "hard.mbp10.dbn");
+    let mut decoder = dbn::decode::DbnDecoder::from_file(&run.dbn).expect("open the DBN");
+    let mut records: HashMap<u32, Vec<(u8, Vec<[i64; 6]>)>> = HashMap::new();
+    while let Some(r) =
+        dbn::decode::DecodeRecord::decode_record::<dbn::Mbp10Msg>(&mut decoder).expect("decode")
+    {
+        let levels = r
+            .levels
+            .iter()
+            .map(|l| {
+                [
+                    l.bid_px,
+                    i64::from(l.bid_sz),
+                    i64::from(l.bid_ct),
+                    l.ask_px,
+                    i64::from(l.ask_sz),
+                    i64::from(l.ask_ct),
+                ]
+            })
+            .collect();
+        records
+            .entry(r.sequence)
+            .or_default()
+            .push((r.action as u8, levels));
+    }
+    let mut books = ticklane_engine::book::Books::new(BookConfig {
+        max_orders: 1 << 20,
+        max_books: 1024,
+        levels_per_side: 4096,
+    })
+    .expect("books");
+    let bytes = fs::read(&input).expect("read the day");
+    let (mut at, mut sequence, mut updates) = (0, 0u32, 0);
+    while at + 2 <= bytes.len() {
+        let len = usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
+        let message = decode(&bytes[at + 2..at + 2 + len]).expect("generated messages decode");
+        at += 2 + len;
+        sequence += 1;
+        let locate = message.locate();
+        let before = top_ten(&books, locate);
+        books.apply(&message);
+        let after = top_ten(&books, locate);
+        let mine = records.remove(&sequence).unwrap_or_default();
+        for (action, levels) in &mine {
+            let want = if *action == b'T' { &before } else { &after };
+            assert_eq!(
+                levels, want,
+                "message {sequence}, action {}",
+                *action as char
+            );
+        }
+        let updated = mine.iter().any(|(action, _)| *action != b'T');
+        assert_eq!(
+            updated,
+            before != after,
+            "message {sequence}: an update record iff the top ten moved"
+        );
+        updates += usize::from(updated);
+    }
+    assert!(
+        records.is_empty(),
+        "records of no message: {:?}",
+        records.keys()
+    );
+    assert!(updates > 10_000, "{updates} book updates checked");
+}

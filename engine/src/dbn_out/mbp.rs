@@ -135,7 +135,13 @@ impl<R: MbpRecord> MbpWriter<R> {
             let levels = self.last[idx].levels_mut();
             let moved = match change {
                 Some(c) if c.prices().all(|p| below_top(levels, c.side, p)) => false,
-                Some(c) => refresh_side(levels, books.side(locate, c.side), c.side),
+                Some(c) => {
+                    let view = books.side(locate, c.side);
+                    match update_levels(levels, view, c) {
+                        Some(moved) => moved,
+                        None => refresh_side(levels, view, c.side),
+                    }
+                }
                 None => {
                     let bid = refresh_side(levels, books.side(locate, Side::Bid), Side::Bid);
                     refresh_side(levels, books.side(locate, Side::Ask), Side::Ask) | bid
@@ -181,6 +187,45 @@ fn below_top(levels: &[BidAskPair], side: Side, price: Price) -> bool {
         Side::Bid => nth.bid_px != UNDEF_PRICE && price < nth.bid_px,
         Side::Ask => nth.ask_px != UNDEF_PRICE && price > nth.ask_px,
     }
+}
+
+/// Updates in place the levels at the prices `change` touched, when each was among the top
+/// `N` before the message and is still live after it (or is worse than a full side's `N`th
+/// level): a change that neither made nor emptied a level moves no other level, so the rest
+/// of the side stands. `None` when a level was made or emptied within the top `N`: the side
+/// must be read again. Else whether any level changed.
+fn update_levels(
+    levels: &mut [BidAskPair],
+    view: Option<LadderView<'_>>,
+    change: BookChange,
+) -> Option<bool> {
+    let view = view?;
+    // Every price is checked before any level is touched: a side read again starts from
+    // the levels as the last record had them.
+    let mut found = [None; 2];
+    for (slot, price) in found.iter_mut().zip(change.prices()) {
+        if below_top(levels, change.side, price) {
+            continue;
+        }
+        let px = price_1e9(price);
+        let i = match change.side {
+            Side::Bid => levels.iter().position(|l| l.bid_px == px)?,
+            Side::Ask => levels.iter().position(|l| l.ask_px == px)?,
+        };
+        let level = view.level(price)?;
+        *slot = Some((i, u32::try_from(level.qty).unwrap_or(u32::MAX), level.orders));
+    }
+    let mut moved = false;
+    for (i, size, orders) in found.into_iter().flatten() {
+        let pair = &mut levels[i];
+        let (sz, ct) = match change.side {
+            Side::Bid => (&mut pair.bid_sz, &mut pair.bid_ct),
+            Side::Ask => (&mut pair.ask_sz, &mut pair.ask_ct),
+        };
+        moved |= (*sz, *ct) != (size, orders);
+        (*sz, *ct) = (size, orders);
+    }
+    Some(moved)
 }
 
 /// The top `N` levels of both sides of `locate`'s book, as DBN writes them (an empty level
