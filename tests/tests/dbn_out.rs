@@ -557,12 +557,15 @@ fn records_after_a_declared_gap_carry_f_maybe_bad_book() {
     assert_eq!(records[1][6], "132", "after the gap: {:?}", records[1]);
 }
 
-/// A stock's top ten levels as MBP-10 carries them, read from scratch off `books`:
-/// (bid_px, bid_sz, bid_ct, ask_px, ask_sz, ask_ct), an empty level `UNDEF_PRICE`, 0, 0.
+/// One MBP-10 level: (bid_px, bid_sz, bid_ct, ask_px, ask_sz, ask_ct).
+type Level6 = [i64; 6];
+
+/// A stock's top ten levels as MBP-10 carries them, read from scratch off `books`; an empty
+/// level is `UNDEF_PRICE`, 0, 0.
 fn top_ten(
     books: &ticklane_engine::book::Books,
     locate: ticklane_feed::itch::Locate,
-) -> Vec<[i64; 6]> {
+) -> Vec<Level6> {
     use ticklane_engine::book::Side;
     let mut out = vec![[UNDEF_PRICE, 0, 0, UNDEF_PRICE, 0, 0]; 10];
     for (side, at) in [(Side::Bid, 0), (Side::Ask, 3)] {
@@ -597,7 +600,8 @@ fn every_mbp10_record_holds_the_top_ten_as_read_from_scratch_and_none_is_missing
     );
     let run = replay(dir.path(), &input, DbnSchema::Mbp10, "hard.mbp10.dbn");
     let mut decoder = dbn::decode::DbnDecoder::from_file(&run.dbn).expect("open the DBN");
-    let mut records: HashMap<u32, Vec<(u8, Vec<[i64; 6]>)>> = HashMap::new();
+    // Per sequence: each record's action and levels.
+    let mut records: HashMap<u32, Vec<(u8, Vec<Level6>)>> = HashMap::new();
     while let Some(r) =
         dbn::decode::DecodeRecord::decode_record::<dbn::Mbp10Msg>(&mut decoder).expect("decode")
     {

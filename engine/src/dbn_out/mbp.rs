@@ -213,7 +213,11 @@ fn update_levels(
             Side::Ask => levels.iter().position(|l| l.ask_px == px)?,
         };
         let level = view.level(price)?;
-        *slot = Some((i, u32::try_from(level.qty).unwrap_or(u32::MAX), level.orders));
+        *slot = Some((
+            i,
+            u32::try_from(level.qty).unwrap_or(u32::MAX),
+            level.orders,
+        ));
     }
     let mut moved = false;
     for (i, size, orders) in found.into_iter().flatten() {
