@@ -18,10 +18,9 @@ use std::any::Any;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::{
-    Int64Builder, StringBuilder, UInt32Builder, UInt64Builder, UInt8Builder,
-};
-use arrow_array::{ArrayRef, RecordBatch};
+use arrow_array::builder::{NullBufferBuilder, StringBuilder};
+use arrow_array::types::{ArrowPrimitiveType, UInt32Type, UInt64Type, UInt8Type};
+use arrow_array::{ArrayRef, Int64Array, PrimitiveArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use dbn::encode::DbnEncodable;
 use dbn::{Mbp10Msg, UNDEF_PRICE};
@@ -65,31 +64,46 @@ fn schema() -> Arc<Schema> {
     Arc::new(Schema::new(fields))
 }
 
-/// The columns being filled.
+/// The columns being filled, one plain vector per column: a row is a push onto each, and
+/// a batch becomes Arrow arrays without a copy ([`PrimitiveArray::new`] takes the vector).
+/// Arrow's builders did the same work through a null bitmap per price on every row
+/// (`append_null`/`append_value`); here the bitmap of a price column is built once per
+/// batch, and only when the column has an empty level in it.
 struct Columns {
-    ts_event: UInt64Builder,
-    sequence: UInt32Builder,
-    instrument_id: UInt32Builder,
+    ts_event: Vec<u64>,
+    sequence: Vec<u32>,
+    instrument_id: Vec<u32>,
     symbol: StringBuilder,
     action: StringBuilder,
     side: StringBuilder,
-    depth: UInt8Builder,
-    price: Int64Builder,
-    size: UInt32Builder,
-    flags: UInt8Builder,
-    /// Per level: bid_px, ask_px.
-    px: Vec<[Int64Builder; 2]>,
+    depth: Vec<u8>,
+    /// DBN's prices: [`UNDEF_PRICE`] where the level is empty (null in the file).
+    price: Vec<i64>,
+    size: Vec<u32>,
+    flags: Vec<u8>,
+    /// Per level: bid_px, ask_px (DBN's, [`UNDEF_PRICE`] for an empty level).
+    px: [[Vec<i64>; 2]; LEVELS],
     /// Per level: bid_sz, ask_sz, bid_ct, ask_ct.
-    counts: Vec<[UInt32Builder; 4]>,
+    counts: [[Vec<u32>; 4]; LEVELS],
     len: usize,
 }
 
-fn price(builder: &mut Int64Builder, px: i64) {
-    if px == UNDEF_PRICE {
-        builder.append_null();
+/// A price column as Arrow: null where DBN has [`UNDEF_PRICE`].
+fn prices(values: Vec<i64>) -> ArrayRef {
+    let nulls = if values.contains(&UNDEF_PRICE) {
+        let mut nulls = NullBufferBuilder::new(values.len());
+        for &v in &values {
+            nulls.append(v != UNDEF_PRICE);
+        }
+        nulls.finish()
     } else {
-        builder.append_value(px);
-    }
+        None
+    };
+    Arc::new(Int64Array::new(values.into(), nulls))
+}
+
+fn plain<T: ArrowPrimitiveType>(values: Vec<T::Native>) -> ArrayRef {
+    Arc::new(PrimitiveArray::<T>::new(values.into(), None))
 }
 
 /// One letter as text (Databento's action and side codes are ASCII).
@@ -101,72 +115,75 @@ impl Columns {
     fn new() -> Self {
         let n = BATCH_ROWS;
         Columns {
-            ts_event: UInt64Builder::with_capacity(n),
-            sequence: UInt32Builder::with_capacity(n),
-            instrument_id: UInt32Builder::with_capacity(n),
+            ts_event: Vec::with_capacity(n),
+            sequence: Vec::with_capacity(n),
+            instrument_id: Vec::with_capacity(n),
             symbol: StringBuilder::with_capacity(n, n * 4),
             action: StringBuilder::with_capacity(n, n),
             side: StringBuilder::with_capacity(n, n),
-            depth: UInt8Builder::with_capacity(n),
-            price: Int64Builder::with_capacity(n),
-            size: UInt32Builder::with_capacity(n),
-            flags: UInt8Builder::with_capacity(n),
-            px: (0..LEVELS)
-                .map(|_| std::array::from_fn(|_| Int64Builder::with_capacity(n)))
-                .collect(),
-            counts: (0..LEVELS)
-                .map(|_| std::array::from_fn(|_| UInt32Builder::with_capacity(n)))
-                .collect(),
+            depth: Vec::with_capacity(n),
+            price: Vec::with_capacity(n),
+            size: Vec::with_capacity(n),
+            flags: Vec::with_capacity(n),
+            px: std::array::from_fn(|_| std::array::from_fn(|_| Vec::with_capacity(n))),
+            counts: std::array::from_fn(|_| std::array::from_fn(|_| Vec::with_capacity(n))),
             len: 0,
         }
     }
 
     fn push(&mut self, r: &Mbp10Row) {
-        self.ts_event.append_value(r.ts_event);
-        self.sequence.append_value(r.sequence);
-        self.instrument_id.append_value(r.instrument_id);
+        self.ts_event.push(r.ts_event);
+        self.sequence.push(r.sequence);
+        self.instrument_id.push(r.instrument_id);
         append_text(&mut self.symbol, r.symbol_trimmed());
         append_text(&mut self.action, &letter(r.action));
         append_text(&mut self.side, &letter(r.side));
-        self.depth.append_value(r.depth);
-        price(&mut self.price, r.price);
-        self.size.append_value(r.size);
-        self.flags.append_value(r.flags);
+        self.depth.push(r.depth);
+        self.price.push(r.price);
+        self.size.push(r.size);
+        self.flags.push(r.flags);
         for ((px, counts), level) in self.px.iter_mut().zip(&mut self.counts).zip(&r.levels) {
-            price(&mut px[0], level.bid_px);
-            price(&mut px[1], level.ask_px);
-            counts[0].append_value(level.bid_sz);
-            counts[1].append_value(level.ask_sz);
-            counts[2].append_value(level.bid_ct);
-            counts[3].append_value(level.ask_ct);
+            px[0].push(level.bid_px);
+            px[1].push(level.ask_px);
+            counts[0].push(level.bid_sz);
+            counts[1].push(level.ask_sz);
+            counts[2].push(level.bid_ct);
+            counts[3].push(level.ask_ct);
         }
         self.len += 1;
     }
 
+    /// The batch as Arrow arrays, in the schema's order; the vectors start again empty.
     fn finish(&mut self) -> Vec<ArrayRef> {
+        let n = BATCH_ROWS;
         self.len = 0;
         let mut columns: Vec<ArrayRef> = vec![
-            Arc::new(self.ts_event.finish()),
-            Arc::new(self.sequence.finish()),
-            Arc::new(self.instrument_id.finish()),
+            plain::<UInt64Type>(take(&mut self.ts_event, n)),
+            plain::<UInt32Type>(take(&mut self.sequence, n)),
+            plain::<UInt32Type>(take(&mut self.instrument_id, n)),
             Arc::new(self.symbol.finish()),
             Arc::new(self.action.finish()),
             Arc::new(self.side.finish()),
-            Arc::new(self.depth.finish()),
-            Arc::new(self.price.finish()),
-            Arc::new(self.size.finish()),
-            Arc::new(self.flags.finish()),
+            plain::<UInt8Type>(take(&mut self.depth, n)),
+            prices(take(&mut self.price, n)),
+            plain::<UInt32Type>(take(&mut self.size, n)),
+            plain::<UInt8Type>(take(&mut self.flags, n)),
         ];
         for (px, counts) in self.px.iter_mut().zip(&mut self.counts) {
-            for b in px.iter_mut() {
-                columns.push(Arc::new(b.finish()));
+            for v in px.iter_mut() {
+                columns.push(prices(take(v, n)));
             }
-            for b in counts.iter_mut() {
-                columns.push(Arc::new(b.finish()));
+            for v in counts.iter_mut() {
+                columns.push(plain::<UInt32Type>(take(v, n)));
             }
         }
         columns
     }
+}
+
+/// The filled vector, leaving an empty one of `capacity` in its place.
+fn take<T>(v: &mut Vec<T>, capacity: usize) -> Vec<T> {
+    std::mem::replace(v, Vec::with_capacity(capacity))
 }
 
 /// ITCH symbols and Databento's letters are printable ASCII; anything else is replaced,
