@@ -431,3 +431,139 @@ impl RecordSink for Mbp10Parquet {
         self.symbols[i] = padded;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+    use parquet::basic::Encoding;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    #[test]
+    fn a_price_column_is_null_exactly_where_dbn_has_undef_price() {
+        let array = prices(vec![10, UNDEF_PRICE, 30, UNDEF_PRICE]);
+        let nulls: Vec<bool> = (0..array.len()).map(|i| array.is_null(i)).collect();
+        assert_eq!(nulls, [false, true, false, true]);
+        let full = prices(vec![1, 2]);
+        assert_eq!(full.null_count(), 0);
+        assert!(full.nulls().is_none(), "no bitmap when no level is empty");
+    }
+
+    /// The writer silently ignores settings for a column it does not have, so a misspelt
+    /// name would quietly undo a choice: every name must be a column.
+    #[test]
+    fn every_column_choice_names_a_column() {
+        let schema = schema();
+        let choices = column_choices();
+        let names = choices
+            .dictionary
+            .iter()
+            .chain(&choices.delta)
+            .chain(&choices.no_statistics);
+        for name in names {
+            assert!(
+                schema.field_with_name(name).is_ok(),
+                "{name} is not a column"
+            );
+        }
+        // 20 level prices plus 6 id and letter columns; 40 sizes and counts.
+        assert_eq!(choices.dictionary.len(), 26);
+        assert_eq!(choices.no_statistics.len(), 40);
+    }
+
+    fn row(i: u32) -> Mbp10Row {
+        let mut levels = [Level::default(); LEVELS];
+        for (k, l) in levels.iter_mut().enumerate() {
+            let k = u32::try_from(k).expect("ten levels");
+            *l = Level {
+                bid_px: if k < 3 {
+                    100_000_000_000 - i64::from(k)
+                } else {
+                    UNDEF_PRICE
+                },
+                ask_px: if k < 3 {
+                    100_010_000_000 + i64::from(k)
+                } else {
+                    UNDEF_PRICE
+                },
+                bid_sz: 100 + i + k,
+                ask_sz: 200 + i + k,
+                bid_ct: 1 + k,
+                ask_ct: 2 + k,
+            };
+        }
+        Mbp10Row {
+            ts_event: 1_548_856_800_000_000_000 + u64::from(i) * 1_000,
+            price: 100_000_000_000,
+            sequence: i,
+            instrument_id: 7,
+            size: 100,
+            action: b'A',
+            side: b'B',
+            depth: 0,
+            flags: 0x80,
+            symbol: *b"AAPL    ",
+            levels,
+        }
+    }
+
+    /// The file's column chunks say what `column_choices` asked for (read back with the
+    /// `parquet` crate's own reader, from the footer).
+    #[test]
+    fn the_file_is_encoded_as_chosen() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("t.parquet");
+        let schema = schema();
+        let out = ParquetFile::create(&path, schema.clone(), &[0, 1], &column_choices())
+            .expect("created");
+        let mut columns = Mbp10Columns {
+            out,
+            schema,
+            columns: Columns::new(),
+            rows: 0,
+        };
+        for i in 0..1_000 {
+            columns.write_row(&row(i)).expect("row");
+        }
+        let (out, rows) = columns.finish().expect("finished");
+        assert_eq!(rows, 1_000);
+        out.close(Vec::new()).expect("closed");
+
+        let file = std::fs::File::open(&path).expect("open");
+        let reader = SerializedFileReader::new(file).expect("parquet");
+        let group = reader.metadata().row_group(0);
+        assert_eq!(group.num_rows(), 1_000);
+        let chunk = |name: &str| {
+            group
+                .columns()
+                .iter()
+                .find(|c| c.column_path().string() == name)
+                .unwrap_or_else(|| panic!("{name} in the file"))
+        };
+        let has = |name: &str, e: Encoding| chunk(name).encodings().any(|x| x == e);
+        for name in ["ts_event", "sequence"] {
+            assert!(has(name, Encoding::DELTA_BINARY_PACKED), "{name} delta");
+            assert!(
+                chunk(name).statistics().is_some(),
+                "{name} keeps statistics"
+            );
+        }
+        for name in ["bid_px_00", "ask_px_09", "symbol"] {
+            assert!(
+                chunk(name).dictionary_page_offset().is_some(),
+                "{name} dictionary"
+            );
+        }
+        for name in ["bid_sz_00", "ask_ct_09"] {
+            assert!(
+                chunk(name).statistics().is_none(),
+                "{name} has no statistics"
+            );
+            assert!(
+                chunk(name).dictionary_page_offset().is_none(),
+                "{name} plain"
+            );
+        }
+        assert!(has("size", Encoding::PLAIN) && chunk("size").statistics().is_some());
+    }
+}
