@@ -14,7 +14,7 @@ use arrow_array::builder::{StringBuilder, UInt16Builder, UInt32Builder, UInt64Bu
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 
-use super::writer::ParquetFile;
+use super::writer::{ColumnChoices, ParquetFile};
 use super::ParquetOutError;
 use crate::book::BboRow;
 
@@ -63,7 +63,12 @@ impl BboParquet {
     pub fn create(path: &Path) -> Result<Self, ParquetOutError> {
         let schema = schema();
         // Sorted by timestamp, then message index: input order.
-        let file = ParquetFile::create(path, schema.clone(), &[1, 0], &["locate", "stock"])?;
+        let file = ParquetFile::create(
+            path,
+            schema.clone(),
+            &[1, 0],
+            &ColumnChoices::dictionary(&["locate", "stock"]),
+        )?;
         let n = BATCH_ROWS;
         Ok(BboParquet {
             file,

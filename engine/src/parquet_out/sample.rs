@@ -15,7 +15,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use ticklane_feed::itch::{Locate, Nanos};
 
-use super::writer::ParquetFile;
+use super::writer::{ColumnChoices, ParquetFile};
 use super::ParquetOutError;
 use crate::book::{Books, Side};
 use crate::sample::{SampleError, SampleOptions, SampleRows};
@@ -87,8 +87,13 @@ impl SampledParquet {
     pub fn create(opts: &SampleOptions) -> Result<Self, SampleError> {
         let schema = schema(opts.depth);
         // Sorted by the boundary, then the locate: the order the sampler writes them.
-        let file = ParquetFile::create(&opts.path, schema.clone(), &[0, 1], &["locate", "stock"])
-            .map_err(sample_error(&opts.path))?;
+        let file = ParquetFile::create(
+            &opts.path,
+            schema.clone(),
+            &[0, 1],
+            &ColumnChoices::dictionary(&["locate", "stock"]),
+        )
+        .map_err(sample_error(&opts.path))?;
         let n = BATCH_ROWS;
         Ok(SampledParquet {
             file,
