@@ -138,6 +138,16 @@ fn other(side: char) -> char {
     }
 }
 
+/// The ITCH message framed at `*at` in a file of 2-byte big-endian length prefixes, moving
+/// `*at` past it; `None` at the end.
+fn next_frame<'a>(bytes: &'a [u8], at: &mut usize) -> Option<&'a [u8]> {
+    let prefix = bytes.get(*at..*at + 2)?;
+    let len = usize::from(u16::from_be_bytes([prefix[0], prefix[1]]));
+    let body = bytes.get(*at + 2..*at + 2 + len)?;
+    *at += 2 + len;
+    Some(body)
+}
+
 fn model(file: &Path) -> Model {
     let bytes = fs::read(file).expect("read the day");
     let mut orders: HashMap<u64, Live> = HashMap::new();
@@ -148,10 +158,7 @@ fn model(file: &Path) -> Model {
     };
     let mut at = 0;
     let mut sequence = 0u64;
-    while at + 2 <= bytes.len() {
-        let len = usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
-        let body = &bytes[at + 2..at + 2 + len];
-        at += 2 + len;
+    while let Some(body) = next_frame(&bytes, &mut at) {
         sequence += 1;
         let message = decode(body).expect("generated messages decode");
         let ts = MIDNIGHT_NS + message.timestamp().0;
@@ -632,10 +639,8 @@ fn every_mbp10_record_holds_the_top_ten_as_read_from_scratch_and_none_is_missing
     .expect("books");
     let bytes = fs::read(&input).expect("read the day");
     let (mut at, mut sequence, mut updates) = (0, 0u32, 0);
-    while at + 2 <= bytes.len() {
-        let len = usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
-        let message = decode(&bytes[at + 2..at + 2 + len]).expect("generated messages decode");
-        at += 2 + len;
+    while let Some(body) = next_frame(&bytes, &mut at) {
+        let message = decode(body).expect("generated messages decode");
         sequence += 1;
         let locate = message.locate();
         let before = top_ten(&books, locate);
