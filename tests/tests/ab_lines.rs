@@ -11,7 +11,7 @@
 //!
 //! Bounded: 60,000 messages at 200 k msg/s per run, each run capped at 60 s.
 
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,10 +21,11 @@ use ticklane_engine::csv::write_book_csv;
 use ticklane_engine::live::{run_line, LineSource, LineSourceReport};
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::pipeline::{
-    ArbitrationReport, MoldFeedConfig, MoldSource, MoldSourceReport, PipelineConfig, SourceEnd,
+    ArbitrationReport, KernelOverruns, MoldFeedConfig, MoldSource, MoldSourceReport,
+    PipelineConfig, SourceEnd,
 };
 use ticklane_engine::snapshot::{write_snapshot_book_csv, SnapshotReader, SnapshotWriter};
-use ticklane_feed::moldudp64::{RecoveryConfig, Session};
+use ticklane_feed::moldudp64::{encode_end_of_session, PacketWriter, RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::sim::{
     Faults, GenConfig, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimStats,
@@ -150,22 +151,35 @@ fn check_common(r: &MoldSourceReport, sim: &SimStats) -> ArbitrationReport {
     assert_eq!(lines.delivered(), r.recovery.delivered, "{lines:?}");
     assert_eq!(r.recovery.delivered, MESSAGES);
     // Loopback loses nothing the faults did not, unless the kernel dropped datagrams from a
-    // full receive buffer (a busy machine running other tests): then a line carries less,
-    // never more, and the other line or the retransmission server filled the rest.
-    let overran = r.kernel_overruns.is_some_and(|k| k.dropped > 0);
-    for (line, carried, sent) in [
-        ("A", lines.a.messages, sim.messages_sent),
-        ("B", lines.b.messages, sim.b_messages_sent),
+    // full receive buffer (a busy machine running other tests): then that line carries
+    // less, never more, and the other line or the retransmission server filled the rest.
+    // The reader reads both lines to their end of session, so neither line's tail is
+    // missed because the other line finished first.
+    let overran = |k: Option<KernelOverruns>| k.is_some_and(|k| k.dropped > 0);
+    for (line, carried, sent, overruns) in [
+        (
+            "A",
+            lines.a,
+            (sim.packets_sent, sim.messages_sent),
+            r.kernel_overruns,
+        ),
+        (
+            "B",
+            lines.b,
+            (sim.b_packets_sent, sim.b_messages_sent),
+            r.kernel_overruns_b,
+        ),
     ] {
-        if overran {
-            assert!(carried <= sent, "line {line} carried {lines:?}");
+        if overran(overruns) {
+            assert!(carried.messages <= sent.1, "line {line} carried {lines:?}");
         } else {
-            assert_eq!(carried, sent, "line {line} carried {lines:?}");
+            assert_eq!(
+                carried.messages, sent.1,
+                "line {line}: {lines:?} {overruns:?}"
+            );
+            assert!(carried.packets >= sent.0, "line {line}: {lines:?}");
         }
     }
-    assert!(
-        overran || (lines.a.packets >= sim.packets_sent && lines.b.packets >= sim.b_packets_sent)
-    );
     // Every request belongs to a gap counted after its arbitration wait.
     assert_eq!(
         r.recovery.first_requests, r.recovery.gaps,
@@ -236,4 +250,81 @@ fn independent_loss_on_both_lines_is_mostly_arbitrated_and_the_rest_retransmitte
     // whichever copy: the retransmitted ones, and a line's late copies of part of it.
     assert!(s.recovered >= lines.retransmitted_won, "{s:?} {lines:?}");
     assert_eq!(csv, replayed_book(&log));
+}
+
+/// Line B's copy of the session's last packet comes after line A's end of session (here
+/// 30 ms after it, sent by hand): the reader reads on until B's own end of session, so B is
+/// counted as carrying everything, and B's lateness is not mistaken for loss. Its end of
+/// session arrives well inside the wait, so the run ends on it, not on the wait.
+#[test]
+fn line_b_trailing_line_a_past_the_end_of_session_is_still_counted() {
+    const SENT: u64 = 12;
+    let log = log(24);
+    let feed = MoldFeedConfig {
+        udp: UdpFeedConfig {
+            bind: loopback(),
+            ..UdpFeedConfig::default()
+        },
+        line_b: Some(UdpFeedConfig {
+            bind: loopback(),
+            ..UdpFeedConfig::default()
+        }),
+        recovery: RecoveryConfig {
+            start_sequence: Some(1),
+            arbitration_wait: Duration::from_secs(20),
+            ..RecoveryConfig::default()
+        },
+        silence_timeout: Duration::from_secs(30),
+        max_duration: Some(Duration::from_secs(60)),
+        ..MoldFeedConfig::default()
+    };
+    let source = MoldSource::open(feed, PipelineConfig::default().wait).expect("bind");
+    let a = source.local_addr().expect("A bound");
+    let b = source.local_addr_b().expect("B bound").expect("a line B");
+    let session = Session::new(b"TAIL").expect("fits");
+    let mut data = [0u8; 1400];
+    let mut packet = PacketWriter::new(&mut data, session, 1).expect("header fits");
+    for seq in 1..=SENT {
+        packet
+            .push(log.get(seq).expect("in the log"))
+            .expect("fits");
+    }
+    let len = packet.finish();
+    let mut end = [0u8; 20];
+    encode_end_of_session(&mut end, session, SENT + 1).expect("fits");
+    let sender = std::thread::spawn(move || {
+        let socket = UdpSocket::bind(loopback()).expect("sender");
+        for (bytes, to) in [(&data[..len], a), (&end[..], a)] {
+            socket.send_to(bytes, to).expect("sent");
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        for bytes in [&data[..len], &end[..]] {
+            socket.send_to(bytes, b).expect("sent");
+        }
+    });
+    let started = std::time::Instant::now();
+    let run = run_line(
+        LineSource::Mold(source),
+        PipelineConfig {
+            books: books(),
+            ..PipelineConfig::default()
+        },
+        None,
+        OverloadConfig::default(),
+        &AtomicBool::new(false),
+    )
+    .expect("pipeline");
+    sender.join().expect("sender");
+    let LineSourceReport::Mold(r) = run.report.source else {
+        panic!("a MoldUDP64 report")
+    };
+    assert_eq!(r.end, SourceEnd::EndOfSession);
+    let lines = r.lines.expect("per-line counters");
+    assert_eq!((lines.a.messages, lines.a.won), (SENT, SENT), "{lines:?}");
+    assert_eq!((lines.b.messages, lines.b.won), (SENT, 0), "{lines:?}");
+    assert_eq!((lines.a.packets, lines.b.packets), (2, 2), "{lines:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "ended on B's end of session, not on the 20 s wait"
+    );
 }

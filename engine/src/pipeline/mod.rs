@@ -19,6 +19,7 @@ mod line_guard;
 mod mold_source;
 mod overrun_watch;
 mod queue;
+mod session_tail;
 mod soup_source;
 mod source_end;
 mod wait;

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::moldudp64::{
-    Delivered, GapRange, LostRanges, MoldError, MoldRecovery, Packet, RecoveryConfig, RecoverySink,
-    RecoveryStats, RetransmitRequest,
+    Delivered, GapRange, LostRanges, MoldError, MoldRecovery, Packet, PacketKind, RecoveryConfig,
+    RecoverySink, RecoveryStats, RetransmitRequest,
 };
 use ticklane_feed::net::{
     FeedKeys, NetError, OsError, SocketError, SocketErrorCounts, UdpFeed, UdpFeedConfig,
@@ -25,6 +25,7 @@ use super::join_notice::JoinNotice;
 use super::line_counters::{LineCounters, LineCountersWriter};
 use super::line_guard::{GuardHandles, LineCalls, LineGuard, Listening, DEFAULT_LINE_BREAKER};
 use super::overrun_watch::{KernelOverruns, OverrunWatch};
+use super::session_tail::SessionTail;
 use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
@@ -119,6 +120,9 @@ pub struct MoldSourceReport {
     /// Datagrams the kernel dropped on the data socket because its receive buffer was full
     /// (the reader did not keep up); `None` where the kernel does not report it.
     pub kernel_overruns: Option<KernelOverruns>,
+    /// The same for line B's socket; `None` for one line, or where the kernel does not
+    /// report it.
+    pub kernel_overruns_b: Option<KernelOverruns>,
     /// Why the source ended.
     pub end: SourceEnd,
     /// Data packets ignored while the line was isolated by hand.
@@ -368,6 +372,9 @@ impl FrameSource for MoldSource {
         // Datagrams received on either socket, for the position of a malformed one.
         let mut datagrams = 0u64;
         let mut overruns = OverrunWatch::new(&self.data, started);
+        let mut overruns_b = self.data_b.as_ref().map(|b| OverrunWatch::new(b, started));
+        let mut tail =
+            SessionTail::new(self.data_b.is_some(), self.config.recovery.arbitration_wait);
         let busy = self.wait == WaitStrategy::BusySpin;
         let mut guard = LineGuard::new(self.config.line_breaker, self.handles.clone());
         let mut listening = Listening::new(started);
@@ -394,7 +401,10 @@ impl FrameSource for MoldSource {
                 }
             }
             overruns.poll(now_ns);
-            if recovery.ended() && recovery.open_gaps() == 0 {
+            if let Some(b) = overruns_b.as_mut() {
+                b.poll(now_ns);
+            }
+            if recovery.ended() && recovery.open_gaps() == 0 && tail.may_stop(now_ns) {
                 break SourceEnd::EndOfSession;
             }
             if now_ns - last_heard > self.config.silence_timeout.as_nanos() as u64 {
@@ -421,10 +431,12 @@ impl FrameSource for MoldSource {
                 Duration::ZERO
             } else {
                 let now = Duration::from_nanos(now_ns);
+                let limit = tail.poll_limit(now_ns).unwrap_or(Duration::MAX);
                 recovery
                     .next_deadline()
                     .map_or(Duration::from_millis(10), |d| d.saturating_sub(now))
                     .min(Duration::from_millis(10))
+                    .min(limit)
             };
             if let Err(e) = poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != std::io::ErrorKind::Interrupted {
@@ -487,6 +499,9 @@ impl FrameSource for MoldSource {
                     }
                     match Packet::parse(datagram) {
                         Ok(packet) => {
+                            if packet.kind() == PacketKind::EndOfSession {
+                                tail.line_ended(from);
+                            }
                             sink.lines.on_packet(
                                 from,
                                 packet.session().0,
@@ -544,6 +559,7 @@ impl FrameSource for MoldSource {
             c.shared().store_mold(&report.recovery, report.messages);
         }
         report.kernel_overruns = overruns.finish(clock.now_ns());
+        report.kernel_overruns_b = overruns_b.and_then(|b| b.finish(clock.now_ns()));
         // A line that ended badly leaves its books stale, and the snapshot not closed.
         let ended_badly = match report.end {
             SourceEnd::Silent(_) => Some((FeedState::EndedSilent, last_heard)),

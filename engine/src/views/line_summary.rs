@@ -94,6 +94,9 @@ pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Resu
         )?;
     }
     write_kernel_overruns(out, r.kernel_overruns.as_ref())?;
+    if let Some(b) = &r.kernel_overruns_b {
+        write_overrun(out, b, " on line B")?;
+    }
     write_lost_ranges(out, &r.lost)?;
     writeln!(out, "  ended        {}", r.end)
 }
@@ -114,17 +117,24 @@ pub fn write_kernel_overruns(
             out,
             "  overruns     unknown (the kernel does not report drops here)"
         ),
-        Some(o) if o.dropped == 0 => Ok(()),
-        Some(o) => writeln!(
-            out,
-            "  OVERRUN      the kernel dropped {} datagrams (receive buffer full) in {} \
-             one-second checks from {:.3} s: the reader could not keep up; their gaps were \
-             recovered or declared lost",
-            group(o.dropped),
-            o.grew,
-            o.first_grew_ns as f64 / 1e9
-        ),
+        Some(o) => write_overrun(out, o, ""),
     }
+}
+
+/// One socket's drops (`on` names its line, or is empty); nothing when there were none.
+fn write_overrun(out: &mut impl Write, o: &KernelOverruns, on: &str) -> io::Result<()> {
+    if o.dropped == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  OVERRUN      the kernel dropped {} datagrams{on} (receive buffer full) in {} \
+         one-second checks from {:.3} s: the reader could not keep up; their gaps were \
+         recovered or declared lost",
+        group(o.dropped),
+        o.grew,
+        o.first_grew_ns as f64 / 1e9
+    )
 }
 
 /// Every range declared lost, compactly: how many messages in how many ranges, then each
@@ -238,6 +248,11 @@ mod tests {
                 grew: 2,
                 first_grew_ns: 1_250_000_000,
             }),
+            kernel_overruns_b: Some(KernelOverruns {
+                dropped: 3,
+                grew: 1,
+                first_grew_ns: 2_000_000_000,
+            }),
             end: SourceEnd::EndOfSession,
             ..MoldSourceReport::default()
         };
@@ -248,6 +263,9 @@ mod tests {
              \x20 OVERRUN      the kernel dropped 1,500 datagrams (receive buffer full) in 2 \
              one-second checks from 1.250 s: the reader could not keep up; their gaps were \
              recovered or declared lost\n\
+             \x20 OVERRUN      the kernel dropped 3 datagrams on line B (receive buffer full) \
+             in 1 one-second checks from 2.000 s: the reader could not keep up; their gaps \
+             were recovered or declared lost\n\
              \x20 DECLARED LOST 7 messages in 2 ranges\n\
              \x20 LOST         sequences 10 ..= 12 (3)\n\
              \x20 LOST         sequences 50 ..= 53 (4)\n\
