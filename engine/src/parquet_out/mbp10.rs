@@ -18,15 +18,17 @@ use std::any::Any;
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow_array::builder::{NullBufferBuilder, StringBuilder};
+use arrow_array::builder::StringBuilder;
 use arrow_array::types::{ArrowPrimitiveType, UInt32Type, UInt64Type, UInt8Type};
-use arrow_array::{ArrayRef, Int64Array, PrimitiveArray, RecordBatch};
+use arrow_array::{ArrayRef, Int64Array, PrimitiveArray};
+use arrow_buffer::{BooleanBuffer, NullBuffer};
 use arrow_schema::{DataType, Field, Schema};
 use dbn::encode::DbnEncodable;
 use dbn::{Mbp10Msg, UNDEF_PRICE};
 use ticklane_feed::itch::Locate;
 
 use super::bbo::BATCH_ROWS;
+use super::column_encoders::ColumnSource;
 use super::writer::{ColumnChoices, ParquetFile};
 use super::ParquetOutError;
 use crate::dbn_out::{DbnOutError, RecordSink};
@@ -101,126 +103,80 @@ fn column_choices() -> ColumnChoices {
     }
 }
 
-/// The columns being filled, one plain vector per column: a row is a push onto each, and
-/// a batch becomes Arrow arrays without a copy ([`PrimitiveArray::new`] takes the vector).
-/// Arrow's builders did the same work through a null bitmap per price on every row
-/// (`append_null`/`append_value`); here the bitmap of a price column is built once per
-/// batch, and only when the column has an empty level in it.
-struct Columns {
-    ts_event: Vec<u64>,
-    sequence: Vec<u32>,
-    instrument_id: Vec<u32>,
-    symbol: StringBuilder,
-    action: StringBuilder,
-    side: StringBuilder,
-    depth: Vec<u8>,
-    /// DBN's prices: [`UNDEF_PRICE`] where the level is empty (null in the file).
-    price: Vec<i64>,
-    size: Vec<u32>,
-    flags: Vec<u8>,
-    /// Per level: bid_px, ask_px (DBN's, [`UNDEF_PRICE`] for an empty level).
-    px: [[Vec<i64>; 2]; LEVELS],
-    /// Per level: bid_sz, ask_sz, bid_ct, ask_ct.
-    counts: [[Vec<u32>; 4]; LEVELS],
-    len: usize,
+/// A batch of rows as the writer thread received them; each encoder thread gathers its own
+/// columns from it ([`ColumnSource`]), so the 70 columns are built on as many threads as
+/// encode them. A column is a plain vector handed to Arrow without a copy
+/// ([`PrimitiveArray::new`] takes it); a price column's null bitmap is built 64 rows at a
+/// time, and only when the column has an empty level in it.
+struct Mbp10Rows(Vec<Mbp10Row>);
+
+/// The columns before the levels, in the schema's order.
+const HEAD_COLUMNS: usize = 10;
+/// Columns per level: bid_px, ask_px, bid_sz, ask_sz, bid_ct, ask_ct.
+const LEVEL_COLUMNS: usize = 6;
+
+impl Mbp10Rows {
+    fn gather<T: Copy>(&self, field: impl Fn(&Mbp10Row) -> T) -> Vec<T> {
+        self.0.iter().map(field).collect()
+    }
+
+    fn level<T: Copy>(&self, level: usize, field: impl Fn(&Level) -> T) -> Vec<T> {
+        self.0.iter().map(|r| field(&r.levels[level])).collect()
+    }
+
+    fn text<'a>(&'a self, field: impl Fn(&'a Mbp10Row) -> &'a [u8]) -> ArrayRef {
+        let mut builder = StringBuilder::with_capacity(self.0.len(), self.0.len() * 4);
+        for r in &self.0 {
+            append_text(&mut builder, field(r));
+        }
+        Arc::new(builder.finish())
+    }
+}
+
+impl ColumnSource for Mbp10Rows {
+    fn num_rows(&self) -> usize {
+        self.0.len()
+    }
+
+    fn column(&self, i: usize) -> ArrayRef {
+        match i {
+            0 => plain::<UInt64Type>(self.gather(|r| r.ts_event)),
+            1 => plain::<UInt32Type>(self.gather(|r| r.sequence)),
+            2 => plain::<UInt32Type>(self.gather(|r| r.instrument_id)),
+            3 => self.text(Mbp10Row::symbol_trimmed),
+            4 => self.text(|r| std::slice::from_ref(&r.action)),
+            5 => self.text(|r| std::slice::from_ref(&r.side)),
+            6 => plain::<UInt8Type>(self.gather(|r| r.depth)),
+            7 => prices(self.gather(|r| r.price)),
+            8 => plain::<UInt32Type>(self.gather(|r| r.size)),
+            9 => plain::<UInt8Type>(self.gather(|r| r.flags)),
+            _ => {
+                let level = (i - HEAD_COLUMNS) / LEVEL_COLUMNS;
+                match (i - HEAD_COLUMNS) % LEVEL_COLUMNS {
+                    0 => prices(self.level(level, |l| l.bid_px)),
+                    1 => prices(self.level(level, |l| l.ask_px)),
+                    2 => plain::<UInt32Type>(self.level(level, |l| l.bid_sz)),
+                    3 => plain::<UInt32Type>(self.level(level, |l| l.ask_sz)),
+                    4 => plain::<UInt32Type>(self.level(level, |l| l.bid_ct)),
+                    _ => plain::<UInt32Type>(self.level(level, |l| l.ask_ct)),
+                }
+            }
+        }
+    }
 }
 
 /// A price column as Arrow: null where DBN has [`UNDEF_PRICE`].
 fn prices(values: Vec<i64>) -> ArrayRef {
-    let nulls = if values.contains(&UNDEF_PRICE) {
-        let mut nulls = NullBufferBuilder::new(values.len());
-        for &v in &values {
-            nulls.append(v != UNDEF_PRICE);
-        }
-        nulls.finish()
-    } else {
-        None
-    };
+    let nulls = values.contains(&UNDEF_PRICE).then(|| {
+        NullBuffer::new(BooleanBuffer::collect_bool(values.len(), |i| {
+            values[i] != UNDEF_PRICE
+        }))
+    });
     Arc::new(Int64Array::new(values.into(), nulls))
 }
 
 fn plain<T: ArrowPrimitiveType>(values: Vec<T::Native>) -> ArrayRef {
     Arc::new(PrimitiveArray::<T>::new(values.into(), None))
-}
-
-/// One letter as text (Databento's action and side codes are ASCII).
-fn letter(c: u8) -> [u8; 1] {
-    [c]
-}
-
-impl Columns {
-    fn new() -> Self {
-        let n = BATCH_ROWS;
-        Columns {
-            ts_event: Vec::with_capacity(n),
-            sequence: Vec::with_capacity(n),
-            instrument_id: Vec::with_capacity(n),
-            symbol: StringBuilder::with_capacity(n, n * 4),
-            action: StringBuilder::with_capacity(n, n),
-            side: StringBuilder::with_capacity(n, n),
-            depth: Vec::with_capacity(n),
-            price: Vec::with_capacity(n),
-            size: Vec::with_capacity(n),
-            flags: Vec::with_capacity(n),
-            px: std::array::from_fn(|_| std::array::from_fn(|_| Vec::with_capacity(n))),
-            counts: std::array::from_fn(|_| std::array::from_fn(|_| Vec::with_capacity(n))),
-            len: 0,
-        }
-    }
-
-    fn push(&mut self, r: &Mbp10Row) {
-        self.ts_event.push(r.ts_event);
-        self.sequence.push(r.sequence);
-        self.instrument_id.push(r.instrument_id);
-        append_text(&mut self.symbol, r.symbol_trimmed());
-        append_text(&mut self.action, &letter(r.action));
-        append_text(&mut self.side, &letter(r.side));
-        self.depth.push(r.depth);
-        self.price.push(r.price);
-        self.size.push(r.size);
-        self.flags.push(r.flags);
-        for ((px, counts), level) in self.px.iter_mut().zip(&mut self.counts).zip(&r.levels) {
-            px[0].push(level.bid_px);
-            px[1].push(level.ask_px);
-            counts[0].push(level.bid_sz);
-            counts[1].push(level.ask_sz);
-            counts[2].push(level.bid_ct);
-            counts[3].push(level.ask_ct);
-        }
-        self.len += 1;
-    }
-
-    /// The batch as Arrow arrays, in the schema's order; the vectors start again empty.
-    fn finish(&mut self) -> Vec<ArrayRef> {
-        let n = BATCH_ROWS;
-        self.len = 0;
-        let mut columns: Vec<ArrayRef> = vec![
-            plain::<UInt64Type>(take(&mut self.ts_event, n)),
-            plain::<UInt32Type>(take(&mut self.sequence, n)),
-            plain::<UInt32Type>(take(&mut self.instrument_id, n)),
-            Arc::new(self.symbol.finish()),
-            Arc::new(self.action.finish()),
-            Arc::new(self.side.finish()),
-            plain::<UInt8Type>(take(&mut self.depth, n)),
-            prices(take(&mut self.price, n)),
-            plain::<UInt32Type>(take(&mut self.size, n)),
-            plain::<UInt8Type>(take(&mut self.flags, n)),
-        ];
-        for (px, counts) in self.px.iter_mut().zip(&mut self.counts) {
-            for v in px.iter_mut() {
-                columns.push(prices(take(v, n)));
-            }
-            for v in counts.iter_mut() {
-                columns.push(plain::<UInt32Type>(take(v, n)));
-            }
-        }
-        columns
-    }
-}
-
-/// The filled vector, leaving an empty one of `capacity` in its place.
-fn take<T>(v: &mut Vec<T>, capacity: usize) -> Vec<T> {
-    std::mem::replace(v, Vec::with_capacity(capacity))
 }
 
 /// ITCH symbols and Databento's letters are printable ASCII; anything else is replaced,
@@ -293,24 +249,26 @@ impl Mbp10Row {
     }
 }
 
-/// The writer thread's half: fills the columns, writes a batch every [`BATCH_ROWS`].
+/// The writer thread's half: gathers rows, hands a batch to the encoders every
+/// [`BATCH_ROWS`].
 struct Mbp10Columns {
     out: ParquetFile,
-    schema: Arc<Schema>,
-    columns: Columns,
+    batch: Vec<Mbp10Row>,
     rows: u64,
 }
 
 impl Mbp10Columns {
+    fn new(out: ParquetFile) -> Self {
+        Mbp10Columns {
+            out,
+            batch: Vec::with_capacity(BATCH_ROWS),
+            rows: 0,
+        }
+    }
+
     fn write(&mut self) -> Result<(), ParquetOutError> {
-        let batch =
-            RecordBatch::try_new(self.schema.clone(), self.columns.finish()).map_err(|e| {
-                ParquetOutError::Parquet {
-                    path: self.out.path().to_path_buf(),
-                    message: e.to_string(),
-                }
-            })?;
-        self.out.write(&batch)
+        let rows = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH_ROWS));
+        self.out.write_rows(Arc::new(Mbp10Rows(rows)))
     }
 }
 
@@ -322,16 +280,16 @@ impl RowWriter<Mbp10Row> for Mbp10Columns {
 
     #[inline]
     fn write_row(&mut self, row: &Mbp10Row) -> Result<(), ParquetOutError> {
-        self.columns.push(row);
+        self.batch.push(*row);
         self.rows += 1;
-        if self.columns.len == BATCH_ROWS {
+        if self.batch.len() == BATCH_ROWS {
             self.write()?;
         }
         Ok(())
     }
 
     fn finish(mut self) -> Result<(ParquetFile, u64), ParquetOutError> {
-        if self.columns.len > 0 {
+        if !self.batch.is_empty() {
             self.write()?;
         }
         Ok((self.out, self.rows))
@@ -354,15 +312,9 @@ impl Mbp10Parquet {
     ///
     /// If the file cannot be created or the thread started.
     pub fn create(path: &Path) -> Result<Self, ParquetOutError> {
-        let schema = schema();
         // Sorted by ts_event, then sequence: input order.
-        let out = ParquetFile::create(path, schema.clone(), &[0, 1], &column_choices())?;
-        let columns = Mbp10Columns {
-            out,
-            schema,
-            columns: Columns::new(),
-            rows: 0,
-        };
+        let out = ParquetFile::create(path, schema(), &[0, 1], &column_choices())?;
+        let columns = Mbp10Columns::new(out);
         let thread =
             WriterThread::spawn("mbp10-parquet", RING_SLOTS, columns).map_err(|source| {
                 ParquetOutError::Io {
@@ -513,15 +465,9 @@ mod tests {
     fn the_file_is_encoded_as_chosen() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("t.parquet");
-        let schema = schema();
-        let out = ParquetFile::create(&path, schema.clone(), &[0, 1], &column_choices())
-            .expect("created");
-        let mut columns = Mbp10Columns {
-            out,
-            schema,
-            columns: Columns::new(),
-            rows: 0,
-        };
+        let out =
+            ParquetFile::create(&path, schema(), &[0, 1], &column_choices()).expect("created");
+        let mut columns = Mbp10Columns::new(out);
         for i in 0..1_000 {
             columns.write_row(&row(i)).expect("row");
         }

@@ -12,6 +12,8 @@
 #[cfg(feature = "parquet")]
 mod bbo;
 #[cfg(feature = "parquet")]
+mod column_encoders;
+#[cfg(feature = "parquet")]
 mod mbp10;
 #[cfg(not(feature = "parquet"))]
 mod not_built;
