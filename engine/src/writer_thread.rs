@@ -40,6 +40,13 @@ const BATCH: usize = 64;
 const READ_BATCH: usize = 1024;
 /// Empty or full polls that spin before the thread yields its core.
 const SPINS_BEFORE_YIELD: u32 = 64;
+/// Polls that yield before the thread sleeps between polls: a side that waits longer is
+/// waiting for the other side's disk or encoders, and a yielding loop would take a core
+/// from them where threads outnumber cores.
+const YIELDS_BEFORE_SLEEP: u32 = 64;
+/// The sleep between polls after that: far shorter than the ring takes to fill or drain
+/// (thousands of rows at a few million a second), so neither side ever runs dry for it.
+const SLEEP: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// What the writer thread does with each row, and what it hands back at the end.
 ///
@@ -185,13 +192,17 @@ impl<T: Copy + Send + 'static, W: RowWriter<T>> WriterThread<T, W> {
     }
 }
 
-/// Spin a little, then give the core away: the default must behave on a 2-core machine.
+/// Spin a little, then yield the core, then sleep between polls: the default must behave on
+/// a 2-core machine.
 fn wait(idle: &mut u32) {
     if *idle < SPINS_BEFORE_YIELD {
         *idle += 1;
         std::hint::spin_loop();
-    } else {
+    } else if *idle < SPINS_BEFORE_YIELD + YIELDS_BEFORE_SLEEP {
+        *idle += 1;
         thread::yield_now();
+    } else {
+        thread::sleep(SLEEP);
     }
 }
 
