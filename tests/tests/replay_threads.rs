@@ -1,7 +1,7 @@
 //! `replay --threads N` gives the outputs of one thread: the top-of-book stream, the final
 //! depth and the summary (but for its timings) are byte-identical to `--threads 1` for
-//! N = 2, 3, 4, on generated days with every hard case, on a file that stops at a decode
-//! error, and on the real captures in `../shared/data`.
+//! N = 2, 3, 4, on generated days with every hard case (mapped, and gzip: read and copied),
+//! on a file that stops at a decode error, and on the real captures in `../shared/data`.
 //!
 //! The reference is the one-thread replay (`replay_file`), a separate code path from the
 //! partitioned one: the reader, routing, batches and merge under test appear nowhere in it.
@@ -122,6 +122,41 @@ fn generated_days_give_the_same_outputs_on_every_thread_count() {
             );
         }
     }
+}
+
+/// A gzip input is read, not mapped: every message is copied into its book thread's batch
+/// instead of routed by its position in the input. Same outputs all the same.
+#[test]
+fn a_gzip_day_gives_the_same_outputs_on_every_thread_count() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = dir.path().join("day.itch50");
+    util::write_generated(
+        &plain,
+        GenConfig {
+            messages: 60_000,
+            seed: 11,
+            stocks: 7,
+            hard_cases: true,
+            crossing: false,
+        },
+    );
+    let gz = dir.path().join("day.itch50.gz");
+    let mut out = flate2::write::GzEncoder::new(
+        fs::File::create(&gz).expect("create"),
+        flate2::Compression::fast(),
+    );
+    out.write_all(&fs::read(&plain).expect("read"))
+        .expect("compress");
+    out.finish().expect("finish");
+    let from_gzip = same_for_every_thread_count(&gz, false);
+    assert!(from_gzip.error.is_none(), "{:?}", from_gzip.error);
+    assert!(from_gzip.bbo_rows > 5_000, "{}", from_gzip.bbo_rows);
+    let from_plain = same_for_every_thread_count(&plain, false);
+    assert_eq!(
+        (from_gzip.messages, from_gzip.bbo_rows, from_gzip.book),
+        (from_plain.messages, from_plain.bbo_rows, from_plain.book)
+    );
 }
 
 /// The byte offset of the length prefix of message `k` (1-based) in a BinaryFILE.

@@ -3,8 +3,11 @@
 //!
 //! The shape: the calling thread reads the input once, frames each message, checks its
 //! type and length (the checks `itch::decode` makes, so a corrupt input stops at the same
-//! message with the same error as on one thread) and copies it, with its message index,
-//! into the batch of the book thread that owns its locate ([`LocatePartition`]). Every
+//! message with the same error as on one thread) and routes it, with its message index, to
+//! the batch of the book thread that owns its locate ([`LocatePartition`]). An uncompressed
+//! input is mapped by the reader and shared with the book threads, so a message is routed
+//! as its position in the input (no copy of its bytes); a gzip input, or a message a capture
+//! split, is copied into the batch. Every
 //! [`EPOCH`] messages it sends each book thread its batch (empty ones too) and the merge
 //! thread the epoch's route: which thread got each message, in input order. Each book thread
 //! runs the one-thread apply step ([`Applier`]) on its own books and sends back, per
@@ -34,7 +37,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
-use ticklane_feed::capture::{CaptureReader, RawMessage, ReadOptions};
+use ticklane_feed::capture::{CaptureReader, MappedInput, RawMessage, ReadOptions};
 use ticklane_feed::itch::{self, DecodeError};
 
 use super::fault::ReplayFault;
@@ -86,18 +89,43 @@ pub fn replay_file_threaded(
     with_failure_summary(opts, |opts| replay_partitioned(opts, threads))
 }
 
-/// One message in a batch: its index and where its bytes end in the batch's buffer.
+/// One message in a batch: its index and where its bytes lie, in the mapped input or in
+/// the batch's own buffer.
 #[derive(Clone, Copy, Debug)]
 struct Frame {
     index: u64,
-    end: u32,
+    /// The first byte's position in the mapped input, or in [`InBatch::bytes`].
+    at: u64,
+    len: u16,
+    in_batch: bool,
 }
 
-/// The messages of one epoch for one book thread, copied out of the reader's buffer.
+/// The messages of one epoch for one book thread: where they lie, and the bytes of those
+/// not in the mapped input.
 #[derive(Debug, Default)]
 struct InBatch {
     bytes: Vec<u8>,
     frames: Vec<Frame>,
+}
+
+impl InBatch {
+    /// An empty batch with room for a share of an epoch among `threads` (a quarter over the
+    /// even share, as the partition balances activity, not counts), so a new batch is not
+    /// grown message by message while the first ones are still on their way back.
+    fn for_share(threads: usize) -> Self {
+        InBatch {
+            bytes: Vec::new(),
+            frames: Vec::with_capacity(EPOCH / threads.max(1) * 5 / 4),
+        }
+    }
+
+    /// Frame `f`'s bytes: in `mapped` (the shared input; empty when there is none) or in
+    /// this batch.
+    #[inline(always)]
+    fn message<'a>(&'a self, mapped: &'a [u8], f: Frame) -> &'a [u8] {
+        let source = if f.in_batch { &self.bytes[..] } else { mapped };
+        &source[f.at as usize..][..usize::from(f.len)]
+    }
 }
 
 /// What one message did, in one byte: bit 0, a top-of-book row was written; bits 1..3,
@@ -170,6 +198,7 @@ fn spawn<T: Send + 'static>(
 fn book_thread(
     config: BookConfig,
     bbo: bool,
+    mapped: Option<MappedInput>,
     input: Receiver<InBatch>,
     recycle_in: SyncSender<InBatch>,
     output: SyncSender<OutBatch>,
@@ -177,6 +206,7 @@ fn book_thread(
 ) -> Result<BookPart, String> {
     let mut applier = Applier::new(config, bbo.then(BboRowBytes::default))
         .map_err(|e| format!("allocating a book thread's books: {e}"))?;
+    let mapped = mapped.as_ref().map_or(&[][..], MappedInput::bytes);
     for batch in input {
         let mut out = recycled_out.try_recv().unwrap_or_default();
         out.effects.clear();
@@ -184,11 +214,8 @@ fn book_thread(
         if let Some(sink) = applier.sink_mut() {
             mem::swap(sink, &mut out.rows);
         }
-        let mut start = 0;
-        for frame in &batch.frames {
-            let end = frame.end as usize;
-            let bytes = &batch.bytes[start..end];
-            start = end;
+        for &frame in &batch.frames {
+            let bytes = batch.message(mapped, frame);
             let (live, rows) = (applier.books().live_orders(), applier.bbo_rows());
             if let Err(e) = applier.step(frame.index, bytes) {
                 // The reader checked type and length, and rows go to memory: unreachable
@@ -318,6 +345,7 @@ fn replay_partitioned(
         recover_lengths: opts.recover_lengths,
     };
     let mut reader = CaptureReader::open(&opts.input, read)?;
+    let mapped = reader.mapped_input();
     let partition = LocatePartition::weighed(&opts.input, read, threads);
     let threads = partition.threads();
     let csv = match &opts.bbo_out {
@@ -341,11 +369,12 @@ fn replay_partitioned(
         let (recycle_in_tx, recycle_in_rx) = mpsc::sync_channel(IN_FLIGHT + 2);
         let (output_tx, output_rx) = mpsc::sync_channel(IN_FLIGHT);
         let (recycle_out_tx, recycle_out_rx) = mpsc::sync_channel(IN_FLIGHT + 2);
-        let (config, bbo) = (opts.books, opts.bbo_out.is_some());
+        let (config, bbo, shared) = (opts.books, opts.bbo_out.is_some(), mapped.clone());
         let thread = spawn(format!("book-{t}"), move || {
             book_thread(
                 config,
                 bbo,
+                shared,
                 input_rx,
                 recycle_in_tx,
                 output_tx,
@@ -367,7 +396,7 @@ fn replay_partitioned(
     })?;
 
     let show_progress = opts.progress && io::IsTerminal::is_terminal(&io::stderr());
-    let mut batches: Vec<InBatch> = (0..threads).map(|_| InBatch::default()).collect();
+    let mut batches: Vec<InBatch> = (0..threads).map(|_| InBatch::for_share(threads)).collect();
     let mut route: Vec<u8> = Vec::with_capacity(EPOCH);
     let mut unknown_types = 0u64;
     let mut error = None;
@@ -381,7 +410,10 @@ fn replay_partitioned(
         }
         route.clear();
         for (lane, batch) in lanes.iter().zip(batches.iter_mut()) {
-            let mut next = lane.recycled.try_recv().unwrap_or_default();
+            let mut next = lane
+                .recycled
+                .try_recv()
+                .unwrap_or_else(|_| InBatch::for_share(threads));
             next.bytes.clear();
             next.frames.clear();
             if lane.input.send(mem::replace(batch, next)).is_err() {
@@ -399,11 +431,27 @@ fn replay_partitioned(
             Ok(locate) => {
                 let t = partition.owner(locate);
                 let batch = &mut batches[t];
-                batch.bytes.extend_from_slice(bytes);
-                batch.frames.push(Frame {
-                    index,
-                    end: batch.bytes.len() as u32,
-                });
+                // `check` passed: the length is an ITCH 5.0 type's, at most 50.
+                let len = bytes.len() as u16;
+                let frame = match mapped.as_ref().and_then(|m| m.position(bytes)) {
+                    Some(at) => Frame {
+                        index,
+                        at: at as u64,
+                        len,
+                        in_batch: false,
+                    },
+                    None => {
+                        let at = batch.bytes.len() as u64;
+                        batch.bytes.extend_from_slice(bytes);
+                        Frame {
+                            index,
+                            at,
+                            len,
+                            in_batch: true,
+                        }
+                    }
+                };
+                batch.frames.push(frame);
                 route.push(t as u8);
                 if route.len() == EPOCH && !send_epoch(&mut batches, &mut route) {
                     flowing = false;

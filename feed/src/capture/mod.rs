@@ -41,6 +41,7 @@ pub use dbn_mbo::{DbnItem, DbnMboReader, DbnStats, MboRecord};
 pub use error::{CaptureError, CaptureErrorKind, IoOp};
 pub use frames::{Frames, FramesRead};
 pub use link::LinkType;
+pub use mapped_file::MappedInput;
 pub use no_messages::{NoMessages, UnsupportedLink};
 pub use pcap_writer::{PcapWriter, MAX_UDP_PAYLOAD};
 
@@ -215,7 +216,6 @@ enum Inner {
 }
 
 impl Inner {
-    #[cfg(test)]
     fn window(&self) -> &Window {
         match self {
             Inner::Itch50(r) => r.window(),
@@ -290,7 +290,9 @@ impl CaptureReader {
             ),
             // Tests force small buffers to split frames across reads: read those.
             _ if len > 0 && buffer_len == DEFAULT_BUFFER_LEN => (
-                Window::mapped(mapped_file::map(&file).map_err(io(IoOp::Map))?),
+                Window::mapped(MappedInput::new(
+                    mapped_file::map(&file).map_err(io(IoOp::Map))?,
+                )),
                 Some(len),
             ),
             _ => (
@@ -436,6 +438,13 @@ impl CaptureReader {
             Inner::Itch50(r) if !self.done => r.frames(self.yielded),
             _ => Frames::empty(self.yielded),
         }
+    }
+
+    /// The whole input, when it is mapped (an uncompressed file): the messages this reader
+    /// hands out are slices of it, or of a copy for a message a capture split
+    /// ([`MappedInput::position`] tells which).
+    pub fn mapped_input(&self) -> Option<MappedInput> {
+        self.inner.window().mapped_input().cloned()
     }
 
     /// Marks the messages a [`Frames`] from [`CaptureReader::frames`] handed out as read.
@@ -594,6 +603,44 @@ mod tests {
         assert!(
             text.starts_with("cannot open /nonexistent/x.itch: "),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_mapped_input_finds_the_messages_handed_out_and_not_their_copies() {
+        // Two hand-laid frames: a 12-byte `S` and a 19-byte `D`, each after its prefix.
+        let mut bytes = vec![0, 12, b'S'];
+        bytes.resize(2 + 12, 0);
+        bytes.extend_from_slice(&[0, 19, b'D']);
+        bytes.resize(2 + 12 + 2 + 19, 0);
+        let file = write_temp(&bytes);
+        let mut reader = CaptureReader::open(file.path(), ReadOptions::default()).expect("open");
+        let mapped = reader
+            .mapped_input()
+            .expect("an uncompressed file is mapped");
+        assert_eq!(mapped.bytes(), &bytes[..]);
+        let mut found = Vec::new();
+        while let Some(m) = reader.next_message().expect("valid") {
+            found.push((mapped.position(m.bytes), m.offset));
+            let copy = m.bytes.to_vec();
+            assert_eq!(mapped.position(&copy), None, "a copy is not in the input");
+        }
+        assert_eq!(found, [(Some(2), 0), (Some(16), 14)]);
+        assert_eq!(mapped.position(&mapped.bytes()[30..]), Some(30));
+        assert_eq!(
+            mapped.position(&mapped.bytes()[33..]),
+            Some(33),
+            "empty, at the end"
+        );
+
+        use std::io::Write as _;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&bytes).expect("in memory");
+        let gz = write_temp(&gz.finish().expect("in memory"));
+        let reader = CaptureReader::open(gz.path(), ReadOptions::default()).expect("open");
+        assert!(
+            reader.mapped_input().is_none(),
+            "a gzip input is read, not mapped"
         );
     }
 

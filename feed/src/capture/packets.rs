@@ -174,7 +174,6 @@ impl<F: FrameSource> PacketStream<F> {
         }
     }
 
-    #[cfg(test)]
     pub(crate) fn window(&self) -> &Window {
         &self.window
     }

@@ -10,9 +10,8 @@
 
 use std::io::{self, Read};
 
-use memmap2::Mmap;
-
 use super::error::IoOp;
+use super::mapped_file::MappedInput;
 
 /// Where the window's bytes live.
 enum Storage {
@@ -23,7 +22,7 @@ enum Storage {
         buf: Vec<u8>,
     },
     /// The whole input, mapped.
-    Mapped(Mmap),
+    Mapped(MappedInput),
 }
 
 /// The unread part of a stream, `buf[start..end]`, and where it sits in the input.
@@ -57,8 +56,8 @@ impl Window {
     }
 
     /// A window over a whole mapped input: everything is available from the start.
-    pub(crate) fn mapped(map: Mmap) -> Self {
-        let end = map.len();
+    pub(crate) fn mapped(map: MappedInput) -> Self {
+        let end = map.bytes().len();
         Window {
             storage: Storage::Mapped(map),
             start: 0,
@@ -95,7 +94,15 @@ impl Window {
     pub(crate) fn buf(&self) -> &[u8] {
         match &self.storage {
             Storage::Buffered { buf, .. } => buf,
-            Storage::Mapped(map) => map,
+            Storage::Mapped(map) => map.bytes(),
+        }
+    }
+
+    /// The whole input, when it is mapped rather than read.
+    pub(crate) fn mapped_input(&self) -> Option<&MappedInput> {
+        match &self.storage {
+            Storage::Buffered { .. } => None,
+            Storage::Mapped(map) => Some(map),
         }
     }
 
