@@ -5,6 +5,7 @@
 mod bbo_outputs;
 mod dbn_input;
 mod dbn_session;
+mod each_message;
 mod fault;
 mod paced;
 mod partition;

@@ -8,6 +8,7 @@ use std::time::Instant;
 use ticklane_feed::capture::{CaptureReader, InputFormat, NoMessages, RawMessage, ReadOptions};
 
 use super::bbo_outputs::{BboOutputs, ThreadedBboOutputs};
+use super::each_message::{each_message, Next};
 use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{Applier, ApplyError, BookConfig};
@@ -316,6 +317,31 @@ pub(super) fn finish_sample(
     Ok(())
 }
 
+/// What a failed apply step means for the replay: a decode error stops it at this message
+/// (kept in `error`, naming the input, the byte offset and the message index); the
+/// top-of-book writer's refusal halts it.
+#[inline(always)]
+fn stop_on(
+    step: Result<(), ApplyError>,
+    error: &mut Option<ReplayFault>,
+    opts: &ReplayOptions,
+    raw: &RawMessage<'_>,
+) -> Result<Next, Halt> {
+    match step {
+        Ok(()) => Ok(Next::Continue),
+        Err(ApplyError::Decode(e)) => {
+            *error = Some(ReplayFault::Decode {
+                path: opts.input.clone(),
+                offset: raw.offset,
+                index: raw.index,
+                error: e,
+            });
+            Ok(Next::Stop)
+        }
+        Err(ApplyError::Output(source)) => Err(Halt::Bbo(source)),
+    }
+}
+
 /// Why a replay stopped at a writer's failure, kept until the writers can be taken back.
 enum Halt {
     /// The top-of-book writer thread refused a row.
@@ -403,18 +429,31 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
     // Whether a message needs a copy so the reader can be asked about losses (pcap only).
     let check_losses = can_lose && (dbn.is_some() || mbp.is_some());
     let any_after = dbn.is_some() || mbp.is_some();
-    // One message, and whether the capture's sequencer declared a loss before it: true when
-    // the replay stops at it (the error is in `error`). A writer's failure halts the replay;
-    // it is turned into the error that names its file below, once the closure lets go of
-    // the writers.
-    let mut handle = |raw: RawMessage<'_>, lost: bool| -> Result<bool, Halt> {
-        let (index, offset) = (raw.index, raw.offset);
-        // Plain replay takes `step`; only `--dbn-out` pays for the look-up before each message.
-        // `--sample` sees the books before each message too (a boundary is the state just
-        // before the first message at or past it).
-        let step = if dbn.is_none() && mbp.is_none() && sample.is_none() {
-            applier.step(index, raw.bytes)
-        } else {
+    let progress = |reader: &CaptureReader, index: u64| {
+        if show_progress && index & (PROGRESS_EVERY - 1) == 0 {
+            progress_line(reader, index, started);
+        }
+    };
+    let ended = if !any_after && sample.is_none() {
+        // A plain replay: the apply step and nothing else, small enough to be compiled
+        // into the read loop.
+        each_message(
+            &mut reader,
+            None,
+            |raw, _| {
+                let step = applier.step(raw.index, raw.bytes).map(drop);
+                stop_on(step, &mut error, opts, &raw)
+            },
+            progress,
+        )
+    } else {
+        // One message, and whether the capture's sequencer declared a loss before it. A
+        // writer's failure halts the replay; it is turned into the error that names its file
+        // below, once the closure lets go of the writers.
+        let handle = |raw: RawMessage<'_>, lost: bool| -> Result<Next, Halt> {
+            let index = raw.index;
+            // `--dbn-out` and `--sample` see the books before each message (a sampling
+            // boundary is the state just before the first message at or past it).
             if lost {
                 if let Some(out) = &mut dbn {
                     out.mark_maybe_bad_book();
@@ -423,7 +462,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                     out.mark_maybe_bad_book();
                 }
             }
-            applier.step_with(index, raw.bytes, |books, m| {
+            let step = applier.step_with(index, raw.bytes, |books, m| {
                 if let Some(s) = &mut sample {
                     s.before(index, books, m.timestamp());
                 }
@@ -433,98 +472,34 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                 if let Some(out) = &mut mbp {
                     out.before(books, m);
                 }
-            })
-        };
-        match step {
-            Ok(applied) => {
-                if let (true, Some(message)) = (any_after, &applied.message) {
-                    if let Some(out) = &mut dbn {
-                        out.after(index, message, applied.changed, applier.books())
-                            .map_err(|e| Halt::Other(e.into()))?;
-                    }
-                    if let Some(out) = &mut mbp {
-                        out.after(index, message, applied.changed, applier.books())
-                            .map_err(Halt::Mbp10)?;
-                    }
-                }
-                Ok(false)
-            }
-            Err(ApplyError::Decode(e)) => {
-                error = Some(ReplayFault::Decode {
-                    path: opts.input.clone(),
-                    offset,
-                    index,
-                    error: e,
-                });
-                Ok(true)
-            }
-            Err(ApplyError::Output(source)) => Err(Halt::Bbo(source)),
-        }
-    };
-    let progress = |reader: &CaptureReader, index: u64| {
-        if show_progress && index & (PROGRESS_EVERY - 1) == 0 {
-            progress_line(reader, index, started);
-        }
-    };
-    let mut halt = None;
-    'read: loop {
-        // The messages lying whole in the block already read, framed in one pass (a plain
-        // ITCH 5.0 file; none for other inputs), then one message through the reader, which
-        // refills, ends or reports an error exactly as it would message by message.
-        let mut frames = reader.frames();
-        let mut stopped = false;
-        for raw in frames.by_ref() {
-            let index = raw.index;
-            match handle(raw, false) {
-                Ok(false) => progress(&reader, index),
-                Ok(true) => {
-                    stopped = true;
-                    break;
-                }
-                Err(h) => {
-                    halt = Some(h);
-                    stopped = true;
-                    break;
-                }
-            }
-        }
-        let read = frames.read();
-        reader.advance(read);
-        if stopped {
-            break;
-        }
-        let raw = match reader.next_message() {
-            Ok(Some(raw)) => raw,
-            Ok(None) => break,
-            Err(e) => {
-                error = Some(ReplayFault::Input(e));
-                break;
-            }
-        };
-        let index = raw.index;
-        let handled = if check_losses {
-            // A copy of the message lets the reader be asked whether a loss was declared
-            // before it (only a capture's sequencer can declare one).
-            dbn_message.clear();
-            dbn_message.extend_from_slice(raw.bytes);
-            let raw = RawMessage {
-                bytes: &dbn_message,
-                ..raw
+            });
+            let applied = match step {
+                Ok(applied) => applied,
+                Err(e) => return stop_on(Err(e), &mut error, opts, &raw),
             };
-            let lost = reader.stats().gaps > 0;
-            handle(raw, lost)
-        } else {
-            handle(raw, false)
-        };
-        match handled {
-            Ok(false) => progress(&reader, index),
-            Ok(true) => break,
-            Err(h) => {
-                halt = Some(h);
-                break 'read;
+            if let (true, Some(message)) = (any_after, &applied.message) {
+                if let Some(out) = &mut dbn {
+                    out.after(index, message, applied.changed, applier.books())
+                        .map_err(|e| Halt::Other(e.into()))?;
+                }
+                if let Some(out) = &mut mbp {
+                    out.after(index, message, applied.changed, applier.books())
+                        .map_err(Halt::Mbp10)?;
+                }
             }
+            Ok(Next::Continue)
+        };
+        let losses = check_losses.then_some(&mut dbn_message);
+        each_message(&mut reader, losses, handle, progress)
+    };
+    let halt = match ended {
+        Ok(None) => None,
+        Ok(Some(e)) => {
+            error = Some(ReplayFault::Input(e));
+            None
         }
-    }
+        Err(h) => Some(h),
+    };
     match halt {
         None => {}
         Some(Halt::Bbo(source)) => {

@@ -30,6 +30,7 @@
 //! live under a locate of another thread, is applied by the owner of the message's locate
 //! alone; and the capacities (`--max-orders`, `--max-books`) hold per book thread.
 
+use std::convert::Infallible;
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::mem;
@@ -40,6 +41,7 @@ use std::time::Instant;
 use ticklane_feed::capture::{CaptureReader, MappedInput, RawMessage, ReadOptions};
 use ticklane_feed::itch::{self, DecodeError};
 
+use super::each_message::{each_message, Next};
 use super::fault::ReplayFault;
 use super::partition::{locate_of, LocatePartition};
 use super::run::{
@@ -423,9 +425,9 @@ fn replay_partitioned(
         true
     };
     let mut flowing = true;
-    // Routes one message; true when the replay stops at it (a decode error, in `error`, or
-    // a book thread gone).
-    let mut route_one = |raw: RawMessage<'_>| -> bool {
+    // Routes one message; stops the replay at it on a decode error (in `error`) or when a
+    // book thread is gone.
+    let mut route_one = |raw: RawMessage<'_>| -> Next {
         let (index, offset, bytes) = (raw.index, raw.offset, raw.bytes);
         match check(bytes) {
             Ok(locate) => {
@@ -455,13 +457,13 @@ fn replay_partitioned(
                 route.push(t as u8);
                 if route.len() == EPOCH && !send_epoch(&mut batches, &mut route) {
                     flowing = false;
-                    return true;
+                    return Next::Stop;
                 }
-                false
+                Next::Continue
             }
             Err(DecodeError::UnknownType { .. }) => {
                 unknown_types += 1;
-                false
+                Next::Continue
             }
             Err(e) => {
                 error = Some(ReplayFault::Decode {
@@ -470,46 +472,23 @@ fn replay_partitioned(
                     index,
                     error: e,
                 });
-                true
+                Next::Stop
             }
         }
     };
-    loop {
-        // The messages lying whole in the block already read, framed in one pass (as the
-        // one-thread replay does), then one through the reader, which refills, ends or
-        // reports an error exactly as it would message by message.
-        let mut frames = reader.frames();
-        let mut stopped = false;
-        for raw in frames.by_ref() {
-            let index = raw.index;
-            if route_one(raw) {
-                stopped = true;
-                break;
-            }
-            if show_progress && index & (PROGRESS_EVERY - 1) == 0 {
-                progress_line(&reader, index, started);
-            }
-        }
-        let read = frames.read();
-        reader.advance(read);
-        if stopped {
-            break;
-        }
-        let raw = match reader.next_message() {
-            Ok(Some(raw)) => raw,
-            Ok(None) => break,
-            Err(e) => {
-                error = Some(ReplayFault::Input(e));
-                break;
-            }
-        };
-        let index = raw.index;
-        if route_one(raw) {
-            break;
-        }
+    let progress = |reader: &CaptureReader, index: u64| {
         if show_progress && index & (PROGRESS_EVERY - 1) == 0 {
-            progress_line(&reader, index, started);
+            progress_line(reader, index, started);
         }
+    };
+    let ended = each_message(
+        &mut reader,
+        None,
+        |raw, _| Ok::<_, Infallible>(route_one(raw)),
+        progress,
+    );
+    if let Ok(Some(e)) = ended {
+        error = Some(ReplayFault::Input(e));
     }
     if show_progress {
         eprint!("\r{:60}\r", "");
