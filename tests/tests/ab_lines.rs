@@ -74,11 +74,10 @@ fn loss(seed: u64, drop_ratio: f64) -> Faults {
     }
 }
 
-/// Serves `log` on lines A and B with `a` and `b` faults, the retransmission server
-/// answering; runs the A/B line into a snapshot. Returns the snapshot's book CSV, the
-/// reader's report and the simulator's counters.
-fn ab_run(log: &Arc<MessageLog>, a: Faults, b: Faults) -> (String, MoldSourceReport, SimStats) {
-    let feed = MoldFeedConfig {
+/// An A/B line on two loopback sockets, joining at sequence 1, otherwise with `recovery`'s
+/// settings, silent for `silence` at most, and ended after 60 s in any case.
+fn ab_feed(recovery: RecoveryConfig, silence: Duration) -> MoldFeedConfig {
+    MoldFeedConfig {
         udp: UdpFeedConfig {
             bind: loopback(),
             ..UdpFeedConfig::default()
@@ -89,17 +88,27 @@ fn ab_run(log: &Arc<MessageLog>, a: Faults, b: Faults) -> (String, MoldSourceRep
         }),
         recovery: RecoveryConfig {
             start_sequence: Some(1),
-            retransmit_timeout: Duration::from_millis(20),
-            max_retries: 20,
-            // Far above the loopback skew between the lines, so that a reader thread held
-            // up by a busy machine still sees the other line's copy within the wait.
-            arbitration_wait: Duration::from_millis(20),
-            ..RecoveryConfig::default()
+            ..recovery
         },
-        silence_timeout: Duration::from_secs(5),
+        silence_timeout: silence,
         max_duration: Some(Duration::from_secs(60)),
         ..MoldFeedConfig::default()
+    }
+}
+
+/// Serves `log` on lines A and B with `a` and `b` faults, the retransmission server
+/// answering; runs the A/B line into a snapshot. Returns the snapshot's book CSV, the
+/// reader's report and the simulator's counters.
+fn ab_run(log: &Arc<MessageLog>, a: Faults, b: Faults) -> (String, MoldSourceReport, SimStats) {
+    let recovery = RecoveryConfig {
+        retransmit_timeout: Duration::from_millis(20),
+        max_retries: 20,
+        // Far above the loopback skew between the lines, so that a reader thread held up
+        // by a busy machine still sees the other line's copy within the wait.
+        arbitration_wait: Duration::from_millis(20),
+        ..RecoveryConfig::default()
     };
+    let feed = ab_feed(recovery, Duration::from_secs(5));
     let mut source = MoldSource::open(feed, PipelineConfig::default().wait).expect("bind");
     let mut sim = MoldSimConfig::new(
         Session::new(b"AB").expect("fits"),
@@ -260,24 +269,11 @@ fn independent_loss_on_both_lines_is_mostly_arbitrated_and_the_rest_retransmitte
 fn line_b_trailing_line_a_past_the_end_of_session_is_still_counted() {
     const SENT: u64 = 12;
     let log = log(24);
-    let feed = MoldFeedConfig {
-        udp: UdpFeedConfig {
-            bind: loopback(),
-            ..UdpFeedConfig::default()
-        },
-        line_b: Some(UdpFeedConfig {
-            bind: loopback(),
-            ..UdpFeedConfig::default()
-        }),
-        recovery: RecoveryConfig {
-            start_sequence: Some(1),
-            arbitration_wait: Duration::from_secs(20),
-            ..RecoveryConfig::default()
-        },
-        silence_timeout: Duration::from_secs(30),
-        max_duration: Some(Duration::from_secs(60)),
-        ..MoldFeedConfig::default()
+    let recovery = RecoveryConfig {
+        arbitration_wait: Duration::from_secs(20),
+        ..RecoveryConfig::default()
     };
+    let feed = ab_feed(recovery, Duration::from_secs(30));
     let source = MoldSource::open(feed, PipelineConfig::default().wait).expect("bind");
     let a = source.local_addr().expect("A bound");
     let b = source.local_addr_b().expect("B bound").expect("a line B");

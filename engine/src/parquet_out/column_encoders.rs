@@ -83,11 +83,11 @@ pub(super) struct ColumnEncoders {
     row_groups: usize,
 }
 
-/// How many encoder threads: one per core, at most [`MOST_ENCODERS`], at most one per
-/// column.
-pub(super) fn encoder_count(columns: usize) -> usize {
+/// How many encoder threads: one per core, at most [`MOST_ENCODERS`] (and
+/// [`ColumnEncoders::start`] starts at most one per column).
+pub(super) fn encoder_count() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    cores.clamp(1, MOST_ENCODERS).min(columns.max(1))
+    cores.clamp(1, MOST_ENCODERS)
 }
 
 impl ColumnEncoders {

@@ -85,8 +85,12 @@ impl ParquetFile {
         sorted_by: &[usize],
         columns: &ColumnChoices,
     ) -> Result<Self, ParquetOutError> {
-        let threads = encoder_count(schema.fields().len());
-        Self::create_with(path, schema, properties(sorted_by, columns), threads)
+        Self::create_with(
+            path,
+            schema,
+            properties(sorted_by, columns),
+            encoder_count(),
+        )
     }
 
     /// [`ParquetFile::create`] with these writer properties and encoder threads.
