@@ -1,7 +1,9 @@
 //! `replay --threads N` gives the outputs of one thread: the top-of-book stream, the final
-//! depth and the summary (but for its timings) are byte-identical to `--threads 1` for
-//! N = 2, 3, 4, on generated days with every hard case (mapped, and gzip: read and copied),
-//! on a file that stops at a decode error, and on the real captures in `../shared/data`.
+//! depth, the DBN file (every schema, plain and zstd, `F_MAYBE_BAD_BOOK` after a capture's
+//! declared loss), each filtered by `--symbols`/`--between`, and the summary (but for its
+//! timings) are byte-identical to `--threads 1` for N = 2, 3, 4, on generated days with
+//! every hard case (mapped, and gzip: read and copied), on a file that stops at a decode
+//! error, on a lossy pcap, and on the real captures in `../shared/data`.
 //!
 //! The reference is the one-thread replay (`replay_file`), a separate code path from the
 //! partitioned one: the reader, routing, batches and merge under test appear nowhere in it.
@@ -12,22 +14,46 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use ticklane_engine::book::BookConfig;
+use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, SessionDate};
+use ticklane_engine::output_filter::OutputFilter;
 use ticklane_engine::replay::{
     replay_file, replay_file_threaded, ReplayFault, ReplayOptions, ReplaySummary,
 };
 use ticklane_feed::sim::GenConfig;
 
-/// The three outputs of one replay, as bytes.
+/// The outputs of one replay, as bytes.
 #[derive(Debug, PartialEq, Eq)]
 struct Outputs {
     bbo: String,
     book: String,
     /// The summary JSON without `elapsed_s` and `msgs_per_s`, which are timings.
     summary: String,
+    /// The DBN file, if one was asked for.
+    dbn: Option<Vec<u8>>,
 }
 
-fn options(input: &Path, recover_lengths: bool, dir: &Path, tag: &str) -> ReplayOptions {
+/// What a test adds to the options of every replay: a DBN output, a filter.
+#[derive(Clone, Default)]
+struct Extra {
+    /// The schema and the file name's ending (`dbn` or `dbn.zst`).
+    dbn: Option<(DbnSchema, &'static str)>,
+    filter: OutputFilter,
+}
+
+fn options(
+    input: &Path,
+    recover_lengths: bool,
+    dir: &Path,
+    tag: &str,
+    extra: &Extra,
+) -> ReplayOptions {
     ReplayOptions {
+        dbn_out: extra.dbn.map(|(schema, ending)| DbnOutOptions {
+            path: dir.join(format!("{tag}.{ending}")),
+            schema,
+            date: SessionDate::parse("2019-01-30").expect("a valid date"),
+        }),
+        filter: extra.filter.clone(),
         input: input.to_path_buf(),
         recover_lengths,
         bbo_out: Some(dir.join(format!("{tag}.bbo.csv"))),
@@ -52,18 +78,37 @@ fn outputs(opts: &ReplayOptions) -> Outputs {
         bbo: read(&opts.bbo_out),
         book: read(&opts.book_out),
         summary: json[..cut].to_string(),
+        dbn: opts
+            .dbn_out
+            .as_ref()
+            .map(|o| fs::read(&o.path).expect("DBN written")),
     }
 }
 
 /// Replays `input` on 1 thread, then on 2, 3 and 4, and checks every output against the
 /// first. Returns the one-thread summary for further checks.
 fn same_for_every_thread_count(input: &Path, recover_lengths: bool) -> ReplaySummary {
+    same_for_every_thread_count_with(input, recover_lengths, &Extra::default())
+}
+
+/// [`same_for_every_thread_count`] with `extra`'s outputs and filter in every replay.
+fn same_for_every_thread_count_with(
+    input: &Path,
+    recover_lengths: bool,
+    extra: &Extra,
+) -> ReplaySummary {
     let dir = tempfile::tempdir().expect("tempdir");
-    let one = options(input, recover_lengths, dir.path(), "t1");
+    let one = options(input, recover_lengths, dir.path(), "t1", extra);
     let reference = replay_file(&one).expect("one thread").summary;
     let expected = outputs(&one);
     for threads in 2..=4 {
-        let opts = options(input, recover_lengths, dir.path(), &format!("t{threads}"));
+        let opts = options(
+            input,
+            recover_lengths,
+            dir.path(),
+            &format!("t{threads}"),
+            extra,
+        );
         let done = replay_file_threaded(&opts, threads).expect("threads");
         assert_eq!(
             done.books.len(),
@@ -88,6 +133,11 @@ fn same_for_every_thread_count(input: &Path, recover_lengths: bool) -> ReplaySum
             got.summary,
             expected.summary,
             "{}: summary, {threads} threads",
+            input.display()
+        );
+        assert!(
+            got.dbn == expected.dbn,
+            "{}: --dbn-out differs with {threads} threads",
             input.display()
         );
     }
@@ -239,4 +289,155 @@ fn shared_captures_give_the_same_outputs_on_every_thread_count() {
     let ritch = data.join("ritch/ex20101224.TEST_ITCH_50");
     let summary = same_for_every_thread_count(&ritch, true);
     assert!(summary.messages > 1_000, "{}", summary.messages);
+}
+
+/// A generated day with every hard case, in every DBN schema (MBP-10 also zstd), then with
+/// `--symbols` and `--between` cutting every output.
+#[test]
+fn dbn_out_in_every_schema_and_the_filters_are_the_same_on_every_thread_count() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = dir.path().join("day.itch50");
+    util::write_generated(
+        &day,
+        GenConfig {
+            messages: 40_000,
+            seed: 3,
+            stocks: 11,
+            hard_cases: true,
+            crossing: false,
+        },
+    );
+    let schemas = [
+        (DbnSchema::Mbo, "dbn"),
+        (DbnSchema::Mbp1, "dbn"),
+        (DbnSchema::Mbp10, "dbn"),
+        (DbnSchema::Mbp10, "dbn.zst"),
+        (DbnSchema::Tbbo, "dbn"),
+        (DbnSchema::Trades, "dbn"),
+    ];
+    let mut unfiltered = Vec::new();
+    for dbn in schemas {
+        let extra = Extra {
+            dbn: Some(dbn),
+            ..Extra::default()
+        };
+        let summary = same_for_every_thread_count_with(&day, false, &extra);
+        assert!(summary.error.is_none(), "{:?}", summary.error);
+        // Trades are the rarest records; the generator makes thousands in this day.
+        let records = summary.dbn_out_records.expect("DBN records counted");
+        assert!(records > 1_000, "{dbn:?}: {records}");
+        unfiltered.push((dbn, records));
+    }
+
+    // Two of the stocks, over the middle of the day's time (the generated day's messages
+    // are stamped apart evenly enough for a third of it to cut every output).
+    let one =
+        replay_file(&options(&day, false, dir.path(), "all", &Extra::default())).expect("replay");
+    let symbols: Vec<String> = (0..=u16::MAX)
+        .map(|l| one.books.symbol(ticklane_feed::itch::Locate(l)))
+        .filter(|s| !s.is_empty())
+        .take(2)
+        .map(|s| String::from_utf8_lossy(s).trim().to_string())
+        .collect();
+    assert_eq!(symbols.len(), 2, "the day lists its stocks");
+    let bbo = fs::read_to_string(dir.path().join("all.bbo.csv")).expect("bbo");
+    let stamps: Vec<u64> = bbo
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).expect("timestamp").parse().expect("ns"))
+        .collect();
+    let (first, last) = (stamps[0], stamps[stamps.len() - 1]);
+    let between = format!(
+        "{}-{}",
+        util::time_of_day(first + (last - first) / 3),
+        util::time_of_day(first + (last - first) * 2 / 3)
+    );
+    let filter = OutputFilter::parse(&symbols.join(","), &between).expect("a valid filter");
+    for dbn in [(DbnSchema::Mbo, "dbn"), (DbnSchema::Mbp10, "dbn")] {
+        let extra = Extra {
+            dbn: Some(dbn),
+            filter: filter.clone(),
+        };
+        let filtered = same_for_every_thread_count_with(&day, false, &extra);
+        let records = filtered.dbn_out_records.expect("DBN records counted");
+        let (_, all) = unfiltered
+            .iter()
+            .find(|(d, _)| *d == dbn)
+            .expect("run above");
+        assert!(
+            records > 0 && records * 3 < *all,
+            "{dbn:?}: the filter keeps some records, far fewer than all {all}: {records}"
+        );
+        assert_eq!(
+            filtered.bbo_rows, one.summary.bbo_rows,
+            "rows are counted before the filter"
+        );
+    }
+}
+
+/// Splits a BinaryFILE's messages into MoldUDP64 packets of `per_packet` messages and
+/// writes them as a pcap, leaving out the packets that `drop` picks by their number: a
+/// capture whose sequencer declares those messages lost.
+fn lossy_pcap(itch: &[u8], per_packet: usize, drop: impl Fn(usize) -> bool) -> Vec<u8> {
+    let mut messages = Vec::new();
+    let mut at = 0;
+    while at + 2 <= itch.len() {
+        let len = usize::from(u16::from_be_bytes([itch[at], itch[at + 1]]));
+        messages.push(&itch[at + 2..at + 2 + len]);
+        at += 2 + len;
+    }
+    let mut pcap = ticklane_feed::capture::PcapWriter::new(Vec::new()).expect("pcap");
+    let src = std::net::SocketAddrV4::new([10, 0, 0, 1].into(), 1000);
+    let dst = std::net::SocketAddrV4::new([233, 54, 12, 1].into(), 26400);
+    for (n, chunk) in messages.chunks(per_packet).enumerate() {
+        if drop(n) {
+            continue;
+        }
+        let seq = (n * per_packet + 1) as u64;
+        let mut p = b"SESSION001".to_vec();
+        p.extend_from_slice(&seq.to_be_bytes());
+        p.extend_from_slice(&(chunk.len() as u16).to_be_bytes());
+        for m in chunk {
+            p.extend_from_slice(&(m.len() as u16).to_be_bytes());
+            p.extend_from_slice(m);
+        }
+        pcap.write_udp(1_548_858_600_000_000_000 + seq, src, dst, &p)
+            .expect("write packet");
+    }
+    pcap.finish().expect("finish pcap")
+}
+
+/// A capture that loses packets: every thread count marks the same DBN records
+/// `F_MAYBE_BAD_BOOK` (from the first message after the first loss), so the files match.
+#[test]
+fn a_lossy_capture_gives_the_same_dbn_flags_on_every_thread_count() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = dir.path().join("day.itch50");
+    util::write_generated(
+        &day,
+        GenConfig {
+            messages: 30_000,
+            seed: 9,
+            stocks: 7,
+            hard_cases: false,
+            crossing: false,
+        },
+    );
+    let itch = fs::read(&day).expect("read day");
+    let pcap = dir.path().join("lossy.pcap");
+    // 20 messages a packet; every 37th packet from the 300th lost.
+    fs::write(&pcap, lossy_pcap(&itch, 20, |n| n >= 300 && n % 37 == 0)).expect("write pcap");
+    for dbn in [(DbnSchema::Mbo, "dbn"), (DbnSchema::Mbp1, "dbn.zst")] {
+        let extra = Extra {
+            dbn: Some(dbn),
+            ..Extra::default()
+        };
+        let summary = same_for_every_thread_count_with(&pcap, false, &extra);
+        assert!(
+            summary.declared_lost_messages() > 100,
+            "{}",
+            summary.declared_lost_messages()
+        );
+        assert!(summary.dbn_out_records.expect("counted") > 10_000);
+    }
 }

@@ -48,7 +48,12 @@ pub fn write_level_row<W: Write>(
 ///
 /// Whatever `sink` returns.
 pub fn write_book_csv<W: Write>(books: &Books, depth: usize, sink: W) -> io::Result<W> {
-    write_partitioned_book_csv(std::slice::from_ref(books), depth, sink)
+    write_books(
+        std::slice::from_ref(books),
+        depth,
+        &OutputFilter::default(),
+        sink,
+    )
 }
 
 /// [`write_book_csv`] of the stocks `filter` keeps (`--symbols`; its time window does not
@@ -66,8 +71,8 @@ pub fn write_book_csv_filtered<W: Write>(
     write_books(std::slice::from_ref(books), depth, filter, sink)
 }
 
-/// [`write_book_csv`] for books split over several tables, each locate's book in exactly
-/// one of them (`replay --threads N`): the same rows in the same order as one table
+/// [`write_book_csv_filtered`] for books split over several tables, each locate's book in
+/// exactly one of them (`replay --threads N`): the same rows in the same order as one table
 /// holding every book.
 ///
 /// # Errors
@@ -76,9 +81,10 @@ pub fn write_book_csv_filtered<W: Write>(
 pub fn write_partitioned_book_csv<W: Write>(
     parts: &[Books],
     depth: usize,
+    filter: &OutputFilter,
     sink: W,
 ) -> io::Result<W> {
-    write_books(parts, depth, &OutputFilter::default(), sink)
+    write_books(parts, depth, filter, sink)
 }
 
 fn write_books<W: Write>(

@@ -14,6 +14,8 @@
 
 pub mod mbo;
 pub mod mbp;
+mod merged;
+mod record_batch;
 mod record_sink;
 mod session_date;
 mod spool;
@@ -34,6 +36,8 @@ use crate::book::{Books, Order, Side, TopOfBook, Trade};
 use crate::output_filter::OutputFilter;
 use mbo::MboWriter;
 use mbp::MbpWriter;
+pub use merged::MergedDbnOut;
+pub use record_batch::RecordBatch;
 pub use record_sink::RecordSink;
 pub use spool::Spool;
 use trades::TradeWriter;
@@ -66,6 +70,17 @@ impl DbnSchema {
             DbnSchema::Mbp10 => Schema::Mbp10,
             DbnSchema::Tbbo => Schema::Tbbo,
             DbnSchema::Trades => Schema::Trades,
+        }
+    }
+
+    /// The bytes of one record of the schema (every record of a schema is the same size).
+    pub fn record_len(self) -> usize {
+        match self {
+            DbnSchema::Mbo => std::mem::size_of::<dbn::MboMsg>(),
+            DbnSchema::Mbp1 => std::mem::size_of::<Mbp1Msg>(),
+            DbnSchema::Mbp10 => std::mem::size_of::<Mbp10Msg>(),
+            DbnSchema::Tbbo => std::mem::size_of::<dbn::TbboMsg>(),
+            DbnSchema::Trades => std::mem::size_of::<dbn::TradeMsg>(),
         }
     }
 }
@@ -202,6 +217,8 @@ pub struct DbnOut<S: RecordSink = Spool> {
     symbols: BTreeMap<u16, String>,
     before: Before,
     last_ts_event: u64,
+    /// The message index that `last_ts_event` is the stamp of.
+    last_index: u64,
     /// Set once the input declared messages lost: the books may be wrong from then on.
     maybe_bad_book: bool,
     /// Whether the sink was told the metadata's size (before the first record).
@@ -263,6 +280,7 @@ impl<S: RecordSink> DbnOut<S> {
             symbols: BTreeMap::new(),
             before: Before::default(),
             last_ts_event: 0,
+            last_index: 0,
             maybe_bad_book: false,
             metadata_reserved: false,
             schema,
@@ -339,6 +357,7 @@ impl<S: RecordSink> DbnOut<S> {
             },
         };
         self.last_ts_event = stamp.ts_event;
+        self.last_index = index;
         if !self.filter.keeps_all() {
             let keep = self.filter.keeps(books.symbol(message.locate()), Nanos(ns));
             self.spool.set_muted(!keep);
@@ -364,6 +383,17 @@ impl<S: RecordSink> DbnOut<S> {
         self.metadata_reserved = true;
         let metadata = session_metadata(self.opts.schema.dbn(), self.opts.date, 0, &self.symbols);
         self.spool.reserve_metadata(&metadata)
+    }
+
+    /// The last message the schema writers saw (the stock directory aside): its index and
+    /// `ts_event`, where the metadata's time range ends; `(0, 0)` before any.
+    pub fn last_event(&self) -> (u64, u64) {
+        (self.last_index, self.last_ts_event)
+    }
+
+    /// The sink, to swap a filled batch of records for an empty one.
+    pub fn sink_mut(&mut self) -> &mut S {
+        &mut self.spool
     }
 
     /// Records written so far.

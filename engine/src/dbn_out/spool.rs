@@ -213,6 +213,22 @@ impl Spool {
         Ok(())
     }
 
+    /// Appends `records` records already encoded, in order, as `bytes` (the records a book
+    /// thread of `replay --threads` made, placed here in message order).
+    ///
+    /// # Errors
+    ///
+    /// If the writer thread stopped (it could not write the file): its error.
+    #[inline]
+    pub fn push_encoded(&mut self, bytes: &[u8], records: u64) -> Result<(), DbnOutError> {
+        self.count += records;
+        self.batch.extend_from_slice(bytes);
+        if self.batch.len() >= BATCH_BYTES {
+            self.hand_off()?;
+        }
+        Ok(())
+    }
+
     /// Sends the batch to the writer thread and takes an emptied one (a new one while the
     /// first few are still on their way).
     #[cold]

@@ -11,14 +11,20 @@
 //! [`EPOCH`] messages it sends each book thread its batch (empty ones too) and the merge
 //! thread the epoch's route: which thread got each message, in input order. Each book thread
 //! runs the one-thread apply step ([`Applier`]) on its own books and sends back, per
-//! message, one byte of effect (did it write a top-of-book row, how did the live-order count
-//! move) and its rows, already formatted as `--bbo-out` lines ([`BboRowBytes`]: the same
-//! formatting code as one thread's writer, into a buffer reused epoch after epoch). The
-//! merge thread walks the route and so visits every message in input order: it copies each
-//! row's line into the output where the single thread would have written it (a copy per
-//! row: formatting, most of the stream's cost, is spread over the book threads), and it
-//! keeps the live-order count of all books together, whose maximum is the summary's
-//! `live_orders_peak` (a per-thread peak would not add up to it).
+//! message, its [`Effect`] (did it write a top-of-book row, how did the live-order count
+//! move, what did it ask of the DBN output) and its rows, already formatted as `--bbo-out`
+//! lines ([`BboRowBytes`]: the same formatting code as one thread's writer, into a buffer
+//! reused epoch after epoch), and with `--dbn-out` its DBN records ([`RecordBatch`]: the
+//! one-thread schema writers over its own stocks). `--symbols`/`--between` are applied
+//! there too, by the same code as on one thread. The merge thread walks the route and so
+//! visits every message in input order: it copies each row's line and each message's
+//! records into the outputs where the single thread would have written them (a copy each:
+//! formatting and the MBP levels, most of the outputs' cost, are spread over the book
+//! threads), and it keeps the live-order count of all books together, whose maximum is the
+//! summary's `live_orders_peak` (a per-thread peak would not add up to it).
+//!
+//! A capture's declared losses mark every later DBN record `F_MAYBE_BAD_BOOK`, as on one
+//! thread: the reader notes the first message after a loss and each batch carries it.
 //!
 //! Buffers travel in a loop and come back for reuse: after the first few epochs nothing is
 //! allocated per message or per batch. The channels are bounded ([`IN_FLIGHT`] epochs), so
@@ -34,12 +40,14 @@ use std::convert::Infallible;
 use std::fs::File;
 use std::io::{self, BufWriter};
 use std::mem;
+use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
+use ticklane_feed::capture::InputFormat;
 use ticklane_feed::capture::{CaptureReader, MappedInput, RawMessage, ReadOptions};
-use ticklane_feed::itch::{self, DecodeError};
+use ticklane_feed::itch::{self, DecodeError, Nanos};
 
 use super::each_message::{each_message, Next};
 use super::fault::ReplayFault;
@@ -49,8 +57,10 @@ use super::run::{
     write_summary_json, ReplayError, ReplayOptions, PROGRESS_EVERY,
 };
 use super::summary::{PacketCounts, ReplaySummary};
-use crate::book::{Applier, BookConfig, BookCounters, Books, TypeCounts};
+use crate::book::{Applier, BboRow, BboSink, BookConfig, BookCounters, Books, TypeCounts};
 use crate::csv::{write_partitioned_book_csv, BboRowBytes, CsvBuffer, BBO_HEADER};
+use crate::dbn_out::{DbnOut, DbnOutOptions, MergedDbnOut, RecordBatch, RecordSink};
+use crate::output_filter::OutputFilter;
 
 /// Messages per epoch: the unit in which batches are sent and merged.
 pub const EPOCH: usize = 16 * 1024;
@@ -68,10 +78,11 @@ pub struct PartitionedOutcome {
 }
 
 /// Replays `opts.input` on `threads` book threads (1 is [`super::replay_file`] itself,
-/// unchanged). The outputs (`--bbo-out`, `--book-out`, the summary) are those of one
-/// thread; see the module documentation for the one exception. A DBN input replays on one
-/// thread whatever `threads` says (its records are not routed by locate yet), and so does a
-/// replay with `opts.dbn_out` (the DBN writer follows one book).
+/// unchanged). The outputs (`--bbo-out`, `--book-out`, `--dbn-out` in every schema, the
+/// summary, each filtered by `opts.filter`) are those of one thread; see the module
+/// documentation for the one exception. A DBN input replays on one thread whatever
+/// `threads` says (its records are not routed by locate yet), and so does a replay with
+/// `opts.sample` or `opts.parquet_out` (their writers follow one set of books).
 ///
 /// # Errors
 ///
@@ -80,7 +91,10 @@ pub fn replay_file_threaded(
     opts: &ReplayOptions,
     threads: usize,
 ) -> Result<PartitionedOutcome, ReplayError> {
-    if threads <= 1 || opts.dbn_out.is_some() || super::dbn_input::dbn_format(&opts.input).is_some()
+    if threads <= 1
+        || opts.sample.is_some()
+        || opts.parquet_out.is_some()
+        || super::dbn_input::dbn_format(&opts.input).is_some()
     {
         let done = super::replay_file(opts)?;
         return Ok(PartitionedOutcome {
@@ -104,11 +118,17 @@ struct Frame {
 
 /// The messages of one epoch for one book thread: where they lie, and the bytes of those
 /// not in the mapped input.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct InBatch {
     bytes: Vec<u8>,
     frames: Vec<Frame>,
+    /// The first message the capture's sequencer declared a loss before ([`NO_LOSS`] if
+    /// none yet): DBN records from it on are marked `F_MAYBE_BAD_BOOK`.
+    lost_from: u64,
 }
+
+/// [`InBatch::lost_from`] when no loss was declared.
+const NO_LOSS: u64 = u64::MAX;
 
 impl InBatch {
     /// An empty batch with room for a share of an epoch among `threads` (a quarter over the
@@ -118,6 +138,7 @@ impl InBatch {
         InBatch {
             bytes: Vec::new(),
             frames: Vec::with_capacity(EPOCH / threads.max(1) * 5 / 4),
+            lost_from: NO_LOSS,
         }
     }
 
@@ -130,26 +151,60 @@ impl InBatch {
     }
 }
 
-/// What one message did, in one byte: bit 0, a top-of-book row was written; bits 1..3,
-/// the change in live orders plus one (a message moves it by -1, 0 or +1).
+/// What one message did, in two bytes: bit 0, a top-of-book row was written (and kept by
+/// the filter); bits 1..3, the change in live orders plus one (a message moves it by -1, 0
+/// or +1); bit 3, the stock directory named a ticker for the DBN metadata; bit 4, the DBN
+/// output asked for the metadata's room; bits 8..16, the DBN records it wrote (at most 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Effect(u8);
+struct Effect(u16);
 
 impl Effect {
+    const ROW: u16 = 1;
+    const SYMBOL: u16 = 1 << 3;
+    const RESERVE: u16 = 1 << 4;
+    const DBN: u16 = Self::SYMBOL | Self::RESERVE | 0xff00;
+
     #[inline(always)]
     fn new(row: bool, live_change: i64) -> Self {
         debug_assert!((-1..=1).contains(&live_change), "{live_change}");
-        Effect(u8::from(row) | (((live_change + 1) as u8) << 1))
+        Effect(u16::from(row) | (((live_change + 1) as u16) << 1))
+    }
+
+    /// With what the message asked of the DBN output: `records` records (fewer than 256),
+    /// a ticker named, the metadata's room asked for.
+    #[inline(always)]
+    fn with_dbn(self, records: u64, symbol: bool, reserve: bool) -> Self {
+        debug_assert!(records < 256, "{records}");
+        let flags = if symbol { Self::SYMBOL } else { 0 } | if reserve { Self::RESERVE } else { 0 };
+        Effect(self.0 | flags | ((records as u16) << 8))
     }
 
     #[inline(always)]
     fn row(self) -> bool {
-        self.0 & 1 != 0
+        self.0 & Self::ROW != 0
     }
 
     #[inline(always)]
     fn live_change(self) -> i64 {
-        i64::from(self.0 >> 1) - 1
+        i64::from((self.0 >> 1) & 3) - 1
+    }
+
+    /// Whether the message asked anything of the DBN output.
+    #[inline(always)]
+    fn dbn(self) -> bool {
+        self.0 & Self::DBN != 0
+    }
+
+    fn symbol(self) -> bool {
+        self.0 & Self::SYMBOL != 0
+    }
+
+    fn reserve(self) -> bool {
+        self.0 & Self::RESERVE != 0
+    }
+
+    fn records(self) -> usize {
+        usize::from(self.0 >> 8)
     }
 }
 
@@ -160,6 +215,8 @@ struct OutBatch {
     effects: Vec<Effect>,
     /// The rows those messages wrote, in batch order, as `--bbo-out` lines.
     rows: BboRowBytes,
+    /// The DBN records they wrote, the tickers and the metadata's room they asked for.
+    records: RecordBatch,
 }
 
 /// What a book thread hands back at the end.
@@ -167,19 +224,66 @@ struct BookPart {
     books: Books,
     messages: u64,
     by_type: TypeCounts,
+    /// Top-of-book rows made (before the filter, as the summary counts them).
+    bbo_rows: u64,
+    /// The last message the DBN schema writers saw: index and `ts_event`.
+    dbn_last: (u64, u64),
 }
 
-/// What the merge thread hands back at the end.
+/// What the merge thread hands back at the end: the DBN output waits for the metadata's end
+/// time, which the book threads hold.
 struct Merged {
-    rows: u64,
     live_orders_peak: u64,
+    dbn: Option<MergedDbnOut>,
+}
+
+/// The outputs a book thread makes: the top-of-book rows (`--bbo-out`), DBN records
+/// (`--dbn-out`), each kept by `filter`.
+#[derive(Clone)]
+struct BookOutputs {
+    bbo: bool,
+    dbn: Option<DbnOutOptions>,
+    filter: OutputFilter,
+}
+
+/// A book thread's top-of-book rows: formatted if `filter` keeps them.
+struct KeptRows {
+    rows: BboRowBytes,
+    filter: OutputFilter,
+}
+
+impl BboSink for KeptRows {
+    #[inline]
+    fn write_row(&mut self, row: &BboRow) -> io::Result<()> {
+        if self.filter.keeps_all()
+            || self
+                .filter
+                .keeps(row.symbol_trimmed(), Nanos(row.timestamp_ns))
+        {
+            self.rows.write_row(row)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn finish(self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// A book thread's ends of its channels, as the reader and the merge thread see them.
 struct BookLane {
     input: SyncSender<InBatch>,
     recycled: Receiver<InBatch>,
-    thread: JoinHandle<Result<BookPart, String>>,
+    thread: JoinHandle<Result<BookPart, ReplayError>>,
+}
+
+/// A thread that panicked (a bug), as the replay's error.
+fn panicked(what: &str) -> ReplayError {
+    ReplayError::Output {
+        path: "(thread)".into(),
+        source: io::Error::other(format!("{what} panicked")),
+    }
 }
 
 fn spawn<T: Send + 'static>(
@@ -195,41 +299,91 @@ fn spawn<T: Send + 'static>(
         })
 }
 
-/// The book thread: the one-thread apply step over each batch, answering with effects
-/// and rows. Ends when the reader hangs up, or early if the merge thread has gone.
+/// The book thread: the one-thread apply step over each batch, answering with effects,
+/// rows and records. Ends when the reader hangs up, or early if the merge thread has gone.
 fn book_thread(
     config: BookConfig,
-    bbo: bool,
+    outputs: BookOutputs,
     mapped: Option<MappedInput>,
     input: Receiver<InBatch>,
     recycle_in: SyncSender<InBatch>,
     output: SyncSender<OutBatch>,
     recycled_out: Receiver<OutBatch>,
-) -> Result<BookPart, String> {
-    let mut applier = Applier::new(config, bbo.then(BboRowBytes::default))
-        .map_err(|e| format!("allocating a book thread's books: {e}"))?;
+) -> Result<BookPart, ReplayError> {
+    let rows = outputs.bbo.then(|| KeptRows {
+        rows: BboRowBytes::default(),
+        filter: outputs.filter.clone(),
+    });
+    let mut applier = Applier::new(config, rows).map_err(ReplayError::Books)?;
+    let mut dbn = outputs
+        .dbn
+        .map(|o| DbnOut::with_sink(o, RecordBatch::default()).with_filter(outputs.filter));
+    let mut marked = false;
     let mapped = mapped.as_ref().map_or(&[][..], MappedInput::bytes);
+    let unreachable = |index: u64, e: crate::book::ApplyError| {
+        // The reader checked type and length, and rows go to memory: unreachable unless
+        // those checks and `itch::decode` part ways.
+        ReplayError::Output {
+            path: "(book thread)".into(),
+            source: io::Error::other(format!("message {index}: {e:?}")),
+        }
+    };
     for batch in input {
         let mut out = recycled_out.try_recv().unwrap_or_default();
         out.effects.clear();
         out.rows.clear();
+        out.records.clear();
         if let Some(sink) = applier.sink_mut() {
-            mem::swap(sink, &mut out.rows);
+            mem::swap(&mut sink.rows, &mut out.rows);
+        }
+        if let Some(dbn) = &mut dbn {
+            mem::swap(dbn.sink_mut(), &mut out.records);
         }
         for &frame in &batch.frames {
             let bytes = batch.message(mapped, frame);
-            let (live, rows) = (applier.books().live_orders(), applier.bbo_rows());
-            if let Err(e) = applier.step(frame.index, bytes) {
-                // The reader checked type and length, and rows go to memory: unreachable
-                // unless those checks and `itch::decode` part ways.
-                return Err(format!("message {}: {e:?}", frame.index));
-            }
+            let live = applier.books().live_orders();
+            let rows = applier.sink_mut().map_or(0, |s| s.rows.rows());
+            let dbn_effect = match &mut dbn {
+                None => {
+                    applier
+                        .step(frame.index, bytes)
+                        .map_err(|e| unreachable(frame.index, e))?;
+                    None
+                }
+                Some(dbn) => {
+                    if !marked && frame.index >= batch.lost_from {
+                        dbn.mark_maybe_bad_book();
+                        marked = true;
+                    }
+                    let sink = dbn.sink_mut();
+                    let was = (sink.count(), sink.symbols().len(), sink.reserves());
+                    let applied = applier
+                        .step_with(frame.index, bytes, |books, m| dbn.before(books, m))
+                        .map_err(|e| unreachable(frame.index, e))?;
+                    if let Some(message) = &applied.message {
+                        dbn.after(frame.index, message, applied.changed, applier.books())?;
+                    }
+                    let sink = dbn.sink_mut();
+                    Some((
+                        sink.count() - was.0,
+                        sink.symbols().len() != was.1,
+                        sink.reserves() != was.2,
+                    ))
+                }
+            };
             let live_change = applier.books().live_orders() as i64 - live as i64;
-            out.effects
-                .push(Effect::new(applier.bbo_rows() != rows, live_change));
+            let row = applier.sink_mut().map_or(0, |s| s.rows.rows()) != rows;
+            let mut effect = Effect::new(row, live_change);
+            if let Some((records, symbol, reserve)) = dbn_effect {
+                effect = effect.with_dbn(records, symbol, reserve);
+            }
+            out.effects.push(effect);
         }
         if let Some(sink) = applier.sink_mut() {
-            mem::swap(sink, &mut out.rows);
+            mem::swap(&mut sink.rows, &mut out.rows);
+        }
+        if let Some(dbn) = &mut dbn {
+            mem::swap(dbn.sink_mut(), &mut out.records);
         }
         // A full recycling queue means the reader holds spares already: drop this one.
         let _ = recycle_in.try_send(batch);
@@ -237,51 +391,80 @@ fn book_thread(
             break;
         }
     }
-    let (messages, by_type) = (applier.messages(), *applier.by_type());
-    let books = applier
-        .finish()
-        .map_err(|e| format!("finishing a book thread: {e}"))?;
+    let (messages, by_type, bbo_rows) =
+        (applier.messages(), *applier.by_type(), applier.bbo_rows());
+    let dbn_last = dbn.as_ref().map_or((0, 0), DbnOut::last_event);
+    let books = applier.finish().map_err(|source| ReplayError::Output {
+        path: "(book thread)".into(),
+        source,
+    })?;
     Ok(BookPart {
         books,
         messages,
         by_type,
+        bbo_rows,
+        dbn_last,
     })
 }
 
 /// The merge thread: every message in input order, by the reader's route; each row's line
-/// copied to the CSV output, the live-order count of all books kept to find its peak.
+/// copied to the CSV output and each message's records to the DBN output, the live-order
+/// count of all books kept to find its peak.
 fn merge_thread(
     routes: Receiver<Vec<u8>>,
     recycle_route: SyncSender<Vec<u8>>,
     outputs: Vec<Receiver<OutBatch>>,
     recycle_out: Vec<SyncSender<OutBatch>>,
-    mut csv: Option<CsvBuffer<BufWriter<File>>>,
-) -> io::Result<Merged> {
+    mut csv: Option<(CsvBuffer<BufWriter<File>>, PathBuf)>,
+    mut dbn: Option<MergedDbnOut>,
+) -> Result<Merged, ReplayError> {
     let threads = outputs.len();
     let mut batches: Vec<OutBatch> = (0..threads).map(|_| OutBatch::default()).collect();
-    let mut effect_at = vec![0usize; threads];
-    let mut row_at = vec![0usize; threads];
-    let (mut live, mut peak, mut rows) = (0i64, 0i64, 0u64);
+    // Per book thread: the next effect, row, ticker and record byte of its batch.
+    let mut at = vec![[0usize; 4]; threads];
+    let record_len = dbn.as_ref().map_or(0, MergedDbnOut::record_len);
+    let (mut live, mut peak) = (0i64, 0i64);
+    let csv_failed = |path: &PathBuf| {
+        let path = path.clone();
+        move |source| ReplayError::Output { path, source }
+    };
     for route in routes {
         for (t, output) in outputs.iter().enumerate() {
-            batches[t] = output
-                .recv()
-                .map_err(|_| io::Error::other("a book thread stopped early"))?;
+            batches[t] = output.recv().map_err(|_| ReplayError::Output {
+                path: "(merge thread)".into(),
+                source: io::Error::other("a book thread stopped early"),
+            })?;
         }
-        effect_at.fill(0);
-        row_at.fill(0);
+        at.fill([0; 4]);
         for &t in &route {
             let t = usize::from(t);
-            let effect = batches[t].effects[effect_at[t]];
-            effect_at[t] += 1;
+            let [effect_at, row_at, symbol_at, record_at] = &mut at[t];
+            let batch = &batches[t];
+            let effect = batch.effects[*effect_at];
+            *effect_at += 1;
             live += effect.live_change();
             peak = peak.max(live);
             if effect.row() {
-                if let Some(csv) = &mut csv {
-                    csv.bytes(batches[t].rows.row(row_at[t]))?;
+                if let Some((csv, path)) = &mut csv {
+                    csv.bytes(batch.rows.row(*row_at))
+                        .map_err(csv_failed(path))?;
                 }
-                row_at[t] += 1;
-                rows += 1;
+                *row_at += 1;
+            }
+            if let (true, Some(dbn)) = (effect.dbn(), &mut dbn) {
+                if effect.symbol() {
+                    let (locate, ticker) = &batch.records.symbols()[*symbol_at];
+                    dbn.symbol(*locate, ticker);
+                    *symbol_at += 1;
+                }
+                if effect.reserve() {
+                    dbn.reserve_metadata()?;
+                }
+                let len = effect.records() * record_len;
+                if len > 0 {
+                    dbn.records(&batch.records.bytes()[*record_at..][..len])?;
+                    *record_at += len;
+                }
             }
         }
         for (t, batch) in batches.iter_mut().enumerate() {
@@ -289,12 +472,12 @@ fn merge_thread(
         }
         let _ = recycle_route.try_send(route);
     }
-    if let Some(csv) = csv {
-        csv.finish()?;
+    if let Some((csv, path)) = csv {
+        csv.finish().map_err(csv_failed(&path))?;
     }
     Ok(Merged {
-        rows,
         live_orders_peak: peak.max(0) as u64,
+        dbn,
     })
 }
 
@@ -358,9 +541,15 @@ fn replay_partitioned(
                     path: path.clone(),
                     source,
                 })?;
-            Some(csv)
+            Some((csv, path.clone()))
         }
         None => None,
+    };
+    let dbn = opts.dbn_out.clone().map(MergedDbnOut::create).transpose()?;
+    let book_outputs = BookOutputs {
+        bbo: opts.bbo_out.is_some(),
+        dbn: opts.dbn_out.clone(),
+        filter: opts.filter.clone(),
     };
 
     let mut lanes = Vec::with_capacity(threads);
@@ -371,11 +560,11 @@ fn replay_partitioned(
         let (recycle_in_tx, recycle_in_rx) = mpsc::sync_channel(IN_FLIGHT + 2);
         let (output_tx, output_rx) = mpsc::sync_channel(IN_FLIGHT);
         let (recycle_out_tx, recycle_out_rx) = mpsc::sync_channel(IN_FLIGHT + 2);
-        let (config, bbo, shared) = (opts.books, opts.bbo_out.is_some(), mapped.clone());
+        let (config, made, shared) = (opts.books, book_outputs.clone(), mapped.clone());
         let thread = spawn(format!("book-{t}"), move || {
             book_thread(
                 config,
-                bbo,
+                made,
                 shared,
                 input_rx,
                 recycle_in_tx,
@@ -393,8 +582,8 @@ fn replay_partitioned(
     }
     let (route_tx, route_rx) = mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT);
     let (recycle_route_tx, recycle_route_rx) = mpsc::sync_channel(IN_FLIGHT + 2);
-    let merge = spawn("bbo-merge".into(), move || {
-        merge_thread(route_rx, recycle_route_tx, outputs, recycle_out, csv)
+    let merge = spawn("merge".into(), move || {
+        merge_thread(route_rx, recycle_route_tx, outputs, recycle_out, csv, dbn)
     })?;
 
     let show_progress = opts.progress && io::IsTerminal::is_terminal(&io::stderr());
@@ -402,8 +591,12 @@ fn replay_partitioned(
     let mut route: Vec<u8> = Vec::with_capacity(EPOCH);
     let mut unknown_types = 0u64;
     let mut error = None;
+    // Whether the capture can declare losses that the DBN records must be marked with.
+    let can_lose = opts.dbn_out.is_some()
+        && matches!(reader.format(), InputFormat::Pcap | InputFormat::PcapNg);
+    let mut lost_from = NO_LOSS;
     // Sends the epoch gathered so far; false if a stage downstream has stopped.
-    let send_epoch = |batches: &mut Vec<InBatch>, route: &mut Vec<u8>| -> bool {
+    let send_epoch = |batches: &mut Vec<InBatch>, route: &mut Vec<u8>, lost_from: u64| -> bool {
         let next_route = recycle_route_rx
             .try_recv()
             .unwrap_or_else(|_| Vec::with_capacity(EPOCH));
@@ -418,6 +611,7 @@ fn replay_partitioned(
                 .unwrap_or_else(|_| InBatch::for_share(threads));
             next.bytes.clear();
             next.frames.clear();
+            batch.lost_from = lost_from;
             if lane.input.send(mem::replace(batch, next)).is_err() {
                 return false;
             }
@@ -427,8 +621,11 @@ fn replay_partitioned(
     let mut flowing = true;
     // Routes one message; stops the replay at it on a decode error (in `error`) or when a
     // book thread is gone.
-    let mut route_one = |raw: RawMessage<'_>| -> Next {
+    let mut route_one = |raw: RawMessage<'_>, lost: bool| -> Next {
         let (index, offset, bytes) = (raw.index, raw.offset, raw.bytes);
+        if lost && lost_from == NO_LOSS {
+            lost_from = index;
+        }
         match check(bytes) {
             Ok(locate) => {
                 let t = partition.owner(locate);
@@ -455,7 +652,7 @@ fn replay_partitioned(
                 };
                 batch.frames.push(frame);
                 route.push(t as u8);
-                if route.len() == EPOCH && !send_epoch(&mut batches, &mut route) {
+                if route.len() == EPOCH && !send_epoch(&mut batches, &mut route, lost_from) {
                     flowing = false;
                     return Next::Stop;
                 }
@@ -481,10 +678,11 @@ fn replay_partitioned(
             progress_line(reader, index, started);
         }
     };
+    let mut copy = Vec::new();
     let ended = each_message(
         &mut reader,
-        None,
-        |raw, _| Ok::<_, Infallible>(route_one(raw)),
+        can_lose.then_some(&mut copy),
+        |raw, lost| Ok::<_, Infallible>(route_one(raw, lost)),
         progress,
     );
     if let Ok(Some(e)) = ended {
@@ -494,7 +692,7 @@ fn replay_partitioned(
         eprint!("\r{:60}\r", "");
     }
     if flowing && !route.is_empty() {
-        send_epoch(&mut batches, &mut route);
+        send_epoch(&mut batches, &mut route, lost_from);
     }
     let _ = send_epoch;
     drop(route_tx);
@@ -505,26 +703,14 @@ fn replay_partitioned(
         match lane.thread.join() {
             Ok(Ok(part)) => parts.push(part),
             Ok(Err(why)) => failure = failure.or(Some(why)),
-            Err(_) => failure = failure.or(Some("a book thread panicked".to_string())),
+            Err(_) => failure = failure.or(Some(panicked("a book thread"))),
         }
     }
-    let merged = merge.join();
-    let bbo_path = opts.bbo_out.clone().unwrap_or_default();
-    let merged = match merged {
-        Ok(Ok(merged)) if failure.is_none() => merged,
-        Ok(Err(source)) if failure.is_none() => {
-            return Err(ReplayError::Output {
-                path: bbo_path,
-                source,
-            })
-        }
-        Ok(_) | Err(_) => {
-            let why = failure.unwrap_or_else(|| "the merge thread panicked".into());
-            return Err(ReplayError::Output {
-                path: bbo_path,
-                source: io::Error::other(why),
-            });
-        }
+    // A book thread's failure first: the merge thread's is then only that it stopped.
+    let merged = match (failure, merge.join()) {
+        (Some(why), _) => return Err(why),
+        (None, Ok(merged)) => merged?,
+        (None, Err(_)) => return Err(panicked("the merge thread")),
     };
 
     let format = reader.format();
@@ -538,10 +724,17 @@ fn replay_partitioned(
     }
     let counters: Vec<BookCounters> = parts.iter().map(|p| p.books.counters()).collect();
     let messages = parts.iter().map(|p| p.messages).sum::<u64>() + unknown_types;
+    let bbo_rows = parts.iter().map(|p| p.bbo_rows).sum();
+    // The metadata ends at the last message the schema writers saw, as on one thread.
+    let (_, last_ts_event) = parts.iter().map(|p| p.dbn_last).max().unwrap_or_default();
     let books: Vec<Books> = parts.into_iter().map(|p| p.books).collect();
+    let dbn_out_records = match merged.dbn {
+        Some(out) => Some(out.finish(last_ts_event)?),
+        None => None,
+    };
     let elapsed_s = started.elapsed().as_secs_f64();
     write_output_file(opts.book_out.as_ref(), |out| {
-        write_partitioned_book_csv(&books, opts.depth, out)
+        write_partitioned_book_csv(&books, opts.depth, &opts.filter, out)
     })?;
     let summary = ReplaySummary {
         input: opts.input.display().to_string(),
@@ -552,13 +745,13 @@ fn replay_partitioned(
         book: sum_counters(&counters, merged.live_orders_peak),
         crossed_books_end: books.iter().map(|b| b.crossed_books() as u64).sum(),
         live_orders_end: books.iter().map(|b| b.live_orders() as u64).sum(),
-        bbo_rows: merged.rows,
+        bbo_rows,
         elapsed_s,
         packets,
         no_messages,
         error,
         dbn: None,
-        dbn_out_records: None,
+        dbn_out_records,
     };
     write_summary_json(opts, &summary)?;
     Ok(PartitionedOutcome { summary, books })

@@ -121,10 +121,11 @@ pub struct ReplayArgs {
     #[arg(long)]
     pace: Option<Pace>,
     /// Spread the stocks over this many book threads (1 = one thread, today's path); the
-    /// outputs are those of one thread. Not with --pace, --dbn-out or --parquet-out (one thread writes those);
+    /// outputs (--bbo-out, --book-out, --dbn-out, filtered by --symbols/--between) are those
+    /// of one thread. Not with --pace, --sample or --parquet-out (one thread writes those);
     /// a DBN input replays on one thread.
     #[arg(long, default_value_t = 1,
-          conflicts_with_all = ["pace", "dbn_out", "sample", "symbols", "between", "parquet_out"],
+          conflicts_with_all = ["pace", "sample", "parquet_out"],
           value_parser = clap::value_parser!(u8).range(1..))]
     threads: u8,
     /// With --pace: publish the books into this memory-mapped snapshot file.
@@ -246,11 +247,17 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
         },
     };
     let summary = match args.pace {
-        None if args.threads > 1 => replay_file_threaded(&opts, usize::from(args.threads))?.summary,
+        None if args.threads > 1 => {
+            let outcome = replay_file_threaded(&opts, usize::from(args.threads))?;
+            if outcome.summary.error.is_none() {
+                warn_unlisted_symbols(&filter, &outcome.books);
+            }
+            outcome.summary
+        }
         None => {
             let outcome = replay_file(&opts)?;
             if outcome.summary.error.is_none() {
-                warn_unlisted_symbols(&filter, &outcome.books);
+                warn_unlisted_symbols(&filter, std::slice::from_ref(&outcome.books));
             }
             outcome.summary
         }
@@ -293,12 +300,13 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
 /// `--symbols` that the input's stock directory never listed: a warning (even with -q), not
 /// an error, since one list serves many days and a stock may not trade on one of them (an
 /// IPO, a delisting); the warning shows a typo.
-fn warn_unlisted_symbols(filter: &OutputFilter, books: &Books) {
+fn warn_unlisted_symbols(filter: &OutputFilter, parts: &[Books]) {
     if !filter.has_symbols() {
         return;
     }
-    let listed: std::collections::HashSet<&[u8]> = (0..=u16::MAX)
-        .map(|l| books.symbol(Locate(l)))
+    let listed: std::collections::HashSet<&[u8]> = parts
+        .iter()
+        .flat_map(|books| (0..=u16::MAX).map(|l| books.symbol(Locate(l))))
         .filter(|s| !s.is_empty())
         .collect();
     let missing: Vec<String> = filter
