@@ -3,8 +3,10 @@
 //! has been read; the records are written as the replay makes them, in one pass over the
 //! input, and [`Spool::finish`] puts the metadata in front of them.
 //!
-//! A plain `.dbn` file is written in place: the records go straight into the output after
-//! a gap the size the metadata has when the first record comes ([`Spool::reserve_metadata`]).
+//! A plain `.dbn` file is written in place: the records go straight into the output (as
+//! `PATH.partial`, renamed to `PATH` when finished, so that a process killed part-way leaves
+//! no file by the output's name whose metadata is zeros) after a gap the size the metadata
+//! has when the first record comes ([`Spool::reserve_metadata`]).
 //! The stock directory is sent before the day's orders, so the final metadata is nearly
 //! always that size, and `finish` writes it into the gap: the records are written once.
 //! (Spooling them beside the output and copying them after the metadata cost more than the
@@ -13,7 +15,8 @@
 //! temporary beside the output, copies the records after it, and renames it over the output.
 //! A `.dbn.zst`, or an output that is not a regular file (a pipe, `/dev/null`), spools the
 //! records in a temporary beside the output instead (`PATH.records.tmp`), and `finish` writes
-//! the metadata and then copies them: a compressed file is then two zstd frames, the
+//! the metadata and then copies them (a regular file again through `PATH.partial`): a
+//! compressed file is then two zstd frames, the
 //! metadata's and the records' (compressed while the replay ran), which is a valid zstd
 //! stream (RFC 8878, section 3: it decodes to the frames' concatenation) that `dbn`'s
 //! decoders and Databento's Python `DBNDecoder` read as one.
@@ -83,6 +86,8 @@ pub struct Spool {
     writer: Option<JoinHandle<Result<File, DbnOutError>>>,
     /// The records are zstd (the output ends in `.zst`).
     compressed: bool,
+    /// The output is a regular file (or not there yet): it is written beside and renamed.
+    regular: bool,
     count: u64,
     /// While set, records are dropped (`--symbols`/`--between` filtered them out).
     muted: bool,
@@ -136,19 +141,27 @@ impl Spool {
             Ok(m) => m.is_file(),
             Err(e) => e.kind() == io::ErrorKind::NotFound,
         };
-        if compressed || !regular {
+        let (records, file) = if compressed || !regular {
             let temp = beside(out, ".records.tmp");
             let file = open_truncated(&temp)?;
-            return Self::start(out, Records::Spooled(RemovedUnlessKept(Some(temp))), file);
-        }
-        let file = open_truncated(out)?;
-        let output = RemovedUnlessKept(Some(out.to_path_buf()));
-        Self::start(out, Records::InPlace { output, gap: 0 }, file)
+            (Records::Spooled(RemovedUnlessKept(Some(temp))), file)
+        } else {
+            let partial = beside(out, ".partial");
+            let file = open_truncated(&partial)?;
+            let output = RemovedUnlessKept(Some(partial));
+            (Records::InPlace { output, gap: 0 }, file)
+        };
+        Self::start(out, records, file, compressed, regular)
     }
 
     /// A spool for `out` whose records go to `file`, as `records` says.
-    fn start(out: &Path, records: Records, file: File) -> Result<Self, DbnOutError> {
-        let compressed = out.extension().is_some_and(|e| e == "zst");
+    fn start(
+        out: &Path,
+        records: Records,
+        file: File,
+        compressed: bool,
+        regular: bool,
+    ) -> Result<Self, DbnOutError> {
         let (full, full_rx) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
         let (empty_tx, empty) = mpsc::sync_channel(BATCHES_IN_FLIGHT + 2);
         let path = records.path().to_path_buf();
@@ -168,6 +181,7 @@ impl Spool {
             empty,
             writer: Some(writer),
             compressed,
+            regular,
             count: 0,
             muted: false,
         })
@@ -306,7 +320,11 @@ impl Spool {
             Records::InPlace { output, gap } => {
                 let bytes = encoded(metadata, &out)?;
                 if bytes.len() as u64 == *gap {
-                    records.write_all_at(&bytes, 0).map_err(io_at(&out))?;
+                    records
+                        .write_all_at(&bytes, 0)
+                        .map_err(io_at(output.path()))?;
+                    fs::rename(output.path(), &out).map_err(io_at(&out))?;
+                    output.keep();
                 } else {
                     // The directory grew after the first record: the metadata, then the
                     // records copied after it, in a new file that replaces the output.
@@ -319,11 +337,18 @@ impl Spool {
                     io::copy(&mut records, &mut file).map_err(io_at(temp.path()))?;
                     fs::rename(temp.path(), &out).map_err(io_at(&out))?;
                     temp.keep();
+                    let path = output.path().to_path_buf();
+                    output.remove().map_err(io_at(&path))?;
                 }
-                output.keep();
             }
             Records::Spooled(temp) => {
-                let file = File::create(&out).map_err(io_at(&out))?;
+                // A regular file is written beside and renamed; a pipe or a device directly.
+                let mut partial = RemovedUnlessKept(self.regular.then(|| beside(&out, ".partial")));
+                let written = match self.regular {
+                    true => partial.path().to_path_buf(),
+                    false => out.clone(),
+                };
+                let file = File::create(&written).map_err(io_at(&written))?;
                 let compression = if self.compressed {
                     Compression::Zstd
                 } else {
@@ -344,8 +369,12 @@ impl Spool {
                 let file = writer.get_mut().get_mut();
                 let mut records = records;
                 // File to file: the kernel copies (copy_file_range).
-                io::copy(&mut records, file).map_err(io_at(&out))?;
-                file.flush().map_err(io_at(&out))?;
+                io::copy(&mut records, file).map_err(io_at(&written))?;
+                file.flush().map_err(io_at(&written))?;
+                if self.regular {
+                    fs::rename(&written, &out).map_err(io_at(&out))?;
+                    partial.keep();
+                }
                 let path = temp.path().to_path_buf();
                 temp.remove().map_err(io_at(&path))?;
             }
@@ -488,7 +517,7 @@ mod tests {
             .open("/dev/full")
             .expect("open /dev/full");
         let records = Records::Spooled(RemovedUnlessKept(Some(temp.clone())));
-        let mut spool = Spool::start(&out, records, full).expect("start");
+        let mut spool = Spool::start(&out, records, full, false, true).expect("start");
         // More than one batch, so the writer thread writes (and fails) before the end.
         let records = 2 * BATCH_BYTES / std::mem::size_of::<dbn::MboMsg>();
         let mut pushed = Ok(());
@@ -594,6 +623,42 @@ mod tests {
             let mut r = record();
             r.order_id = i;
             spool.push(&r).expect("push");
+        }
+    }
+
+    /// A process killed while records are written (here: a spool never finished nor
+    /// dropped) leaves `PATH.partial`, never a file by the output's name whose metadata is
+    /// still zeros; an earlier output by that name stays as it was until `finish` replaces it.
+    #[test]
+    fn until_finished_the_output_is_only_a_partial_file_beside_it() {
+        for name in ["x.dbn", "y.dbn.zst"] {
+            // Killed: its writer thread lives on here, so it gets a directory of its own.
+            let killed_dir = tempfile::tempdir().expect("tempdir");
+            let out = killed_dir.path().join(name);
+            fs::write(&out, b"an earlier output").expect("write");
+            let mut killed = Spool::create(&out).expect("create");
+            killed
+                .reserve_metadata(&session(&["AAPL"], 0))
+                .expect("reserve");
+            push_ids(&mut killed, (2 * BATCH_BYTES / 56) as u64);
+            std::mem::forget(killed);
+            assert_eq!(fs::read(&out).expect("read"), b"an earlier output");
+
+            let dir = tempfile::tempdir().expect("tempdir");
+            let out = dir.path().join(name);
+            fs::write(&out, b"an earlier output").expect("write");
+            let mut spool = Spool::create(&out).expect("create");
+            push_ids(&mut spool, 3);
+            spool.finish(&session(&["AAPL"], 9)).expect("finish");
+            assert_ne!(fs::read(&out).expect("read"), b"an earlier output");
+            if name.ends_with(".dbn") {
+                assert_eq!(read_back(&out).1, vec![0, 1, 2], "{name}");
+            }
+            let left: Vec<_> = fs::read_dir(dir.path())
+                .expect("list")
+                .map(|e| e.expect("entry").file_name())
+                .collect();
+            assert_eq!(left, vec![std::ffi::OsString::from(name)]);
         }
     }
 
