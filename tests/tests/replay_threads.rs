@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use ticklane_engine::book::BookConfig;
 use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, SessionDate};
 use ticklane_engine::output_filter::OutputFilter;
+use ticklane_engine::parquet_out::{ParquetOutOptions, ParquetSchema};
 use ticklane_engine::replay::{
     replay_file, replay_file_threaded, ReplayFault, ReplayOptions, ReplaySummary,
 };
@@ -30,6 +31,9 @@ struct Outputs {
     summary: String,
     /// The DBN file, if one was asked for.
     dbn: Option<Vec<u8>>,
+    /// The Parquet file, if one was asked for: its bytes before the footer (the column
+    /// chunks), and the footer as pyarrow reads it, timings taken out (where pyarrow is).
+    parquet: Option<(Vec<u8>, Option<String>)>,
 }
 
 /// What a test adds to the options of every replay: a DBN output, a filter.
@@ -37,7 +41,46 @@ struct Outputs {
 struct Extra {
     /// The schema and the file name's ending (`dbn` or `dbn.zst`).
     dbn: Option<(DbnSchema, &'static str)>,
+    parquet: Option<ParquetSchema>,
     filter: OutputFilter,
+}
+
+fn session_date() -> SessionDate {
+    SessionDate::parse("2019-01-30").expect("a valid date")
+}
+
+/// `text` with the values of the summary's timings (`elapsed_s`, `msgs_per_s`) taken out,
+/// whether the summary is an object or a string holding one.
+fn without_timings(text: &str) -> String {
+    let mut out = text.to_string();
+    for key in ["elapsed_s", "msgs_per_s"] {
+        let mut from = 0;
+        while let Some(i) = out[from..].find(key) {
+            let start = from + i + key.len();
+            let len = out[start..]
+                .find(|c: char| !(c.is_ascii_digit() || "\\\": .eE+-".contains(c)))
+                .unwrap_or(out.len() - start);
+            out.replace_range(start..start + len, "");
+            from = start;
+        }
+    }
+    out
+}
+
+/// The column chunks of a Parquet file (everything before the footer), and its footer as
+/// pyarrow reads it without the timings.
+fn parquet_parts(path: &Path, input: &Path) -> (Vec<u8>, Option<String>) {
+    let bytes = fs::read(path).expect("Parquet written");
+    let n = bytes.len();
+    assert_eq!(&bytes[n - 4..], b"PAR1", "{}", path.display());
+    let footer = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().expect("4 bytes")) as usize;
+    let columns = bytes[..n - 8 - footer].to_vec();
+    let info = util::oracle::python_with("replay_threads parquet footer", "pyarrow", "pyarrow")
+        .map(|python| {
+            let out = util::oracle::run(&python, "parquet_dump.py", &[path, input], &[]);
+            without_timings(out.lines().next().expect("an info line"))
+        });
+    (columns, info)
 }
 
 fn options(
@@ -51,7 +94,12 @@ fn options(
         dbn_out: extra.dbn.map(|(schema, ending)| DbnOutOptions {
             path: dir.join(format!("{tag}.{ending}")),
             schema,
-            date: SessionDate::parse("2019-01-30").expect("a valid date"),
+            date: session_date(),
+        }),
+        parquet_out: extra.parquet.map(|schema| ParquetOutOptions {
+            path: dir.join(format!("{tag}.parquet")),
+            schema,
+            date: Some(session_date()),
         }),
         filter: extra.filter.clone(),
         input: input.to_path_buf(),
@@ -82,6 +130,10 @@ fn outputs(opts: &ReplayOptions) -> Outputs {
             .dbn_out
             .as_ref()
             .map(|o| fs::read(&o.path).expect("DBN written")),
+        parquet: opts
+            .parquet_out
+            .as_ref()
+            .map(|o| parquet_parts(&o.path, &opts.input)),
     }
 }
 
@@ -138,6 +190,11 @@ fn same_for_every_thread_count_with(
         assert!(
             got.dbn == expected.dbn,
             "{}: --dbn-out differs with {threads} threads",
+            input.display()
+        );
+        assert!(
+            got.parquet == expected.parquet,
+            "{}: --parquet-out differs with {threads} threads",
             input.display()
         );
     }
@@ -353,9 +410,14 @@ fn dbn_out_in_every_schema_and_the_filters_are_the_same_on_every_thread_count() 
         util::time_of_day(first + (last - first) * 2 / 3)
     );
     let filter = OutputFilter::parse(&symbols.join(","), &between).expect("a valid filter");
-    for dbn in [(DbnSchema::Mbo, "dbn"), (DbnSchema::Mbp10, "dbn")] {
+    let views = [ParquetSchema::Bbo, ParquetSchema::Mbp10];
+    for (dbn, parquet) in [
+        ((DbnSchema::Mbo, "dbn"), views[0]),
+        ((DbnSchema::Mbp10, "dbn"), views[1]),
+    ] {
         let extra = Extra {
             dbn: Some(dbn),
+            parquet: Some(parquet),
             filter: filter.clone(),
         };
         let filtered = same_for_every_thread_count_with(&day, false, &extra);
@@ -439,5 +501,34 @@ fn a_lossy_capture_gives_the_same_dbn_flags_on_every_thread_count() {
             summary.declared_lost_messages()
         );
         assert!(summary.dbn_out_records.expect("counted") > 10_000);
+    }
+}
+
+/// Both Parquet views, each beside a DBN output (one thread writes them side by side too).
+#[test]
+fn parquet_out_in_both_views_is_the_same_on_every_thread_count() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = dir.path().join("day.itch50");
+    util::write_generated(
+        &day,
+        GenConfig {
+            messages: 30_000,
+            seed: 13,
+            stocks: 9,
+            hard_cases: true,
+            crossing: false,
+        },
+    );
+    for (view, dbn) in [
+        (ParquetSchema::Bbo, DbnSchema::Trades),
+        (ParquetSchema::Mbp10, DbnSchema::Mbp10),
+    ] {
+        let extra = Extra {
+            dbn: Some((dbn, "dbn")),
+            parquet: Some(view),
+            ..Extra::default()
+        };
+        let summary = same_for_every_thread_count_with(&day, false, &extra);
+        assert!(summary.error.is_none(), "{:?}", summary.error);
     }
 }

@@ -6,8 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use ticklane_feed::itch::Locate;
-
+use super::record_batch::MessageRecords;
 use super::{session_metadata, DbnOutError, DbnOutOptions, Spool};
 
 /// The merge thread's DBN writer.
@@ -34,35 +33,27 @@ impl MergedDbnOut {
         })
     }
 
-    /// The bytes of one record of the schema.
-    pub fn record_len(&self) -> usize {
-        self.record_len
-    }
-
-    /// The stock directory named `ticker` for `locate`.
-    pub fn symbol(&mut self, locate: Locate, ticker: &str) {
-        self.symbols.insert(locate.0, ticker.to_owned());
-    }
-
-    /// The first message that can make records: leaves the metadata's room, as it stands.
+    /// Places one message's part of a book thread's batch: its ticker, the metadata's room,
+    /// its records.
     ///
     /// # Errors
     ///
-    /// If the DBN encoder refuses the metadata.
-    pub fn reserve_metadata(&mut self) -> Result<(), DbnOutError> {
-        let metadata = session_metadata(self.opts.schema.dbn(), self.opts.date, 0, &self.symbols);
-        self.spool.reserve_metadata(&metadata)
-    }
-
-    /// Appends one message's records, encoded (a whole number of records).
-    ///
-    /// # Errors
-    ///
-    /// If the spool's writer thread stopped: its error.
+    /// If the DBN encoder refuses the metadata, or the spool's writer thread stopped.
     #[inline]
-    pub fn records(&mut self, bytes: &[u8]) -> Result<(), DbnOutError> {
-        let records = (bytes.len() / self.record_len) as u64;
-        self.spool.push_encoded(bytes, records)
+    pub fn place(&mut self, message: MessageRecords<'_, u8>) -> Result<(), DbnOutError> {
+        if let Some((locate, ticker)) = message.symbol {
+            self.symbols.insert(locate.0, ticker.to_owned());
+        }
+        if message.reserve {
+            let metadata =
+                session_metadata(self.opts.schema.dbn(), self.opts.date, 0, &self.symbols);
+            self.spool.reserve_metadata(&metadata)?;
+        }
+        if !message.records.is_empty() {
+            let records = (message.records.len() / self.record_len) as u64;
+            self.spool.push_encoded(message.records, records)?;
+        }
+        Ok(())
     }
 
     /// Writes the file: the metadata (ending just after `last_ts_event`, the stamp of the

@@ -37,7 +37,7 @@ use crate::output_filter::OutputFilter;
 use mbo::MboWriter;
 use mbp::MbpWriter;
 pub use merged::MergedDbnOut;
-pub use record_batch::RecordBatch;
+pub use record_batch::{BatchCursor, MessageRecords, RecordBatch};
 pub use record_sink::RecordSink;
 pub use spool::Spool;
 use trades::TradeWriter;

@@ -3,10 +3,12 @@
 //! stream, the final depth and the summary.
 
 mod bbo_outputs;
+mod book_thread;
 mod dbn_input;
 mod dbn_session;
 mod each_message;
 mod fault;
+mod merge_thread;
 mod paced;
 mod partition;
 mod run;

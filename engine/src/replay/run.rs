@@ -221,9 +221,9 @@ pub(super) fn end_of_input(
 
 /// The error of a failed MBP-10 Parquet record: when its writer thread stopped, the
 /// thread's own error (which names the file and says why), not the stop.
-fn mbp10_failed(mbp: Option<DbnOut<Mbp10Parquet>>, error: DbnOutError) -> ReplayError {
+pub(super) fn mbp10_failed(mbp: Option<Mbp10Parquet>, error: DbnOutError) -> ReplayError {
     if let (DbnOutError::WriterStopped(_), Some(mbp)) = (&error, mbp) {
-        if let Err(real) = mbp.into_sink().close(Vec::new()) {
+        if let Err(real) = mbp.close(Vec::new()) {
             return real.into();
         }
     }
@@ -512,7 +512,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             let path = opts.bbo_out.clone().unwrap_or_default();
             return Err(ReplayError::Output { path, source });
         }
-        Some(Halt::Mbp10(e)) => return Err(mbp10_failed(mbp, e)),
+        Some(Halt::Mbp10(e)) => return Err(mbp10_failed(mbp.map(DbnOut::into_sink), e)),
         Some(Halt::Other(e)) => return Err(e),
     }
     if show_progress {

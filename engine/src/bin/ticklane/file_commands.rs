@@ -99,8 +99,7 @@ pub struct ReplayArgs {
           value_parser = super::arg_values::between)]
     between: String,
     /// Write the replay as Parquet here (zstd, provenance in the footer; --symbols and
-    /// --between choose its rows; not with --pace or --threads above 1; from a DBN input,
-    /// bbo only).
+    /// --between choose its rows; not with --pace; from a DBN input, bbo only).
     #[arg(long, conflicts_with = "pace")]
     parquet_out: Option<PathBuf>,
     /// The Parquet view: bbo (the --bbo-out rows, typed) or mbp-10 (DBN's MBP-10 records).
@@ -121,11 +120,11 @@ pub struct ReplayArgs {
     #[arg(long)]
     pace: Option<Pace>,
     /// Spread the stocks over this many book threads (1 = one thread, today's path); the
-    /// outputs (--bbo-out, --book-out, --dbn-out, filtered by --symbols/--between) are those
-    /// of one thread. Not with --pace, --sample or --parquet-out (one thread writes those);
-    /// a DBN input replays on one thread.
+    /// outputs (--bbo-out, --book-out, --dbn-out, --parquet-out, filtered by
+    /// --symbols/--between) are those of one thread. Not with --pace or --sample (one thread
+    /// samples); a DBN input replays on one thread.
     #[arg(long, default_value_t = 1,
-          conflicts_with_all = ["pace", "sample", "parquet_out"],
+          conflicts_with_all = ["pace", "sample"],
           value_parser = clap::value_parser!(u8).range(1..))]
     threads: u8,
     /// With --pace: publish the books into this memory-mapped snapshot file.

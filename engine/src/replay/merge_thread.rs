@@ -1,0 +1,121 @@
+//! The merge thread of `replay --threads N`: every message in input order, by the reader's
+//! route (which book thread got it), each book thread's answer placed in the outputs where
+//! one thread would have written it: a row's `--bbo-out` line and its typed Parquet row,
+//! a message's DBN records, tickers and metadata request, its MBP-10 records for Parquet.
+//! It also keeps the live-order count of all books together, whose maximum is the
+//! summary's `live_orders_peak` (a per-thread peak would not add up to it).
+//!
+//! Each placement is a copy: the work of making rows and records (formatting, the MBP
+//! levels) was spread over the book threads.
+
+use std::fs::File;
+use std::io::{self, BufWriter};
+use std::mem;
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, SyncSender};
+
+use super::book_thread::OutBatch;
+use super::run::{mbp10_failed, ReplayError};
+use crate::csv::CsvBuffer;
+use crate::dbn_out::{BatchCursor, MergedDbnOut};
+use crate::parquet_out::{BboParquet, Mbp10Parquet};
+
+/// The outputs the merge thread writes; the files that wait for the summary (DBN's
+/// metadata end, Parquet's footer) come back unfinished in [`Merged`].
+#[derive(Default)]
+pub(super) struct MergeOutputs {
+    /// `--bbo-out` and its path (for errors).
+    pub csv: Option<(CsvBuffer<BufWriter<File>>, PathBuf)>,
+    pub dbn: Option<MergedDbnOut>,
+    pub parquet_bbo: Option<BboParquet>,
+    pub mbp10: Option<Mbp10Parquet>,
+}
+
+/// What the merge thread hands back at the end.
+pub(super) struct Merged {
+    pub live_orders_peak: u64,
+    /// The outputs still to finish (the CSV is finished).
+    pub outputs: MergeOutputs,
+}
+
+/// Per book thread, where the merge is in its batch.
+#[derive(Clone, Copy, Default)]
+struct At {
+    effect: usize,
+    row: usize,
+    records: BatchCursor,
+    mbp10: BatchCursor,
+}
+
+/// Walks every epoch's route; ends when the reader hangs up, or at an output's error.
+pub(super) fn merge_thread(
+    routes: Receiver<Vec<u8>>,
+    recycle_route: SyncSender<Vec<u8>>,
+    answers: Vec<Receiver<OutBatch>>,
+    recycle_out: Vec<SyncSender<OutBatch>>,
+    mut outputs: MergeOutputs,
+) -> Result<Merged, ReplayError> {
+    let threads = answers.len();
+    let mut batches: Vec<OutBatch> = (0..threads).map(|_| OutBatch::default()).collect();
+    let mut at = vec![At::default(); threads];
+    let (mut live, mut peak) = (0i64, 0i64);
+    for route in routes {
+        for (t, answer) in answers.iter().enumerate() {
+            batches[t] = answer.recv().map_err(|_| ReplayError::Output {
+                path: "(merge thread)".into(),
+                source: io::Error::other("a book thread stopped early"),
+            })?;
+        }
+        at.fill(At::default());
+        for &t in &route {
+            let t = usize::from(t);
+            let (at, batch) = (&mut at[t], &batches[t]);
+            let k = at.effect;
+            let effect = batch.effects[k];
+            at.effect += 1;
+            live += effect.live_change();
+            peak = peak.max(live);
+            if effect.row() {
+                place_row(&mut outputs, batch, at.row)?;
+                at.row += 1;
+            }
+            if let Some(dbn) = &mut outputs.dbn {
+                dbn.place(batch.records.message(k, &mut at.records))?;
+            }
+            if let Some(mbp10) = &mut outputs.mbp10 {
+                let placed = batch.mbp10.message(k, &mut at.mbp10).push_into(mbp10);
+                if let Err(e) = placed {
+                    return Err(mbp10_failed(outputs.mbp10.take(), e));
+                }
+            }
+        }
+        for (t, batch) in batches.iter_mut().enumerate() {
+            let _ = recycle_out[t].try_send(mem::take(batch));
+        }
+        let _ = recycle_route.try_send(route);
+    }
+    if let Some((csv, path)) = outputs.csv.take() {
+        csv.finish()
+            .map_err(|source| ReplayError::Output { path, source })?;
+    }
+    Ok(Merged {
+        live_orders_peak: peak.max(0) as u64,
+        outputs,
+    })
+}
+
+/// Places row `row` of `batch` in the top-of-book outputs.
+#[inline]
+fn place_row(outputs: &mut MergeOutputs, batch: &OutBatch, row: usize) -> Result<(), ReplayError> {
+    if let Some((csv, path)) = &mut outputs.csv {
+        csv.bytes(batch.rows.row(row))
+            .map_err(|source| ReplayError::Output {
+                path: path.clone(),
+                source,
+            })?;
+    }
+    if let Some(parquet) = &mut outputs.parquet_bbo {
+        parquet.push(&batch.typed_rows[row])?;
+    }
+    Ok(())
+}
