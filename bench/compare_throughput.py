@@ -19,6 +19,9 @@ every engine alike; the best round of each counts. Engines:
              DBN costs (issue 12: never above 2, i.e. never halving throughput)
   ticklane-pq-S  the same with `--parquet-out TMP/x.S.parquet --parquet-schema S`, for each
              view S of `--parquet-schemas` (default bbo,mbp-10; `''` for none)
+  ticklane-dbn-S-Nt, ticklane-pq-S-Nt  those DBN and Parquet rows again with `--threads N`,
+             for each N of `--output-threads` (default none): the outputs made on N book
+             threads (the files are one thread's, byte for byte)
   ticklane-sample-I  the same with `--sample I --sample-out TMP/x.I.csv`, for each interval I
              of `--samples` (default 1s; `''` for none)
   itch-book  itch_book._core.Session(tables=["bbo"]): parse, full books for every symbol and
@@ -129,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma-separated --dbn-out schemas to time (default: %(default)s)")
     ap.add_argument("--parquet-schemas", default="bbo,mbp-10",
                     help="comma-separated --parquet-out views to time (default: %(default)s)")
+    ap.add_argument("--output-threads", default="",
+                    help="comma-separated --threads N to time the DBN and Parquet rows with too")
     ap.add_argument("--samples", default="1s",
                     help="comma-separated --sample intervals to time (default: %(default)s)")
     ap.add_argument("--driver", choices=sorted(DRIVERS), help=argparse.SUPPRESS)
@@ -162,6 +167,18 @@ def main(argv: list[str] | None = None) -> int:
             engines.append((f"ticklane-pq-{view}",
                             base + ["--parquet-out", os.path.join(out_dir, f"x.{view}.parquet"),
                                     "--parquet-schema", view, "--date", "2019-01-30"]))
+        for n in (int(t) for t in listed(a.output_threads) if int(t) > 1):
+            threads = ["--threads", str(n)]
+            for schema in listed(a.dbn_schemas):
+                engines.append((f"ticklane-dbn-{schema}-{n}t",
+                                base + ["--dbn-out", os.path.join(out_dir, f"x.{schema}.{n}t.dbn"),
+                                        "--schema", schema, "--date", "2019-01-30"] + threads))
+            for view in listed(a.parquet_schemas):
+                engines.append((f"ticklane-pq-{view}-{n}t",
+                                base + ["--parquet-out",
+                                        os.path.join(out_dir, f"x.{view}.{n}t.parquet"),
+                                        "--parquet-schema", view, "--date", "2019-01-30"]
+                                + threads))
         for interval in listed(a.samples):
             engines.append((f"ticklane-sample-{interval}",
                             base + ["--sample", interval,
