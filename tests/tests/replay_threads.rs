@@ -137,6 +137,29 @@ fn outputs(opts: &ReplayOptions) -> Outputs {
     }
 }
 
+/// A generated day (no crossing flow) written to `dir/name`.
+fn generated_day(
+    dir: &Path,
+    name: &str,
+    messages: u64,
+    seed: u64,
+    stocks: u16,
+    hard_cases: bool,
+) -> PathBuf {
+    let path = dir.join(name);
+    util::write_generated(
+        &path,
+        GenConfig {
+            messages,
+            seed,
+            stocks,
+            hard_cases,
+            crossing: false,
+        },
+    );
+    path
+}
+
 /// Replays `input` on 1 thread, then on 2, 3 and 4, and checks every output against the
 /// first. Returns the one-thread summary for further checks.
 fn same_for_every_thread_count(input: &Path, recover_lengths: bool) -> ReplaySummary {
@@ -237,17 +260,7 @@ fn generated_days_give_the_same_outputs_on_every_thread_count() {
 fn a_gzip_day_gives_the_same_outputs_on_every_thread_count() {
     use std::io::Write as _;
     let dir = tempfile::tempdir().expect("tempdir");
-    let plain = dir.path().join("day.itch50");
-    util::write_generated(
-        &plain,
-        GenConfig {
-            messages: 60_000,
-            seed: 11,
-            stocks: 7,
-            hard_cases: true,
-            crossing: false,
-        },
-    );
+    let plain = generated_day(dir.path(), "day.itch50", 60_000, 11, 7, true);
     let gz = dir.path().join("day.itch50.gz");
     let mut out = flate2::write::GzEncoder::new(
         fs::File::create(&gz).expect("create"),
@@ -353,17 +366,7 @@ fn shared_captures_give_the_same_outputs_on_every_thread_count() {
 #[test]
 fn dbn_out_in_every_schema_and_the_filters_are_the_same_on_every_thread_count() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let day = dir.path().join("day.itch50");
-    util::write_generated(
-        &day,
-        GenConfig {
-            messages: 40_000,
-            seed: 3,
-            stocks: 11,
-            hard_cases: true,
-            crossing: false,
-        },
-    );
+    let day = generated_day(dir.path(), "day.itch50", 40_000, 3, 11, true);
     let schemas = [
         (DbnSchema::Mbo, "dbn"),
         (DbnSchema::Mbp1, "dbn"),
@@ -474,17 +477,7 @@ fn lossy_pcap(itch: &[u8], per_packet: usize, drop: impl Fn(usize) -> bool) -> V
 #[test]
 fn a_lossy_capture_gives_the_same_dbn_flags_on_every_thread_count() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let day = dir.path().join("day.itch50");
-    util::write_generated(
-        &day,
-        GenConfig {
-            messages: 30_000,
-            seed: 9,
-            stocks: 7,
-            hard_cases: false,
-            crossing: false,
-        },
-    );
+    let day = generated_day(dir.path(), "day.itch50", 30_000, 9, 7, false);
     let itch = fs::read(&day).expect("read day");
     let pcap = dir.path().join("lossy.pcap");
     // 20 messages a packet; every 37th packet from the 300th lost.
@@ -508,17 +501,7 @@ fn a_lossy_capture_gives_the_same_dbn_flags_on_every_thread_count() {
 #[test]
 fn parquet_out_in_both_views_is_the_same_on_every_thread_count() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let day = dir.path().join("day.itch50");
-    util::write_generated(
-        &day,
-        GenConfig {
-            messages: 30_000,
-            seed: 13,
-            stocks: 9,
-            hard_cases: true,
-            crossing: false,
-        },
-    );
+    let day = generated_day(dir.path(), "day.itch50", 30_000, 13, 9, true);
     for (view, dbn) in [
         (ParquetSchema::Bbo, DbnSchema::Trades),
         (ParquetSchema::Mbp10, DbnSchema::Mbp10),
