@@ -316,7 +316,13 @@ fn a_decode_error_mid_way_stops_every_thread_count_at_the_same_message() {
     let bad = dir.path().join("bad.itch50");
     fs::write(&bad, &bytes).expect("write");
 
-    let summary = same_for_every_thread_count(&bad, false);
+    // The DBN and Parquet files of a replay stopped by an error are one thread's too.
+    let extra = Extra {
+        dbn: Some((DbnSchema::Mbo, "dbn")),
+        parquet: Some(ParquetSchema::Mbp10),
+        ..Extra::default()
+    };
+    let summary = same_for_every_thread_count_with(&bad, false, &extra);
     const BAD: u64 = 50_002;
     let (index, offset) = match &summary.error {
         Some(ReplayFault::Decode { index, offset, .. }) => (*index, *offset),
@@ -482,9 +488,14 @@ fn a_lossy_capture_gives_the_same_dbn_flags_on_every_thread_count() {
     let pcap = dir.path().join("lossy.pcap");
     // 20 messages a packet; every 37th packet from the 300th lost.
     fs::write(&pcap, lossy_pcap(&itch, 20, |n| n >= 300 && n % 37 == 0)).expect("write pcap");
-    for dbn in [(DbnSchema::Mbo, "dbn"), (DbnSchema::Mbp1, "dbn.zst")] {
+    // Parquet MBP-10 carries the flags too (its records are the DBN writer's).
+    for (dbn, parquet) in [
+        ((DbnSchema::Mbo, "dbn"), Some(ParquetSchema::Mbp10)),
+        ((DbnSchema::Mbp1, "dbn.zst"), None),
+    ] {
         let extra = Extra {
             dbn: Some(dbn),
+            parquet,
             ..Extra::default()
         };
         let summary = same_for_every_thread_count_with(&pcap, false, &extra);
