@@ -232,15 +232,6 @@ fn update_levels(
     Some(moved)
 }
 
-/// The top `N` levels of both sides of `locate`'s book, as DBN writes them (an empty level
-/// is `UNDEF_PRICE`, 0, 0): what a sampled MBP row holds.
-pub(crate) fn levels<const N: usize>(books: &Books, locate: Locate) -> [BidAskPair; N] {
-    let mut out = [EMPTY; N];
-    refresh_side(&mut out, books.side(locate, Side::Bid), Side::Bid);
-    refresh_side(&mut out, books.side(locate, Side::Ask), Side::Ask);
-    out
-}
-
 /// One side's fields of a level pair: price, size, count.
 type SideFields<'a> = (&'a mut i64, &'a mut u32, &'a mut u32);
 

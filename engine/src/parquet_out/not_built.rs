@@ -10,7 +10,7 @@ use ticklane_feed::itch::{Locate, Nanos};
 use crate::book::Books;
 use crate::dbn_out::{DbnOutError, RecordSink};
 use crate::output_filter::OutputFilter;
-use crate::sample::{SampleError, SampleOptions, SampleRows};
+use crate::sample::{SampleError, SampleOptions, SampleRows, StockDepth};
 
 /// Never made: the feature is off.
 pub enum BboParquet {}
@@ -126,8 +126,7 @@ impl SampleRows for SampledParquet {
         &mut self,
         _boundary: Nanos,
         _applied: u64,
-        _locate: Locate,
-        _books: &Books,
+        _depth: &StockDepth<'_>,
     ) -> Result<(), SampleError> {
         match *self {}
     }

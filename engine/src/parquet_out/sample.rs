@@ -13,12 +13,12 @@ use std::sync::Arc;
 use arrow_array::builder::{StringBuilder, UInt16Builder, UInt32Builder, UInt64Builder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use ticklane_feed::itch::{Locate, Nanos};
+use ticklane_feed::itch::Nanos;
 
 use super::writer::{ColumnChoices, ParquetFile};
 use super::ParquetOutError;
-use crate::book::{Books, Side};
-use crate::sample::{SampleError, SampleOptions, SampleRows};
+use crate::book::Side;
+use crate::sample::{SampleError, SampleOptions, SampleRows, StockDepth};
 
 /// Rows per Arrow batch handed to the writer.
 const BATCH_ROWS: usize = 1 << 14;
@@ -148,25 +148,21 @@ impl SampleRows for SampledParquet {
         &mut self,
         boundary: Nanos,
         _applied: u64,
-        locate: Locate,
-        books: &Books,
+        depth: &StockDepth<'_>,
     ) -> Result<(), SampleError> {
         self.timestamp_ns.append_value(boundary.0);
-        self.locate.append_value(locate.0);
-        let symbol = books.symbol(locate);
+        self.locate.append_value(depth.locate.0);
+        let symbol = depth.symbol;
         match std::str::from_utf8(symbol) {
             Ok(s) => self.stock.append_value(s),
             Err(_) => self.stock.append_value(String::from_utf8_lossy(symbol)),
         }
-        let depth = self.depth;
+        let levels = self.depth;
         for (side, columns) in [Side::Bid, Side::Ask]
             .into_iter()
-            .zip(self.levels.chunks_mut(depth.max(1)))
+            .zip(self.levels.chunks_mut(levels.max(1)))
         {
-            let mut book = books
-                .side(locate, side)
-                .into_iter()
-                .flat_map(|ladder| ladder.best_first().take(depth));
+            let mut book = depth.side(side).iter().take(levels);
             for level in columns.iter_mut() {
                 let (px, qty, orders) = book
                     .next()

@@ -4,10 +4,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use ticklane_feed::itch::{Locate, Nanos};
+use ticklane_feed::itch::Nanos;
 
-use super::SampleError;
-use crate::book::{Books, Side};
+use super::{SampleError, StockDepth};
+use crate::book::Side;
 use crate::csv::CsvBuffer;
 
 /// The header for `depth` levels: `timestamp_ns,locate,stock`, then for each level `i`
@@ -49,31 +49,23 @@ impl<W: Write> CsvRows<W> {
         Ok(CsvRows { out, depth, path })
     }
 
-    /// Writes `locate`'s row at `boundary`.
+    /// Writes `depth`'s row at `boundary`.
     ///
     /// # Errors
     ///
     /// Whatever the sink returns.
-    pub fn row(
-        &mut self,
-        boundary: Nanos,
-        locate: Locate,
-        books: &Books,
-    ) -> Result<(), SampleError> {
+    pub fn row(&mut self, boundary: Nanos, depth: &StockDepth<'_>) -> Result<(), SampleError> {
         let o = &mut self.out;
         o.uint(boundary.0);
         o.comma();
-        o.uint(u64::from(locate.0));
+        o.uint(u64::from(depth.locate.0));
         o.comma();
-        o.raw(books.symbol(locate));
+        o.raw(depth.symbol);
         // The buffer promises room for one short row; a deep one gives it the chance to
         // flush every few levels (at most 43 bytes each).
         let mut since_check = 0;
         for side in [Side::Bid, Side::Ask] {
-            let levels = books
-                .side(locate, side)
-                .into_iter()
-                .flat_map(|ladder| ladder.best_first().take(self.depth));
+            let levels = depth.side(side).iter().take(self.depth);
             // Exactly `depth` levels: the book's, then empty ones.
             let padded = levels.map(Some).chain(std::iter::repeat(None));
             for level in padded.take(self.depth) {

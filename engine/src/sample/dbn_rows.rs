@@ -9,16 +9,31 @@
 
 use std::collections::BTreeMap;
 
-use dbn::{rtype, Mbp10Msg, RecordHeader, Schema, UNDEF_PRICE};
-use ticklane_feed::itch::{Locate, Nanos};
+use dbn::{rtype, BidAskPair, Mbp10Msg, RecordHeader, Schema, UNDEF_PRICE};
+use ticklane_feed::itch::Nanos;
 
-use super::{SampleError, SampleOptions, DBN_LEVELS};
-use crate::book::Books;
-use crate::dbn_out::mbp::levels;
-use crate::dbn_out::{session_metadata, DbnOutError, Spool, PUBLISHER_ID};
+use super::{SampleError, SampleOptions, StockDepth, DBN_LEVELS};
+use crate::dbn_out::{price_1e9, session_metadata, DbnOutError, Spool, PUBLISHER_ID};
 
 /// Databento's "no action / no side" letter.
 const NONE: std::ffi::c_char = b'N' as std::ffi::c_char;
+
+/// An empty level, as Databento writes it.
+const EMPTY: BidAskPair = BidAskPair {
+    bid_px: UNDEF_PRICE,
+    ask_px: UNDEF_PRICE,
+    bid_sz: 0,
+    ask_sz: 0,
+    bid_ct: 0,
+    ask_ct: 0,
+};
+
+/// A level's price (1e-9 dollars), size (saturated to 32 bits) and count, as MBP-10 holds
+/// them.
+fn fields(level: &crate::book::LevelView) -> (i64, u32, u32) {
+    let size = u32::try_from(level.qty).unwrap_or(u32::MAX);
+    (price_1e9(level.price), size, level.orders)
+}
 
 /// Writes sampled MBP-10 records.
 pub struct DbnRows {
@@ -54,7 +69,7 @@ impl DbnRows {
         })
     }
 
-    /// Writes `locate`'s record at `boundary`, `applied` messages into the input.
+    /// Writes `depth`'s record at `boundary`, `applied` messages into the input.
     ///
     /// # Errors
     ///
@@ -63,23 +78,23 @@ impl DbnRows {
         &mut self,
         boundary: Nanos,
         applied: u64,
-        locate: Locate,
-        books: &Books,
+        depth: &StockDepth<'_>,
     ) -> Result<(), SampleError> {
         let sequence =
             u32::try_from(applied).map_err(|_| DbnOutError::SequenceOverflow { index: applied })?;
-        let mut levels = levels::<DBN_LEVELS>(books, locate);
-        for pair in levels.iter_mut().skip(self.depth) {
-            pair.bid_px = UNDEF_PRICE;
-            pair.ask_px = UNDEF_PRICE;
-            pair.bid_sz = 0;
-            pair.ask_sz = 0;
-            pair.bid_ct = 0;
-            pair.ask_ct = 0;
+        // Levels past the book's, or past `--sample-depth`, empty, as `--schema mbp-10`
+        // writes them.
+        let mut levels = [EMPTY; DBN_LEVELS];
+        for (pair, l) in levels.iter_mut().zip(depth.bids).take(self.depth) {
+            (pair.bid_px, pair.bid_sz, pair.bid_ct) = fields(l);
         }
+        for (pair, l) in levels.iter_mut().zip(depth.asks).take(self.depth) {
+            (pair.ask_px, pair.ask_sz, pair.ask_ct) = fields(l);
+        }
+        let locate = depth.locate;
         self.symbols
             .entry(locate.0)
-            .or_insert_with(|| String::from_utf8_lossy(books.symbol(locate)).into_owned());
+            .or_insert_with(|| String::from_utf8_lossy(depth.symbol).into_owned());
         let ts_event = self.midnight_ns + boundary.0;
         self.last_ts_event = ts_event;
         let mut flags = dbn::FlagSet::empty();

@@ -14,24 +14,27 @@
 //! Cost: per boundary, per stock (`--between` and `--symbols` bound it); nothing per message
 //! but one compare of its timestamp with the next boundary.
 
+mod boundary_clock;
 pub mod csv_rows;
 pub mod dbn_rows;
 mod interval;
 mod sampler;
+mod stock_depth;
 
 use std::path::PathBuf;
 
+pub use boundary_clock::{Boundaries, BoundaryClock};
 pub use interval::SampleInterval;
-pub use sampler::Sampler;
-use ticklane_feed::itch::{Locate, Nanos};
+pub use sampler::{SampleWriter, Sampler};
+pub use stock_depth::{CapturedDepths, CapturedStock, DepthReader, StockDepth};
+use ticklane_feed::itch::Nanos;
 
-use crate::book::Books;
 use crate::dbn_out::{DbnOutError, SessionDate};
 
 /// A writer of sampled rows handed down from above (Parquet's, which this module cannot
 /// name): one row per stock per boundary, as [`csv_rows`] writes them.
 pub trait SampleRows {
-    /// Writes `locate`'s row at `boundary`, `applied` messages into the input.
+    /// Writes `depth`'s row at `boundary`, `applied` messages into the input.
     ///
     /// # Errors
     ///
@@ -40,8 +43,7 @@ pub trait SampleRows {
         &mut self,
         boundary: Nanos,
         applied: u64,
-        locate: Locate,
-        books: &Books,
+        depth: &StockDepth<'_>,
     ) -> Result<(), SampleError>;
 
     /// Writes out the rest, with `metadata` (key, value) where the format keeps it.
