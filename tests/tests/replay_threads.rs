@@ -20,6 +20,7 @@ use ticklane_engine::parquet_out::{ParquetOutOptions, ParquetSchema};
 use ticklane_engine::replay::{
     replay_file, replay_file_threaded, ReplayFault, ReplayOptions, ReplaySummary,
 };
+use ticklane_engine::sample::{SampleInterval, SampleOptions};
 use ticklane_feed::sim::GenConfig;
 
 /// The outputs of one replay, as bytes.
@@ -34,6 +35,8 @@ struct Outputs {
     /// The Parquet file, if one was asked for: its bytes before the footer (the column
     /// chunks), and the footer as pyarrow reads it, timings taken out (where pyarrow is).
     parquet: Option<(Vec<u8>, Option<String>)>,
+    /// The sampled depth, if asked for: its bytes (CSV, DBN), or as the Parquet above.
+    sample: Option<(Vec<u8>, Option<String>)>,
 }
 
 /// What a test adds to the options of every replay: a DBN output, a filter.
@@ -42,6 +45,8 @@ struct Extra {
     /// The schema and the file name's ending (`dbn` or `dbn.zst`).
     dbn: Option<(DbnSchema, &'static str)>,
     parquet: Option<ParquetSchema>,
+    /// `--sample-out`'s ending (`csv`, `dbn`, `parquet`) and the interval in ns.
+    sample: Option<(&'static str, u64)>,
     filter: OutputFilter,
 }
 
@@ -96,6 +101,12 @@ fn options(
             schema,
             date: session_date(),
         }),
+        sample: extra.sample.map(|(ending, ns)| SampleOptions {
+            path: dir.join(format!("{tag}.sample.{ending}")),
+            interval: SampleInterval::from_nanos(ns.try_into().expect("not zero")),
+            depth: 7,
+            date: Some(session_date()),
+        }),
         parquet_out: extra.parquet.map(|schema| ParquetOutOptions {
             path: dir.join(format!("{tag}.parquet")),
             schema,
@@ -134,6 +145,10 @@ fn outputs(opts: &ReplayOptions) -> Outputs {
             .parquet_out
             .as_ref()
             .map(|o| parquet_parts(&o.path, &opts.input)),
+        sample: opts.sample.as_ref().map(|o| match o.is_parquet() {
+            true => parquet_parts(&o.path, &opts.input),
+            false => (fs::read(&o.path).expect("sample written"), None),
+        }),
     }
 }
 
@@ -163,15 +178,16 @@ fn generated_day(
 /// Replays `input` on 1 thread, then on 2, 3 and 4, and checks every output against the
 /// first. Returns the one-thread summary for further checks.
 fn same_for_every_thread_count(input: &Path, recover_lengths: bool) -> ReplaySummary {
-    same_for_every_thread_count_with(input, recover_lengths, &Extra::default())
+    same_for_every_thread_count_with(input, recover_lengths, &Extra::default()).0
 }
 
-/// [`same_for_every_thread_count`] with `extra`'s outputs and filter in every replay.
+/// [`same_for_every_thread_count`] with `extra`'s outputs and filter in every replay; also
+/// returns the one-thread outputs.
 fn same_for_every_thread_count_with(
     input: &Path,
     recover_lengths: bool,
     extra: &Extra,
-) -> ReplaySummary {
+) -> (ReplaySummary, Outputs) {
     let dir = tempfile::tempdir().expect("tempdir");
     let one = options(input, recover_lengths, dir.path(), "t1", extra);
     let reference = replay_file(&one).expect("one thread").summary;
@@ -220,8 +236,13 @@ fn same_for_every_thread_count_with(
             "{}: --parquet-out differs with {threads} threads",
             input.display()
         );
+        assert!(
+            got.sample == expected.sample,
+            "{}: --sample-out differs with {threads} threads",
+            input.display()
+        );
     }
-    reference
+    (reference, expected)
 }
 
 #[test]
@@ -322,7 +343,7 @@ fn a_decode_error_mid_way_stops_every_thread_count_at_the_same_message() {
         parquet: Some(ParquetSchema::Mbp10),
         ..Extra::default()
     };
-    let summary = same_for_every_thread_count_with(&bad, false, &extra);
+    let (summary, _) = same_for_every_thread_count_with(&bad, false, &extra);
     const BAD: u64 = 50_002;
     let (index, offset) = match &summary.error {
         Some(ReplayFault::Decode { index, offset, .. }) => (*index, *offset),
@@ -387,7 +408,7 @@ fn dbn_out_in_every_schema_and_the_filters_are_the_same_on_every_thread_count() 
             dbn: Some(dbn),
             ..Extra::default()
         };
-        let summary = same_for_every_thread_count_with(&day, false, &extra);
+        let (summary, _) = same_for_every_thread_count_with(&day, false, &extra);
         assert!(summary.error.is_none(), "{:?}", summary.error);
         // Trades are the rarest records; the generator makes thousands in this day.
         let records = summary.dbn_out_records.expect("DBN records counted");
@@ -428,8 +449,9 @@ fn dbn_out_in_every_schema_and_the_filters_are_the_same_on_every_thread_count() 
             dbn: Some(dbn),
             parquet: Some(parquet),
             filter: filter.clone(),
+            ..Extra::default()
         };
-        let filtered = same_for_every_thread_count_with(&day, false, &extra);
+        let (filtered, _) = same_for_every_thread_count_with(&day, false, &extra);
         let records = filtered.dbn_out_records.expect("DBN records counted");
         let (_, all) = unfiltered
             .iter()
@@ -498,7 +520,7 @@ fn a_lossy_capture_gives_the_same_dbn_flags_on_every_thread_count() {
             parquet,
             ..Extra::default()
         };
-        let summary = same_for_every_thread_count_with(&pcap, false, &extra);
+        let (summary, _) = same_for_every_thread_count_with(&pcap, false, &extra);
         assert!(
             summary.declared_lost_messages() > 100,
             "{}",
@@ -522,7 +544,65 @@ fn parquet_out_in_both_views_is_the_same_on_every_thread_count() {
             parquet: Some(view),
             ..Extra::default()
         };
-        let summary = same_for_every_thread_count_with(&day, false, &extra);
+        let (summary, _) = same_for_every_thread_count_with(&day, false, &extra);
         assert!(summary.error.is_none(), "{:?}", summary.error);
     }
+}
+
+/// `--sample` in every format, on a day whose books come and go (hard cases: a mid-day
+/// start, stocks that empty), at intervals from many boundaries a message to few, and with
+/// the filters: one thread's rows, byte for byte.
+#[test]
+fn sample_out_in_every_format_is_the_same_on_every_thread_count() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = generated_day(dir.path(), "day.itch50", 30_000, 17, 9, true);
+    let one =
+        replay_file(&options(&day, false, dir.path(), "all", &Extra::default())).expect("replay");
+    let bbo = fs::read_to_string(dir.path().join("all.bbo.csv")).expect("bbo");
+    let stamps: Vec<u64> = bbo
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).expect("timestamp").parse().expect("ns"))
+        .collect();
+    let span = stamps[stamps.len() - 1] - stamps[0];
+    // About 2,000 boundaries over the day, then about 20.
+    for (ending, interval) in [
+        ("csv", span / 2_000),
+        ("dbn", span / 20),
+        ("parquet", span / 20),
+    ] {
+        let extra = Extra {
+            sample: Some((ending, interval.max(1))),
+            ..Extra::default()
+        };
+        let (summary, _) = same_for_every_thread_count_with(&day, false, &extra);
+        assert!(summary.error.is_none(), "{:?}", summary.error);
+    }
+    let symbols: Vec<String> = (0..=u16::MAX)
+        .map(|l| one.books.symbol(ticklane_feed::itch::Locate(l)))
+        .filter(|s| !s.is_empty())
+        .skip(1)
+        .take(3)
+        .map(|s| String::from_utf8_lossy(s).trim().to_string())
+        .collect();
+    let between = format!(
+        "{}-{}",
+        util::time_of_day(stamps[0] + span / 4),
+        util::time_of_day(stamps[0] + span / 2)
+    );
+    let extra = Extra {
+        sample: Some(("csv", (span / 500).max(1))),
+        filter: OutputFilter::parse(&symbols.join(","), &between).expect("a valid filter"),
+        ..Extra::default()
+    };
+    let (_, filtered) = same_for_every_thread_count_with(&day, false, &extra);
+    let rows = String::from_utf8(filtered.sample.expect("sampled").0).expect("CSV");
+    // The header, then rows of the three stocks only, within the window: some, not all.
+    let stocks: std::collections::BTreeSet<&str> = rows
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).expect("stock"))
+        .collect();
+    assert_eq!(stocks.len(), 3, "{stocks:?}");
+    assert!(rows.lines().count() > 100, "{}", rows.lines().count());
 }

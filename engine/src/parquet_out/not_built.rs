@@ -5,9 +5,8 @@ use std::path::Path;
 
 use super::ParquetOutError;
 use crate::book::BboRow;
-use ticklane_feed::itch::{Locate, Nanos};
+use ticklane_feed::itch::Nanos;
 
-use crate::book::Books;
 use crate::dbn_out::{DbnOutError, RecordSink};
 use crate::output_filter::OutputFilter;
 use crate::sample::{SampleError, SampleOptions, SampleRows, StockDepth};

@@ -10,7 +10,12 @@
 //! batch, as one thread feeds its Parquet writer. `--symbols`/`--between` are applied here
 //! with the one-thread code. A capture's declared loss reaches this thread as the index of
 //! the first message after it ([`InBatch::lost_from`]): the DBN writers mark their records
-//! `F_MAYBE_BAD_BOOK` from that message on, as one thread's do.
+//! `F_MAYBE_BAD_BOOK` from that message on, as one thread's do. With `--sample`, the reader
+//! runs the boundary clock and sends every book thread the sample points of the epoch
+//! ([`SamplePoint`]: before which message, which boundaries); a book thread captures its
+//! stocks' depths just before its first message at or past the point, or at the end of the
+//! batch if it has none (its books cannot change in between), and the merge thread writes
+//! every thread's stocks in locate order, boundary by boundary.
 
 use std::io;
 use std::mem;
@@ -26,6 +31,14 @@ use crate::book::{Applier, ApplyError, BboRow, BboSink, BookConfig, Books, TypeC
 use crate::csv::BboRowBytes;
 use crate::dbn_out::{DbnOut, DbnOutOptions, RecordBatch};
 use crate::output_filter::OutputFilter;
+use crate::sample::{Boundaries, CapturedDepths};
+
+/// Where the sampled depth is taken: just before message `before`, for `boundaries`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SamplePoint {
+    pub before: u64,
+    pub boundaries: Boundaries,
+}
 
 /// One message in a batch: its index and where its bytes lie, in the mapped input or in
 /// the batch's own buffer.
@@ -47,6 +60,8 @@ pub(super) struct InBatch {
     /// The first message the capture's sequencer declared a loss before ([`NO_LOSS`] if
     /// none yet): DBN records from it on are marked `F_MAYBE_BAD_BOOK`.
     pub lost_from: u64,
+    /// The epoch's sample points, in order (every book thread gets them all).
+    pub samples: Vec<SamplePoint>,
 }
 
 /// [`InBatch::lost_from`] when no loss was declared.
@@ -61,6 +76,7 @@ impl InBatch {
             bytes: Vec::new(),
             frames: Vec::with_capacity(EPOCH / threads.max(1) * 5 / 4),
             lost_from: NO_LOSS,
+            samples: Vec::new(),
         }
     }
 
@@ -110,6 +126,9 @@ pub(super) struct OutBatch {
     pub records: RecordBatch,
     /// Parquet MBP-10's records and tickers, message by message.
     pub mbp10: RecordBatch<Mbp10Msg>,
+    /// The batch's sample points, and this thread's stocks' depths at each.
+    pub points: Vec<SamplePoint>,
+    pub depths: CapturedDepths,
 }
 
 /// The outputs a book thread makes, each kept by `filter`.
@@ -123,6 +142,8 @@ pub(super) struct BookOutputs {
     pub dbn: Option<DbnOutOptions>,
     /// MBP-10 records for `--parquet-out`, view `mbp-10`.
     pub mbp10: Option<DbnOutOptions>,
+    /// `--sample`'s depth (levels a side), if sampled.
+    pub sample_depth: Option<usize>,
     pub filter: OutputFilter,
 }
 
@@ -219,8 +240,19 @@ pub(super) fn book_thread(
         out.typed_rows.clear();
         out.records.clear();
         out.mbp10.clear();
+        out.depths.clear();
+        out.points.clone_from(&batch.samples);
         swap_outputs(&mut applier, &mut dbn, &mut mbp10, &mut out);
+        // The next sample point to capture.
+        let mut point = 0;
         for &frame in &batch.frames {
+            if let Some(depth) = outputs.sample_depth {
+                while point < batch.samples.len() && batch.samples[point].before <= frame.index {
+                    out.depths
+                        .capture(point as u32, applier.books(), depth, &filter);
+                    point += 1;
+                }
+            }
             let bytes = batch.message(mapped, frame);
             let live = applier.books().live_orders();
             let kept = applier.sink_mut().map_or(0, |s| s.kept);
@@ -268,6 +300,14 @@ pub(super) fn book_thread(
             let live_change = applier.books().live_orders() as i64 - live as i64;
             let row = applier.sink_mut().map_or(0, |s| s.kept) != kept;
             out.effects.push(Effect::new(row, live_change));
+        }
+        // The points after this thread's last message of the batch: its books are as they
+        // will be at those points (its next messages come in later epochs).
+        if let Some(depth) = outputs.sample_depth {
+            for p in point..batch.samples.len() {
+                out.depths
+                    .capture(p as u32, applier.books(), depth, &filter);
+            }
         }
         swap_outputs(&mut applier, &mut dbn, &mut mbp10, &mut out);
         // A full recycling queue means the reader holds spares already: drop this one.

@@ -142,7 +142,7 @@ pub(super) fn replay_dbn(
     let bbo_rows = mbo.bbo_rows();
     let (books, bbo) = mbo.into_parts().map_err(bbo_error)?;
     let parquet = bbo.map(ThreadedBboOutputs::finish).transpose()?.flatten();
-    let sample = finish_sample_unless_kept(sample)?;
+    let sample = finish_sample_unless_kept(sample.map(crate::sample::Sampler::into_writer))?;
     let elapsed_s = started.elapsed().as_secs_f64();
     write_output_file(opts.book_out.as_ref(), |out| {
         write_book_csv_filtered(&books, opts.depth, &opts.filter, out)

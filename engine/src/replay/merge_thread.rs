@@ -1,8 +1,9 @@
 //! The merge thread of `replay --threads N`: every message in input order, by the reader's
 //! route (which book thread got it), each book thread's answer placed in the outputs where
 //! one thread would have written it: a row's `--bbo-out` line and its typed Parquet row,
-//! a message's DBN records, tickers and metadata request, its MBP-10 records for Parquet.
-//! It also keeps the live-order count of all books together, whose maximum is the
+//! a message's DBN records, tickers and metadata request, its MBP-10 records for Parquet;
+//! and after each epoch, the sampled depth of its sample points: at each boundary, every
+//! thread's stocks in locate order, as one thread writes them. It also keeps the live-order count of all books together, whose maximum is the
 //! summary's `live_orders_peak` (a per-thread peak would not add up to it).
 //!
 //! Each placement is a copy: the work of making rows and records (formatting, the MBP
@@ -14,11 +15,14 @@ use std::mem;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender};
 
+use ticklane_feed::itch::Nanos;
+
 use super::book_thread::OutBatch;
 use super::run::{mbp10_failed, ReplayError};
 use crate::csv::CsvBuffer;
 use crate::dbn_out::{BatchCursor, MergedDbnOut};
 use crate::parquet_out::{BboParquet, Mbp10Parquet};
+use crate::sample::{CapturedStock, SampleWriter};
 
 /// The outputs the merge thread writes; the files that wait for the summary (DBN's
 /// metadata end, Parquet's footer) come back unfinished in [`Merged`].
@@ -29,6 +33,8 @@ pub(super) struct MergeOutputs {
     pub dbn: Option<MergedDbnOut>,
     pub parquet_bbo: Option<BboParquet>,
     pub mbp10: Option<Mbp10Parquet>,
+    /// `--sample-out`.
+    pub sample: Option<SampleWriter>,
 }
 
 /// What the merge thread hands back at the end.
@@ -58,6 +64,8 @@ pub(super) fn merge_thread(
     let threads = answers.len();
     let mut batches: Vec<OutBatch> = (0..threads).map(|_| OutBatch::default()).collect();
     let mut at = vec![At::default(); threads];
+    // Every thread's stocks at one sample point: (thread, stock).
+    let mut stocks: Vec<(usize, CapturedStock)> = Vec::new();
     let (mut live, mut peak) = (0i64, 0i64);
     for route in routes {
         for (t, answer) in answers.iter().enumerate() {
@@ -89,6 +97,9 @@ pub(super) fn merge_thread(
                 }
             }
         }
+        if let Some(sample) = &mut outputs.sample {
+            write_samples(sample, &batches, &mut stocks);
+        }
         for (t, batch) in batches.iter_mut().enumerate() {
             let _ = recycle_out[t].try_send(mem::take(batch));
         }
@@ -102,6 +113,42 @@ pub(super) fn merge_thread(
         live_orders_peak: peak.max(0) as u64,
         outputs,
     })
+}
+
+/// Writes the epoch's sample points: at each boundary, every thread's stocks in locate
+/// order (the stocks' depths are the same at every boundary of a point: forward fill).
+#[cold]
+fn write_samples(
+    sample: &mut SampleWriter,
+    batches: &[OutBatch],
+    stocks: &mut Vec<(usize, CapturedStock)>,
+) {
+    // Every book thread got the same points.
+    let Some(first) = batches.first() else {
+        return;
+    };
+    let mut cursors = vec![0usize; batches.len()];
+    for (p, point) in first.points.iter().enumerate() {
+        stocks.clear();
+        for (t, batch) in batches.iter().enumerate() {
+            let here = batch.depths.at_point(p as u32, &mut cursors[t]);
+            stocks.extend(here.iter().map(|s| (t, *s)));
+        }
+        // A locate's book is in one thread only.
+        stocks.sort_unstable_by_key(|(_, s)| s.locate());
+        if stocks.is_empty() {
+            continue;
+        }
+        for boundary in point.boundaries.iter() {
+            if sample.failed() {
+                return;
+            }
+            for (t, stock) in stocks.iter() {
+                let depth = batches[*t].depths.depth(stock);
+                sample.row(Nanos(boundary), point.before - 1, &depth);
+            }
+        }
+    }
 }
 
 /// Places row `row` of `batch` in the top-of-book outputs.

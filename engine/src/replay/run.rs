@@ -19,7 +19,7 @@ use crate::parquet_out::{
     BboParquet, Mbp10Parquet, ParquetOutError, ParquetOutOptions, ParquetSchema, Provenance,
     SampledParquet,
 };
-use crate::sample::{SampleError, SampleOptions, Sampler};
+use crate::sample::{SampleError, SampleOptions, SampleWriter, Sampler};
 use crate::snapshot::SnapshotError;
 
 /// What `ticklane replay` was asked to do.
@@ -271,27 +271,38 @@ pub(super) fn bbo_outputs(
     })
 }
 
-/// The sampler `o` asks for: CSV or DBN written by the sampler itself, Parquet handed down.
+/// The sample output `o` asks for: CSV or DBN written by the sample writer itself, Parquet
+/// handed down.
+pub(super) fn open_sample_writer(o: &SampleOptions) -> Result<SampleWriter, ReplayError> {
+    if o.is_parquet() {
+        Ok(SampleWriter::with_rows(Box::new(SampledParquet::create(
+            o,
+        )?)))
+    } else {
+        Ok(SampleWriter::create(o)?)
+    }
+}
+
+/// The sampler `o` asks for, keeping what `filter` keeps.
 pub(super) fn open_sampler(
     o: &SampleOptions,
     filter: &OutputFilter,
 ) -> Result<Sampler, ReplayError> {
-    if o.is_parquet() {
-        let rows = Box::new(SampledParquet::create(o)?);
-        Ok(Sampler::with_rows(o, filter.clone(), rows))
-    } else {
-        Ok(Sampler::create(o, filter.clone())?)
-    }
+    Ok(Sampler::with_writer(
+        o,
+        filter.clone(),
+        open_sample_writer(o)?,
+    ))
 }
 
 /// Finishes a CSV or DBN sample now; a Parquet sample's footer waits for the summary
 /// ([`finish_sample`]), so it is handed back.
 pub(super) fn finish_sample_unless_kept(
-    sample: Option<Sampler>,
-) -> Result<Option<Sampler>, ReplayError> {
+    sample: Option<SampleWriter>,
+) -> Result<Option<SampleWriter>, ReplayError> {
     match sample {
         Some(s) if !s.keeps_metadata() => {
-            s.finish()?;
+            s.finish_with(Vec::new())?;
             Ok(None)
         }
         other => Ok(other),
@@ -301,7 +312,7 @@ pub(super) fn finish_sample_unless_kept(
 /// Finishes a Parquet sample, whose footer says where it came from as the other views' do
 /// (the others finished before the summary was made).
 pub(super) fn finish_sample(
-    sample: Option<Sampler>,
+    sample: Option<SampleWriter>,
     provenance: Option<&Provenance>,
     summary: &ReplaySummary,
     opts: &ReplayOptions,
@@ -531,7 +542,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         Some(out) => Some(out.finish()?),
         None => None,
     };
-    let sample = finish_sample_unless_kept(sample)?;
+    let sample = finish_sample_unless_kept(sample.map(Sampler::into_writer))?;
     let elapsed_s = started.elapsed().as_secs_f64();
     write_output_file(opts.book_out.as_ref(), |out| {
         write_book_csv_filtered(&books, opts.depth, &opts.filter, out)

@@ -37,20 +37,24 @@ use ticklane_feed::capture::InputFormat;
 use ticklane_feed::capture::{CaptureReader, RawMessage, ReadOptions};
 use ticklane_feed::itch::{self, DecodeError};
 
-use super::book_thread::{book_thread, BookOutputs, BookPart, Frame, InBatch, NO_LOSS};
+use super::book_thread::{
+    book_thread, BookOutputs, BookPart, Frame, InBatch, SamplePoint, NO_LOSS,
+};
 use super::each_message::{each_message, Next};
 use super::fault::ReplayFault;
 use super::merge_thread::{merge_thread, MergeOutputs};
 use super::partition::{locate_of, LocatePartition};
 use super::run::{
-    end_of_input, output, progress_line, provenance, with_failure_summary, write_output_file,
-    write_summary_json, ReplayError, ReplayOptions, PROGRESS_EVERY,
+    end_of_input, finish_sample, finish_sample_unless_kept, open_sample_writer, output,
+    progress_line, provenance, with_failure_summary, write_output_file, write_summary_json,
+    ReplayError, ReplayOptions, PROGRESS_EVERY,
 };
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{BookCounters, Books, TypeCounts};
 use crate::csv::{write_partitioned_book_csv, CsvBuffer, BBO_HEADER};
 use crate::dbn_out::{DbnOutOptions, DbnSchema, MergedDbnOut};
 use crate::parquet_out::{BboParquet, Mbp10Parquet, ParquetOutError, ParquetSchema};
+use crate::sample::BoundaryClock;
 
 /// Messages per epoch: the unit in which batches are sent and merged.
 pub const EPOCH: usize = 16 * 1024;
@@ -69,10 +73,10 @@ pub struct PartitionedOutcome {
 
 /// Replays `opts.input` on `threads` book threads (1 is [`super::replay_file`] itself,
 /// unchanged). The outputs (`--bbo-out`, `--book-out`, `--dbn-out` in every schema,
-/// `--parquet-out` in both views, the summary, each filtered by `opts.filter`) are those of
-/// one thread; see the module documentation for the one exception. A DBN input replays on
-/// one thread whatever `threads` says (its records are not routed by locate yet), and so
-/// does a replay with `opts.sample` (the sampler follows one set of books).
+/// `--parquet-out` in both views, `--sample-out` in every format, the summary, each
+/// filtered by `opts.filter`) are those of one thread; see the module documentation for
+/// the one exception. A DBN input replays on one thread whatever `threads` says (its
+/// records are not routed by locate yet).
 ///
 /// # Errors
 ///
@@ -81,8 +85,7 @@ pub fn replay_file_threaded(
     opts: &ReplayOptions,
     threads: usize,
 ) -> Result<PartitionedOutcome, ReplayError> {
-    if threads <= 1 || opts.sample.is_some() || super::dbn_input::dbn_format(&opts.input).is_some()
-    {
+    if threads <= 1 || super::dbn_input::dbn_format(&opts.input).is_some() {
         let done = super::replay_file(opts)?;
         return Ok(PartitionedOutcome {
             summary: done.summary,
@@ -118,6 +121,15 @@ fn spawn<T: Send + 'static>(
             path: "(thread)".into(),
             source,
         })
+}
+
+/// The timestamp of a message `check` passed: bytes 5..11 of every ITCH 5.0 message, ns
+/// since midnight.
+#[inline(always)]
+fn timestamp_of(bytes: &[u8]) -> u64 {
+    bytes[5..11]
+        .iter()
+        .fold(0, |ns, &b| (ns << 8) | u64::from(b))
 }
 
 /// The checks `itch::decode` makes before it reads a field, giving the same error; the
@@ -208,12 +220,19 @@ fn replay_partitioned(
             Some(o) => Some(Mbp10Parquet::create(&o.path)?),
             None => None,
         },
+        sample: opts.sample.as_ref().map(open_sample_writer).transpose()?,
     };
+    // The sampling clock reads only timestamps: it runs here, in message order.
+    let mut clock = opts
+        .sample
+        .as_ref()
+        .map(|o| BoundaryClock::new(o.interval.nanos(), opts.filter.between()));
     let book_outputs = BookOutputs {
         csv: opts.bbo_out.is_some(),
         parquet_bbo,
         dbn: opts.dbn_out.clone(),
         mbp10,
+        sample_depth: opts.sample.as_ref().map(|o| o.depth),
         filter: opts.filter.clone(),
     };
 
@@ -282,6 +301,7 @@ fn replay_partitioned(
                 .unwrap_or_else(|_| InBatch::for_share(threads));
             next.bytes.clear();
             next.frames.clear();
+            next.samples.clear();
             batch.lost_from = lost_from;
             if lane.input.send(mem::replace(batch, next)).is_err() {
                 return false;
@@ -299,6 +319,15 @@ fn replay_partitioned(
         }
         match check(bytes) {
             Ok(locate) => {
+                if let Some(clock) = &mut clock {
+                    if let Some(boundaries) = clock.passes(timestamp_of(bytes)) {
+                        let point = SamplePoint {
+                            before: index,
+                            boundaries,
+                        };
+                        batches.iter_mut().for_each(|b| b.samples.push(point));
+                    }
+                }
                 let t = partition.owner(locate);
                 let batch = &mut batches[t];
                 // `check` passed: the length is an ITCH 5.0 type's, at most 50.
@@ -403,6 +432,7 @@ fn replay_partitioned(
         Some(out) => Some(out.finish(last_ts_event)?),
         None => None,
     };
+    let sample = finish_sample_unless_kept(merged.outputs.sample)?;
     let elapsed_s = started.elapsed().as_secs_f64();
     write_output_file(opts.book_out.as_ref(), |out| {
         write_partitioned_book_csv(&books, opts.depth, &opts.filter, out)
@@ -424,6 +454,7 @@ fn replay_partitioned(
         dbn: None,
         dbn_out_records,
     };
+    finish_sample(sample, provenance.as_ref(), &summary, opts)?;
     if let (Some(p), Some(provenance)) = (&opts.parquet_out, &provenance) {
         let footer = provenance.footer(p.schema.name(), &summary.to_json(), &opts.filter);
         if let Some(out) = merged.outputs.parquet_bbo {

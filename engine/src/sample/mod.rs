@@ -33,7 +33,7 @@ use crate::dbn_out::{DbnOutError, SessionDate};
 
 /// A writer of sampled rows handed down from above (Parquet's, which this module cannot
 /// name): one row per stock per boundary, as [`csv_rows`] writes them.
-pub trait SampleRows {
+pub trait SampleRows: Send {
     /// Writes `depth`'s row at `boundary`, `applied` messages into the input.
     ///
     /// # Errors

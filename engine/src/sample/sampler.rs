@@ -142,7 +142,7 @@ impl Sampler {
     ///
     /// As [`SampleWriter::create`].
     pub fn create(opts: &SampleOptions, filter: OutputFilter) -> Result<Self, SampleError> {
-        Ok(Self::writing(opts, filter, SampleWriter::create(opts)?))
+        Ok(Self::with_writer(opts, filter, SampleWriter::create(opts)?))
     }
 
     /// A sampler writing through `rows` (a writer of a format this module cannot name,
@@ -152,10 +152,11 @@ impl Sampler {
         filter: OutputFilter,
         rows: Box<dyn SampleRows>,
     ) -> Self {
-        Self::writing(opts, filter, SampleWriter::with_rows(rows))
+        Self::with_writer(opts, filter, SampleWriter::with_rows(rows))
     }
 
-    fn writing(opts: &SampleOptions, filter: OutputFilter, writer: SampleWriter) -> Self {
+    /// A sampler writing through `writer`, keeping the rows `filter` keeps.
+    pub fn with_writer(opts: &SampleOptions, filter: OutputFilter, writer: SampleWriter) -> Self {
         Sampler {
             clock: BoundaryClock::new(opts.interval.nanos(), filter.between()),
             filter,
@@ -223,5 +224,10 @@ impl Sampler {
     /// True if the output keeps metadata ([`Sampler::finish_with`] uses it).
     pub fn keeps_metadata(&self) -> bool {
         self.writer.keeps_metadata()
+    }
+
+    /// The writer, with every row so far written to it (to finish it later).
+    pub fn into_writer(self) -> SampleWriter {
+        self.writer
     }
 }

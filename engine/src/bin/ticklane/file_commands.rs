@@ -120,11 +120,11 @@ pub struct ReplayArgs {
     #[arg(long)]
     pace: Option<Pace>,
     /// Spread the stocks over this many book threads (1 = one thread, today's path); the
-    /// outputs (--bbo-out, --book-out, --dbn-out, --parquet-out, filtered by
-    /// --symbols/--between) are those of one thread. Not with --pace or --sample (one thread
-    /// samples); a DBN input replays on one thread.
+    /// outputs (--bbo-out, --book-out, --dbn-out, --parquet-out, --sample-out, filtered by
+    /// --symbols/--between) are those of one thread. Not with --pace; a DBN input replays
+    /// on one thread.
     #[arg(long, default_value_t = 1,
-          conflicts_with_all = ["pace", "sample"],
+          conflicts_with = "pace",
           value_parser = clap::value_parser!(u8).range(1..))]
     threads: u8,
     /// With --pace: publish the books into this memory-mapped snapshot file.
