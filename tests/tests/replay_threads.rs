@@ -175,6 +175,16 @@ fn generated_day(
     path
 }
 
+/// The `timestamp_ns` of every row of a `--bbo-out` file, in order.
+fn bbo_stamps(path: &Path) -> Vec<u64> {
+    fs::read_to_string(path)
+        .expect("bbo")
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).expect("timestamp").parse().expect("ns"))
+        .collect()
+}
+
 /// Replays `input` on 1 thread, then on 2, 3 and 4, and checks every output against the
 /// first. Returns the one-thread summary for further checks.
 fn same_for_every_thread_count(input: &Path, recover_lengths: bool) -> ReplaySummary {
@@ -427,12 +437,7 @@ fn dbn_out_in_every_schema_and_the_filters_are_the_same_on_every_thread_count() 
         .map(|s| String::from_utf8_lossy(s).trim().to_string())
         .collect();
     assert_eq!(symbols.len(), 2, "the day lists its stocks");
-    let bbo = fs::read_to_string(dir.path().join("all.bbo.csv")).expect("bbo");
-    let stamps: Vec<u64> = bbo
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').nth(1).expect("timestamp").parse().expect("ns"))
-        .collect();
+    let stamps = bbo_stamps(&dir.path().join("all.bbo.csv"));
     let (first, last) = (stamps[0], stamps[stamps.len() - 1]);
     let between = format!(
         "{}-{}",
@@ -558,12 +563,7 @@ fn sample_out_in_every_format_is_the_same_on_every_thread_count() {
     let day = generated_day(dir.path(), "day.itch50", 30_000, 17, 9, true);
     let one =
         replay_file(&options(&day, false, dir.path(), "all", &Extra::default())).expect("replay");
-    let bbo = fs::read_to_string(dir.path().join("all.bbo.csv")).expect("bbo");
-    let stamps: Vec<u64> = bbo
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').nth(1).expect("timestamp").parse().expect("ns"))
-        .collect();
+    let stamps = bbo_stamps(&dir.path().join("all.bbo.csv"));
     let span = stamps[stamps.len() - 1] - stamps[0];
     // About 2,000 boundaries over the day, then about 20.
     for (ending, interval) in [

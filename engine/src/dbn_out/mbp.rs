@@ -91,7 +91,8 @@ pub(crate) struct Event {
     depth: u8,
 }
 
-const EMPTY: BidAskPair = BidAskPair {
+/// An empty level, as Databento writes it.
+pub(crate) const EMPTY: BidAskPair = BidAskPair {
     bid_px: UNDEF_PRICE,
     ask_px: UNDEF_PRICE,
     bid_sz: 0,

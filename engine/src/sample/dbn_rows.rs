@@ -9,24 +9,15 @@
 
 use std::collections::BTreeMap;
 
-use dbn::{rtype, BidAskPair, Mbp10Msg, RecordHeader, Schema, UNDEF_PRICE};
+use dbn::{rtype, Mbp10Msg, RecordHeader, Schema, UNDEF_PRICE};
 use ticklane_feed::itch::Nanos;
 
 use super::{SampleError, SampleOptions, StockDepth, DBN_LEVELS};
+use crate::dbn_out::mbp::EMPTY;
 use crate::dbn_out::{price_1e9, session_metadata, DbnOutError, Spool, PUBLISHER_ID};
 
 /// Databento's "no action / no side" letter.
 const NONE: std::ffi::c_char = b'N' as std::ffi::c_char;
-
-/// An empty level, as Databento writes it.
-const EMPTY: BidAskPair = BidAskPair {
-    bid_px: UNDEF_PRICE,
-    ask_px: UNDEF_PRICE,
-    bid_sz: 0,
-    ask_sz: 0,
-    bid_ct: 0,
-    ask_ct: 0,
-};
 
 /// A level's price (1e-9 dollars), size (saturated to 32 bits) and count, as MBP-10 holds
 /// them.
