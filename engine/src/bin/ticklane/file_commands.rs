@@ -191,6 +191,13 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
             .map(|p| (p, args.parquet_schema)),
     )?;
     let dbn_input = is_dbn_input(&args.file);
+    if dbn_input && args.threads > 1 {
+        // Said, not refused: the outputs are the same either way, only slower.
+        eprintln!(
+            "ticklane: note: a DBN input replays on one book thread; --threads {} is not used",
+            args.threads
+        );
+    }
     let session_date = || match args.date {
         Some(date) => Ok(date),
         None => SessionDate::from_file_name(&args.file),
