@@ -79,9 +79,9 @@ pub struct CapturedStock {
     locate: Locate,
     symbol: Stock,
     /// Its levels in [`CapturedDepths::levels`]: bids from `at`, then asks.
-    at: u32,
-    bids: u16,
-    asks: u16,
+    at: usize,
+    bids: u32,
+    asks: u32,
 }
 
 /// The depths of one book thread's stocks at the sample points of one batch, in point
@@ -113,10 +113,10 @@ impl CapturedDepths {
                 point,
                 locate,
                 symbol: books.symbol_raw(locate),
-                // The levels of a batch stay far below 4 G; a depth, below 64 K.
-                at: at as u32,
-                bids: bids as u16,
-                asks: asks as u16,
+                at,
+                // At most a ladder's levels a side (`--levels-per-side`): far below 4 G.
+                bids: bids as u32,
+                asks: asks as u32,
             });
         }
     }
@@ -136,13 +136,13 @@ impl CapturedDepths {
     /// The depth of `stock`.
     pub fn depth<'a>(&'a self, stock: &'a CapturedStock) -> StockDepth<'a> {
         let s = stock;
-        let bids = s.at as usize;
-        let asks = bids + usize::from(s.bids);
+        let bids = s.at;
+        let asks = bids + s.bids as usize;
         StockDepth {
             locate: s.locate,
             symbol: s.symbol.trimmed(),
             bids: &self.levels[bids..asks],
-            asks: &self.levels[asks..asks + usize::from(s.asks)],
+            asks: &self.levels[asks..asks + s.asks as usize],
         }
     }
 }
