@@ -1,8 +1,9 @@
 //! The DBN file of `replay --threads`: the records the book threads made
 //! ([`super::RecordBatch`]), placed by the merge thread in message order, with the metadata
-//! a one-thread replay would write. The file is byte for byte the one-thread [`super::DbnOut`]'s:
-//! the same [`Spool`], the metadata's room asked for at the same message (the first that can
-//! make records, with the tickers named before it) and the same final metadata.
+//! a one-thread replay would write. The file is byte for byte the one-thread
+//! [`super::DbnOut`]'s: the same [`Spool`], the metadata's room asked for at the same
+//! message (the first that can make records, with the tickers named before it) and the
+//! same final metadata.
 
 use std::collections::BTreeMap;
 

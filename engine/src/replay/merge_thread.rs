@@ -3,8 +3,9 @@
 //! one thread would have written it: a row's `--bbo-out` line and its typed Parquet row,
 //! a message's DBN records, tickers and metadata request, its MBP-10 records for Parquet;
 //! and after each epoch, the sampled depth of its sample points: at each boundary, every
-//! thread's stocks in locate order, as one thread writes them. It also keeps the live-order count of all books together, whose maximum is the
-//! summary's `live_orders_peak` (a per-thread peak would not add up to it).
+//! thread's stocks in locate order, as one thread writes them. It also keeps the
+//! live-order count of all books together, whose maximum is the summary's
+//! `live_orders_peak` (a per-thread peak would not add up to it).
 //!
 //! Each placement is a copy: the work of making rows and records (formatting, the MBP
 //! levels) was spread over the book threads.
@@ -64,8 +65,10 @@ pub(super) fn merge_thread(
     let threads = answers.len();
     let mut batches: Vec<OutBatch> = (0..threads).map(|_| OutBatch::default()).collect();
     let mut at = vec![At::default(); threads];
-    // Every thread's stocks at one sample point: (thread, stock).
+    // Every thread's stocks at one sample point, (thread, stock), and where each thread's
+    // next point starts: reused epoch after epoch.
     let mut stocks: Vec<(usize, CapturedStock)> = Vec::new();
+    let mut cursors = vec![0usize; threads];
     let (mut live, mut peak) = (0i64, 0i64);
     for route in routes {
         for (t, answer) in answers.iter().enumerate() {
@@ -98,7 +101,7 @@ pub(super) fn merge_thread(
             }
         }
         if let Some(sample) = &mut outputs.sample {
-            write_samples(sample, &batches, &mut stocks);
+            write_samples(sample, &batches, &mut stocks, &mut cursors);
         }
         for (t, batch) in batches.iter_mut().enumerate() {
             let _ = recycle_out[t].try_send(mem::take(batch));
@@ -122,12 +125,13 @@ fn write_samples(
     sample: &mut SampleWriter,
     batches: &[OutBatch],
     stocks: &mut Vec<(usize, CapturedStock)>,
+    cursors: &mut [usize],
 ) {
     // Every book thread got the same points.
     let Some(first) = batches.first() else {
         return;
     };
-    let mut cursors = vec![0usize; batches.len()];
+    cursors.fill(0);
     for (p, point) in first.points.iter().enumerate() {
         stocks.clear();
         for (t, batch) in batches.iter().enumerate() {
