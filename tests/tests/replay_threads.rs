@@ -515,23 +515,31 @@ fn a_lossy_capture_gives_the_same_dbn_flags_on_every_thread_count() {
     let pcap = dir.path().join("lossy.pcap");
     // 20 messages a packet; every 37th packet from the 300th lost.
     fs::write(&pcap, lossy_pcap(&itch, 20, |n| n >= 300 && n % 37 == 0)).expect("write pcap");
-    // Parquet MBP-10 carries the flags too (its records are the DBN writer's).
+    // Parquet MBP-10 carries the flags too (its records are the DBN writer's), with a DBN
+    // output beside it and without one.
     for (dbn, parquet) in [
-        ((DbnSchema::Mbo, "dbn"), Some(ParquetSchema::Mbp10)),
-        ((DbnSchema::Mbp1, "dbn.zst"), None),
+        (Some((DbnSchema::Mbo, "dbn")), Some(ParquetSchema::Mbp10)),
+        (Some((DbnSchema::Mbp1, "dbn.zst")), None),
+        (None, Some(ParquetSchema::Mbp10)),
     ] {
         let extra = Extra {
-            dbn: Some(dbn),
+            dbn,
             parquet,
             ..Extra::default()
         };
-        let (summary, _) = same_for_every_thread_count_with(&pcap, false, &extra);
+        let (summary, outputs) = same_for_every_thread_count_with(&pcap, false, &extra);
         assert!(
             summary.declared_lost_messages() > 100,
             "{}",
             summary.declared_lost_messages()
         );
-        assert!(summary.dbn_out_records.expect("counted") > 10_000);
+        if dbn.is_some() {
+            assert!(summary.dbn_out_records.expect("counted") > 10_000);
+        }
+        if parquet.is_some() {
+            let (columns, _) = outputs.parquet.expect("written");
+            assert!(columns.len() > 100_000, "{}", columns.len());
+        }
     }
 }
 

@@ -282,7 +282,7 @@ fn replay_partitioned(
     let mut unknown_types = 0u64;
     let mut error = None;
     // Whether the capture can declare losses that the DBN records must be marked with.
-    let can_lose = opts.dbn_out.is_some()
+    let can_lose = (opts.dbn_out.is_some() || book_outputs.mbp10.is_some())
         && matches!(reader.format(), InputFormat::Pcap | InputFormat::PcapNg);
     let mut lost_from = NO_LOSS;
     // Sends the epoch gathered so far; false if a stage downstream has stopped.
