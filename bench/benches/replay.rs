@@ -3,15 +3,22 @@
 //! in memory. Throughput is per input message for all four: criterion prints messages per
 //! second, so `bbo_csv_rows_only` against `decode+book` says whether the writer keeps up
 //! with the book (both in the same run).
+//!
+//! The `full_day` group replays a day shaped like Nasdaq's (`gen --profile full-day`: 8,900
+//! names, about 200,000 live orders at the peak), whose books do not fit the caches, with
+//! and without the apply step's prefetch of what the messages a few places on will touch:
+//! the ratio of the two, measured in the same run, is what looking ahead buys there.
 
 use std::hint::black_box;
 use std::io;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ticklane_engine::book::{Applier, BboRow, BboSink, BookConfig};
+use ticklane_engine::book::{
+    Applier, BboRow, BboSink, BookConfig, Upcoming, PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR,
+};
 use ticklane_engine::csv::BboCsvWriter;
 use ticklane_feed::itch;
-use ticklane_feed::sim::{write_itch50, GenConfig};
+use ticklane_feed::sim::{write_itch50, write_itch50_profile, GenConfig, Profile, FULL_DAY_STOCKS};
 
 const MESSAGES: u64 = 1_000_000;
 
@@ -120,5 +127,50 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// Messages of the full-day replay: enough for its live orders to outgrow the caches.
+const FULL_DAY_MESSAGES: u64 = 4_000_000;
+
+fn bench_full_day(c: &mut Criterion) {
+    let mut bytes = Vec::new();
+    let config = GenConfig {
+        messages: FULL_DAY_MESSAGES,
+        seed: 1,
+        stocks: FULL_DAY_STOCKS,
+        hard_cases: false,
+        crossing: false,
+    };
+    write_itch50_profile(config, Profile::FullDay, &mut bytes).expect("writing to memory");
+    let messages: Vec<&[u8]> = frames(&bytes).collect();
+    let mut group = c.benchmark_group("full_day");
+    group.throughput(Throughput::Elements(FULL_DAY_MESSAGES));
+    group.sample_size(10);
+    for prefetch in [false, true] {
+        let name = if prefetch {
+            "decode+book+prefetch"
+        } else {
+            "decode+book"
+        };
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let mut r: Applier<BboCsvWriter<io::Sink>> =
+                    Applier::new(BookConfig::default(), None).expect("books fit");
+                for (i, frame) in messages.iter().enumerate() {
+                    if prefetch {
+                        let ahead = |d: usize| messages.get(i + d).copied().unwrap_or_default();
+                        r.prefetch(Upcoming {
+                            far: ahead(PREFETCH_FAR),
+                            mid: ahead(PREFETCH_MID),
+                            near: ahead(PREFETCH_NEAR),
+                        });
+                    }
+                    r.step(i as u64 + 1, frame).expect("valid day");
+                }
+                black_box(r.books().live_orders())
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_full_day);
 criterion_main!(benches);

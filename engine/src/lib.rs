@@ -22,8 +22,9 @@
 //! The `ticklane` binary sits above them all: it parses arguments, calls one application
 //! and prints.
 //!
-//! `unsafe` is denied crate-wide; only the ring and the snapshot mapping allow it, each block
-//! with a `// SAFETY:` line.
+//! `unsafe` is denied crate-wide; only the ring, the snapshot mapping and the books' cache
+//! prefetch hint (`book::prefetch`, one intrinsic call) allow it, each block with a
+//! `// SAFETY:` line.
 //!
 //! Under `--cfg loom` only the concurrency primitives are built (the ring, and the seqlock
 //! that is the snapshot's slot protocol), for `cargo test -p ticklane-engine --lib ... loom`.

@@ -12,7 +12,7 @@ use ticklane_feed::itch::{
 
 use super::bbo_row::{BboRow, BboSink};
 use super::type_counts::TypeCounts;
-use super::{BookConfig, Books, TopOfBook};
+use super::{BookConfig, Books, TopOfBook, Upcoming};
 
 /// Why one message could not be applied.
 #[derive(Debug)]
@@ -110,6 +110,13 @@ impl<S: BboSink> Applier<S> {
     #[inline]
     pub fn step<'m>(&mut self, index: u64, bytes: &'m [u8]) -> Result<Applied<'m>, ApplyError> {
         self.step_with(index, bytes, |_, _| {})
+    }
+
+    /// Asks for the memory the upcoming messages will touch ([`Books::prefetch`]); call it
+    /// before each [`Applier::step`] when the input lets you look ahead.
+    #[inline(always)]
+    pub fn prefetch(&self, upcoming: Upcoming<'_>) {
+        self.books.prefetch(upcoming);
     }
 
     /// [`Applier::step`], calling `before` with the books and the decoded message just

@@ -14,6 +14,7 @@ use ticklane_feed::itch::{Locate, Message, OrderRef, Price, Stock};
 
 use super::ladder::{LadderView, Level, PriceLadder, Touched};
 use super::order_table::{InsertError, Order, OrderTable, Side};
+use super::prefetch::{prefetch, Upcoming};
 use super::top_of_book::TopOfBook;
 
 /// Every locate a 16-bit field can name.
@@ -108,6 +109,13 @@ pub struct Books {
     /// Latest `H` trading state per locate (0 when none seen).
     trading_states: Vec<u8>,
     counters: BookCounters,
+}
+
+/// The order reference in bytes 11..19 of a D, E, C, X or U message (U's original order).
+#[inline(always)]
+fn order_ref_in(message: &[u8]) -> Option<OrderRef> {
+    let bytes: [u8; 8] = message.get(11..19)?.try_into().ok()?;
+    Some(OrderRef(u64::from_be_bytes(bytes)))
 }
 
 #[inline(always)]
@@ -465,6 +473,85 @@ impl Books {
         top_moved
     }
 
+    /// Asks for the memory the [`Upcoming`] messages will touch, so that their cache misses
+    /// overlap with the messages applied before them. Three stages, each reading only lines
+    /// the one before asked for: a delete, execution, cancel or replace gets its bucket head
+    /// ([`PREFETCH_FAR`](super::PREFETCH_FAR) messages ahead), then its order record, then
+    /// the best levels of the order's side; an add gets its book's state, then the best
+    /// levels of its side. Only a hint: what it reads decides nothing, and bytes that are no
+    /// message of these types are passed over.
+    #[inline(always)]
+    pub fn prefetch(&self, upcoming: Upcoming<'_>) {
+        match upcoming.far {
+            [b'D' | b'E' | b'C' | b'X' | b'U', ..] => {
+                if let Some(order_ref) = order_ref_in(upcoming.far) {
+                    self.orders.prefetch_bucket(order_ref);
+                }
+            }
+            [b'A' | b'F', ..] => {
+                if let Some(book) = self.book_named_in(upcoming.far) {
+                    prefetch(self.books.as_ptr().wrapping_add(book));
+                }
+            }
+            _ => {}
+        }
+        match upcoming.mid {
+            [b'D' | b'E' | b'C' | b'X' | b'U', ..] => {
+                if let Some(order_ref) = order_ref_in(upcoming.mid) {
+                    self.orders.prefetch_record(self.orders.head_of(order_ref));
+                }
+            }
+            [b'A' | b'F', ..] => {
+                let side = upcoming.mid.get(19).copied().and_then(Side::from_wire);
+                if let (Some(book), Some(side)) = (self.book_named_in(upcoming.mid), side) {
+                    self.prefetch_touch(book, side);
+                }
+            }
+            _ => {}
+        }
+        if let [b'D' | b'E' | b'C' | b'X' | b'U', ..] = upcoming.near {
+            if let Some(order_ref) = order_ref_in(upcoming.near) {
+                let head = self.orders.head_of(order_ref);
+                if let Some(order) = self.orders.order_at(head, order_ref) {
+                    if let Some(book) = self.book_of_locate(order.locate) {
+                        self.prefetch_touch(book, order.side);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The book of the locate in bytes 1..3 of a message, if it has one.
+    #[inline(always)]
+    fn book_named_in(&self, message: &[u8]) -> Option<usize> {
+        let &[_, hi, lo, ..] = message else {
+            return None;
+        };
+        self.book_of_locate(Locate(u16::from_be_bytes([hi, lo])))
+    }
+
+    #[inline(always)]
+    fn book_of_locate(&self, locate: Locate) -> Option<usize> {
+        match self.book_of[usize::from(locate.0)] {
+            NO_BOOK => None,
+            book => Some(book as usize),
+        }
+    }
+
+    /// The lines of a side's best levels: where the search for a level starts.
+    #[inline(always)]
+    fn prefetch_touch(&self, book: usize, side: Side) {
+        let s = side_index(side);
+        let Some(state) = self.books.get(book) else {
+            return;
+        };
+        let best = (2 * book + s) * self.config.levels_per_side + state.depth[s] as usize;
+        let levels = self.levels.as_ptr();
+        // The walk from the touch reads up to 8 levels: 128 bytes, two or three lines.
+        prefetch(levels.wrapping_add(best.wrapping_sub(1)));
+        prefetch(levels.wrapping_add(best.wrapping_sub(5)));
+    }
+
     #[inline(always)]
     fn note_crossing(&mut self, book: usize) {
         let crossed = self.top_of_book_at(book).is_crossed();
@@ -550,6 +637,57 @@ impl Books {
                 .map(|(k, v)| format!("level {k:?}: orders say {v:?}, ladder {:?}", actual.get(k)))
                 .unwrap_or_else(|| "the ladder has a level with no orders".to_string());
             Err(diff)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A message for the prefetch stages: any length and bytes, often a type they act on,
+    /// often naming a live order or an opened book so the later stages are reached.
+    fn upcoming_message() -> impl Strategy<Value = Vec<u8>> {
+        let tag = prop::sample::select(b"ADEFCXUSa\0".to_vec());
+        (
+            tag,
+            prop::collection::vec(any::<u8>(), 0..48),
+            0..4u64,
+            any::<bool>(),
+        )
+            .prop_map(|(tag, mut bytes, order, known)| {
+                if let Some(first) = bytes.first_mut() {
+                    *first = tag;
+                }
+                if known && bytes.len() >= 20 {
+                    bytes[1..3].copy_from_slice(&7u16.to_be_bytes());
+                    bytes[11..19].copy_from_slice(&(100 + order).to_be_bytes());
+                    bytes[19] = if order % 2 == 0 { b'B' } else { b'S' };
+                }
+                bytes
+            })
+    }
+
+    proptest! {
+        /// Prefetching reads bytes nobody checked (the framing ahead is not validated): no
+        /// bytes make it panic, and the books are as they were.
+        #[test]
+        fn prefetch_takes_any_bytes(
+            far in upcoming_message(),
+            mid in upcoming_message(),
+            near in upcoming_message(),
+        ) {
+            let config = BookConfig { max_orders: 64, max_books: 4, levels_per_side: 8 };
+            let mut books = Books::new(config).expect("small tables");
+            for (i, side) in [b'B', b'S', b'B'].into_iter().enumerate() {
+                let price = Price(1_000 + 100 * i as u32);
+                books.add(Locate(7), side, OrderRef(100 + i as u64), 10, price);
+            }
+            let before = books.top_of_book(Locate(7));
+            books.prefetch(Upcoming { far: &far, mid: &mid, near: &near });
+            prop_assert_eq!(books.top_of_book(Locate(7)), before);
+            prop_assert!(books.check_invariants().is_ok());
         }
     }
 }

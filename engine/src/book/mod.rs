@@ -7,6 +7,7 @@ mod books;
 mod ladder;
 mod mbo;
 mod order_table;
+mod prefetch;
 mod top_of_book;
 mod trade;
 mod type_counts;
@@ -20,6 +21,7 @@ pub use mbo::{
     MboApplier, MboCounts, ACTIONS as MBO_ACTIONS, F_LAST, F_MAYBE_BAD_BOOK, F_SNAPSHOT,
 };
 pub use order_table::{InsertError, Order, OrderTable, Side};
+pub use prefetch::{Upcoming, FAR as PREFETCH_FAR, MID as PREFETCH_MID, NEAR as PREFETCH_NEAR};
 pub use top_of_book::TopOfBook;
 pub use trade::{trade_of, Trade};
 pub use type_counts::TypeCounts;

@@ -11,10 +11,12 @@
 //! records themselves were indexed by reference.
 
 use std::io;
+use std::mem::size_of;
 
 use bytemuck::{Pod, Zeroable};
 use ticklane_feed::itch::{Locate, OrderRef, Price};
 
+use super::prefetch::prefetch;
 use super::zeroed_pages::ZeroedPages;
 
 /// Which side of the book an order rests on.
@@ -211,6 +213,40 @@ impl OrderTable {
             link = r.next;
         }
         None
+    }
+
+    /// Prefetch stage 1 for a message that names `order_ref`: its bucket's head.
+    #[inline(always)]
+    pub fn prefetch_bucket(&self, order_ref: OrderRef) {
+        let bucket = bucket_of(order_ref, self.shift, self.mask);
+        prefetch(self.buckets.address_of(bucket));
+    }
+
+    /// The first record of `order_ref`'s bucket (chains are nearly always one long, so the
+    /// order's own), as a link: what prefetch stage 2 reads once stage 1's line is in.
+    #[inline(always)]
+    pub fn head_of(&self, order_ref: OrderRef) -> u32 {
+        let bucket = bucket_of(order_ref, self.shift, self.mask);
+        self.buckets.get(bucket).unwrap_or(NONE)
+    }
+
+    /// Prefetch stage 2: the record `head_of` gave.
+    #[inline(always)]
+    pub fn prefetch_record(&self, head: u32) {
+        if head != NONE {
+            let record = self.records.address_of(head as usize - 1);
+            // A record is 24 bytes: a quarter of them straddle two lines.
+            prefetch(record);
+            prefetch(record.cast::<u8>().wrapping_add(size_of::<Record>() - 1));
+        }
+    }
+
+    /// The live order with this reference if it is the record `head` links to: what a
+    /// later prefetch stage reads once stage 2's line is in.
+    #[inline(always)]
+    pub fn order_at(&self, head: u32, order_ref: OrderRef) -> Option<Order> {
+        let record = self.records.get((head as usize).wrapping_sub(1))?;
+        (record.order_ref == order_ref.0).then(|| record.order())
     }
 
     /// The live order with this reference.

@@ -52,6 +52,26 @@ impl<T: Pod> ZeroedPages<T> {
         bytemuck::cast_slice_mut(&mut self.map[..self.len * core::mem::size_of::<T>()])
     }
 
+    /// Where value `index` lies, for a prefetch: no bounds check (and no use of the
+    /// pointer but as an address), so out of range gives some other address.
+    #[inline(always)]
+    pub(super) fn address_of(&self, index: usize) -> *const T {
+        self.map
+            .as_ptr()
+            .wrapping_add(index.wrapping_mul(core::mem::size_of::<T>()))
+            .cast()
+    }
+
+    /// A copy of value `index`, if in range: one bounds check and a load, where
+    /// [`ZeroedPages::as_slice`] also checks the mapping's alignment and length.
+    #[inline(always)]
+    pub(super) fn get(&self, index: usize) -> Option<T> {
+        let size = core::mem::size_of::<T>();
+        let start = index.checked_mul(size)?;
+        let bytes = self.map.get(start..start.checked_add(size)?)?;
+        (start < self.len * size).then(|| bytemuck::pod_read_unaligned(bytes))
+    }
+
     /// Number of values.
     #[inline(always)]
     pub fn len(&self) -> usize {

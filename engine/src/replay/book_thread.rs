@@ -27,7 +27,10 @@ use ticklane_feed::itch::Nanos;
 
 use super::run::ReplayError;
 use super::threaded::EPOCH;
-use crate::book::{Applier, ApplyError, BboRow, BboSink, BookConfig, Books, TypeCounts};
+use crate::book::{
+    Applier, ApplyError, BboRow, BboSink, BookConfig, Books, TypeCounts, Upcoming, PREFETCH_FAR,
+    PREFETCH_MID, PREFETCH_NEAR,
+};
 use crate::csv::BboRowBytes;
 use crate::dbn_out::{DbnOut, DbnOutOptions, RecordBatch};
 use crate::output_filter::OutputFilter;
@@ -245,7 +248,18 @@ pub(super) fn book_thread(
         swap_outputs(&mut applier, &mut dbn, &mut mbp10, &mut out);
         // The next sample point to capture.
         let mut point = 0;
-        for &frame in &batch.frames {
+        for (k, &frame) in batch.frames.iter().enumerate() {
+            let ahead = |d: usize| {
+                batch
+                    .frames
+                    .get(k + d)
+                    .map_or(&[][..], |&f| batch.message(mapped, f))
+            };
+            applier.prefetch(Upcoming {
+                far: ahead(PREFETCH_FAR),
+                mid: ahead(PREFETCH_MID),
+                near: ahead(PREFETCH_NEAR),
+            });
             if let Some(depth) = outputs.sample_depth {
                 while point < batch.samples.len() && batch.samples[point].before <= frame.index {
                     out.depths

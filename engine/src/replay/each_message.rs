@@ -5,9 +5,12 @@
 //! 5.0 file; none for other inputs), then one message goes through the reader, which
 //! refills, ends or reports an error exactly as it would message by message. Generic over
 //! the handler, so a small one (a plain replay's apply step) is compiled into the loop
-//! rather than called per message.
+//! rather than called per message. While framing a block it can look ahead, so that the
+//! handler can prefetch what the messages a few places on will touch.
 
-use ticklane_feed::capture::{CaptureError, CaptureReader, RawMessage};
+use ticklane_feed::capture::{CaptureError, CaptureReader, FramesAhead, RawMessage};
+
+use crate::book::{Upcoming, PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR};
 
 /// Whether the replay goes on after a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,7 +22,8 @@ pub(super) enum Next {
 }
 
 /// Hands every message of `reader` to `handle` with whether the capture's sequencer declared
-/// a loss before it, until the input ends, `handle` says [`Next::Stop`] or fails, or the
+/// a loss before it and, with `look_ahead`, the messages a few places on in the block
+/// framed at once (empty slices otherwise, and for messages read one by one), until the input ends, `handle` says [`Next::Stop`] or fails, or the
 /// reader fails; `progress` sees the reader after each message.
 ///
 /// Only the messages that go through the reader one by one can be told of a loss (a plain
@@ -33,15 +37,22 @@ pub(super) enum Next {
 pub(super) fn each_message<E>(
     reader: &mut CaptureReader,
     mut losses: Option<&mut Vec<u8>>,
-    mut handle: impl FnMut(RawMessage<'_>, bool) -> Result<Next, E>,
+    look_ahead: bool,
+    mut handle: impl for<'m> FnMut(RawMessage<'m>, bool, Upcoming<'m>) -> Result<Next, E>,
     mut progress: impl FnMut(&CaptureReader, u64),
 ) -> Result<Option<CaptureError>, E> {
     loop {
         let mut frames = reader.frames();
+        let mut ahead = Lookahead::new(frames.ahead(0));
         let mut ended = None;
         for raw in frames.by_ref() {
             let index = raw.index;
-            match handle(raw, false) {
+            let upcoming = if look_ahead {
+                ahead.step()
+            } else {
+                Upcoming::default()
+            };
+            match handle(raw, false, upcoming) {
                 Ok(Next::Continue) => progress(reader, index),
                 Ok(Next::Stop) => {
                     ended = Some(Ok(None));
@@ -70,13 +81,106 @@ pub(super) fn each_message<E>(
                 copy.extend_from_slice(raw.bytes);
                 let raw = RawMessage { bytes: copy, ..raw };
                 let lost = reader.stats().gaps > 0;
-                handle(raw, lost)?
+                handle(raw, lost, Upcoming::default())?
             }
-            None => handle(raw, false)?,
+            None => handle(raw, false, Upcoming::default())?,
         };
         if next == Next::Stop {
             return Ok(None);
         }
         progress(reader, index);
+    }
+}
+
+/// The messages [`PREFETCH_FAR`], [`PREFETCH_MID`] and [`PREFETCH_NEAR`] places after the one
+/// being handled, from one cursor: each message framed ahead is kept in a ring of the last
+/// `PREFETCH_FAR`, where the nearer stages find it again, so the block is framed ahead once
+/// rather than once per stage.
+struct Lookahead<'a> {
+    cursor: FramesAhead<'a>,
+    /// Slot `i % PREFETCH_FAR` holds message `i + PREFETCH_FAR` once step `i` has run, and
+    /// the block's first `PREFETCH_FAR` messages before step 0.
+    ring: [&'a [u8]; PREFETCH_FAR],
+    /// Steps taken: the index, within the block, of the message being handled.
+    step: usize,
+}
+
+const _: () = assert!(PREFETCH_FAR.is_power_of_two() && PREFETCH_MID < PREFETCH_FAR);
+
+impl<'a> Lookahead<'a> {
+    /// Ahead of a block's first message: `cursor` is at it.
+    #[inline(always)]
+    fn new(mut cursor: FramesAhead<'a>) -> Self {
+        let ring = std::array::from_fn(|_| cursor.next_bytes());
+        Lookahead {
+            cursor,
+            ring,
+            step: 0,
+        }
+    }
+
+    /// The upcoming messages of the message being handled; call once per message.
+    #[inline(always)]
+    fn step(&mut self) -> Upcoming<'a> {
+        const MASK: usize = PREFETCH_FAR - 1;
+        let i = self.step;
+        self.step += 1;
+        let far = self.cursor.next_bytes();
+        let upcoming = Upcoming {
+            far,
+            mid: self.ring[(i + PREFETCH_MID) & MASK],
+            near: self.ring[(i + PREFETCH_NEAR) & MASK],
+        };
+        self.ring[i & MASK] = far;
+        upcoming
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ticklane_feed::capture::ReadOptions;
+
+    #[test]
+    fn each_message_sees_the_messages_its_stages_look_for() {
+        // 60 D messages whose byte 1 is their position: the lookahead of message `i` must be
+        // messages `i + FAR`, `i + MID` and `i + NEAR`, or nothing past the end.
+        let dir = std::env::temp_dir().join(format!("ticklane-lookahead-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("d.itch50");
+        let mut file = Vec::new();
+        for i in 0..60u8 {
+            let mut d = vec![b'D', i];
+            d.resize(19, 0);
+            file.extend_from_slice(&19u16.to_be_bytes());
+            file.extend_from_slice(&d);
+        }
+        std::fs::write(&path, &file).unwrap();
+        let mut reader = CaptureReader::open(&path, ReadOptions::default()).unwrap();
+        let mut seen = Vec::new();
+        let ended = each_message(
+            &mut reader,
+            None,
+            true,
+            |raw, _, up| {
+                let at = |m: &[u8]| m.get(1).copied();
+                seen.push((raw.bytes[1], at(up.far), at(up.mid), at(up.near)));
+                Ok::<_, ()>(Next::Continue)
+            },
+            |_, _| {},
+        );
+        assert!(matches!(ended, Ok(None)));
+        assert_eq!(seen.len(), 60);
+        let framed_at_once = seen.iter().take_while(|s| s.3.is_some()).count();
+        assert!(framed_at_once > 40, "the block was framed at once");
+        for &(i, far, mid, near) in &seen[..framed_at_once] {
+            let want = |d: usize| (usize::from(i) + d < 60).then(|| i + d as u8);
+            assert_eq!(
+                (far, mid, near),
+                (want(PREFETCH_FAR), want(PREFETCH_MID), want(PREFETCH_NEAR)),
+                "message {i}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

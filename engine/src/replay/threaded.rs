@@ -382,7 +382,8 @@ fn replay_partitioned(
     let ended = each_message(
         &mut reader,
         can_lose.then_some(&mut copy),
-        |raw, lost| Ok::<_, Infallible>(route_one(raw, lost)),
+        false,
+        |raw, lost, _| Ok::<_, Infallible>(route_one(raw, lost)),
         progress,
     );
     if let Ok(Some(e)) = ended {

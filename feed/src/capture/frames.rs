@@ -82,6 +82,17 @@ impl<'a> Frames<'a> {
         Frames::new(&[], 0, yielded)
     }
 
+    /// A cursor over the frames after the last one handed out, `skip` frames further on: a
+    /// replay looks ahead with it to prefetch what upcoming messages will touch.
+    #[inline(always)]
+    pub fn ahead(&self, skip: usize) -> FramesAhead<'a> {
+        let mut ahead = FramesAhead { rest: self.rest };
+        for _ in 0..skip {
+            ahead.next_bytes();
+        }
+        ahead
+    }
+
     /// How far the frames handed out so far reach.
     pub fn read(&self) -> FramesRead {
         FramesRead {
@@ -119,6 +130,39 @@ impl<'a> Iterator for Frames<'a> {
             seq: None,
             capture_ns: None,
         })
+    }
+}
+
+/// The frames further on in a block than a [`Frames`] has reached, from [`Frames::ahead`].
+///
+/// It steps from length prefix to length prefix with bounds checks and no others, so past a
+/// corrupt frame it hands out bytes [`Frames`] would refuse: a caller may draw hints from
+/// them (which memory to prefetch), never results. At the block's end it hands out empty
+/// slices.
+#[derive(Clone, Copy, Debug)]
+pub struct FramesAhead<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> FramesAhead<'a> {
+    /// The next frame's bytes (its message, without the prefix), or an empty slice when the
+    /// block holds no whole frame more.
+    #[inline(always)]
+    pub fn next_bytes(&mut self) -> &'a [u8] {
+        let &[hi, lo, ..] = self.rest else {
+            return &[];
+        };
+        let end = 2 + usize::from(u16::from_be_bytes([hi, lo]));
+        match (self.rest.get(2..end), self.rest.get(end..)) {
+            (Some(message), Some(rest)) => {
+                self.rest = rest;
+                message
+            }
+            _ => {
+                self.rest = &[];
+                &[]
+            }
+        }
     }
 }
 
@@ -208,5 +252,31 @@ mod tests {
         }
         let zero = frame(0, &[b'z', 0, 0]);
         assert!(Frames::new(&zero, 0, 0).next().is_none());
+    }
+
+    #[test]
+    fn looking_ahead_sees_the_frames_to_come_and_empty_slices_past_the_block() {
+        let messages: Vec<Vec<u8>> = (0..5u8)
+            .map(|i| {
+                let mut d = vec![b'D'];
+                d.resize(19, i);
+                d
+            })
+            .collect();
+        let mut block: Vec<u8> = messages.iter().flat_map(|m| frame(19, m)).collect();
+        // A frame whose prefix runs past the block: no bytes, and none after it.
+        block.extend(frame(300, &[b'A', 1]));
+        let mut frames = Frames::new(&block, 0, 0);
+        assert_eq!(frames.next().map(|m| m.bytes[1]), Some(0));
+        let mut ahead = frames.ahead(2);
+        // Skipped messages 1 and 2: message 3 is next, then 4, then nothing.
+        assert_eq!(ahead.next_bytes(), &messages[3][..]);
+        assert_eq!(ahead.next_bytes(), &messages[4][..]);
+        assert_eq!(ahead.next_bytes(), &[] as &[u8]);
+        assert_eq!(ahead.next_bytes(), &[] as &[u8]);
+        // The cursor does not move the frames.
+        assert_eq!(frames.next().map(|m| m.bytes[1]), Some(1));
+        let mut past = frames.ahead(10);
+        assert_eq!(past.next_bytes(), &[] as &[u8]);
     }
 }

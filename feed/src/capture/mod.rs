@@ -39,7 +39,7 @@ mod window;
 
 pub use dbn_mbo::{DbnItem, DbnMboReader, DbnStats, MboRecord};
 pub use error::{CaptureError, CaptureErrorKind, IoOp};
-pub use frames::{Frames, FramesRead};
+pub use frames::{Frames, FramesAhead, FramesRead};
 pub use link::LinkType;
 pub use mapped_file::MappedInput;
 pub use no_messages::{NoMessages, UnsupportedLink};
