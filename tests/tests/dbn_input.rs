@@ -350,6 +350,44 @@ fn truncated_dbn_names_the_offset_and_record() {
 }
 
 #[test]
+fn an_error_far_past_the_read_ahead_comes_after_every_record_before_it() {
+    // Replay reads records ahead of the one it applies (to prefetch for them): a cut deep in
+    // a long file must still apply every whole record before it, then report the cut one.
+    let records: Vec<Rec> = (0..60u64)
+        .map(|i| {
+            let side = if i % 2 == 0 { b'B' } else { b'A' };
+            let mut r = if i % 3 == 2 {
+                rec(7, b'C', side, i - 2, 1_000_000, 1)
+            } else {
+                rec(7, b'A', side, i, 1_000_000 + 100 * i as i64, 10)
+            };
+            r.seq = i as u32 + 1;
+            r
+        })
+        .collect();
+    let bytes = encode(&records);
+    let record_len = 56;
+    let cut_record = 45; // 1-based: records 1..=44 are whole
+    let first_record_at = bytes.len() - records.len() * record_len;
+    let cut_at = first_record_at + (cut_record - 1) * record_len;
+    let summary = replay_bytes(&bytes[..cut_at + 20]);
+    let error = summary.error.as_ref().expect("a cut record").to_string();
+    assert!(
+        error.contains(&format!("byte {cut_at}, message {cut_record}")),
+        "{error}"
+    );
+    assert_eq!(
+        summary.messages,
+        cut_record as u64 - 1,
+        "{}",
+        summary.to_text()
+    );
+    let whole = replay_bytes(&bytes);
+    assert!(whole.error.is_none(), "{}", whole.to_text());
+    assert_eq!(whole.messages, records.len() as u64);
+}
+
+#[test]
 fn truncated_zstd_is_an_error_not_a_clean_end() {
     let bytes = std::fs::read(data("test_data.mbo.v3.dbn.zst")).expect("test file");
     for cut in [bytes.len() - 1, bytes.len() - 8, bytes.len() / 2] {

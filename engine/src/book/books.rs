@@ -14,7 +14,7 @@ use ticklane_feed::itch::{Locate, Message, OrderRef, Price, Stock};
 
 use super::ladder::{LadderView, Level, PriceLadder, Touched};
 use super::order_table::{InsertError, Order, OrderTable, Side};
-use super::prefetch::{prefetch, Upcoming};
+use super::prefetch::{prefetch, Touches, Upcoming};
 use super::top_of_book::TopOfBook;
 
 /// Every locate a 16-bit field can name.
@@ -109,13 +109,6 @@ pub struct Books {
     /// Latest `H` trading state per locate (0 when none seen).
     trading_states: Vec<u8>,
     counters: BookCounters,
-}
-
-/// The order reference in bytes 11..19 of a D, E, C, X or U message (U's original order).
-#[inline(always)]
-fn order_ref_in(message: &[u8]) -> Option<OrderRef> {
-    let bytes: [u8; 8] = message.get(11..19)?.try_into().ok()?;
-    Some(OrderRef(u64::from_be_bytes(bytes)))
 }
 
 #[inline(always)]
@@ -474,60 +467,53 @@ impl Books {
     }
 
     /// Asks for the memory the [`Upcoming`] messages will touch, so that their cache misses
-    /// overlap with the messages applied before them. Three stages, each reading only lines
-    /// the one before asked for: a delete, execution, cancel or replace gets its bucket head
-    /// ([`PREFETCH_FAR`](super::PREFETCH_FAR) messages ahead), then its order record, then
-    /// the best levels of the order's side; an add gets its book's state, then the best
-    /// levels of its side. Only a hint: what it reads decides nothing, and bytes that are no
-    /// message of these types are passed over.
+    /// overlap with the messages applied before them: [`Books::prefetch_touches`] of what
+    /// each will touch. Only a hint: bytes that are no message are passed over.
     #[inline(always)]
     pub fn prefetch(&self, upcoming: Upcoming<'_>) {
-        match upcoming.far {
-            [b'D' | b'E' | b'C' | b'X' | b'U', ..] => {
-                if let Some(order_ref) = order_ref_in(upcoming.far) {
-                    self.orders.prefetch_bucket(order_ref);
-                }
-            }
-            [b'A' | b'F', ..] => {
-                if let Some(book) = self.book_named_in(upcoming.far) {
+        self.prefetch_touches(
+            Touches::of_itch(upcoming.far),
+            Touches::of_itch(upcoming.mid),
+            Touches::of_itch(upcoming.near),
+        );
+    }
+
+    /// Prefetches for three upcoming messages or records, [`PREFETCH_FAR`](super::PREFETCH_FAR),
+    /// [`PREFETCH_MID`](super::PREFETCH_MID) and [`PREFETCH_NEAR`](super::PREFETCH_NEAR)
+    /// places on, in three stages that each read only lines the stage before asked for (a
+    /// message is in the far stage, then the middle one, then the near one): an order gets
+    /// its bucket head, then its record, then the best levels of its side; an add gets its
+    /// book's state, then the best levels of its side. What it reads decides nothing.
+    #[inline(always)]
+    pub fn prefetch_touches(&self, far: Touches, mid: Touches, near: Touches) {
+        match far {
+            Touches::Order(order_ref) => self.orders.prefetch_bucket(order_ref),
+            Touches::Add(locate, _) => {
+                if let Some(book) = self.book_of_locate(locate) {
                     prefetch(self.books.as_ptr().wrapping_add(book));
                 }
             }
-            _ => {}
+            Touches::Nothing => {}
         }
-        match upcoming.mid {
-            [b'D' | b'E' | b'C' | b'X' | b'U', ..] => {
-                if let Some(order_ref) = order_ref_in(upcoming.mid) {
-                    self.orders.prefetch_record(self.orders.head_of(order_ref));
-                }
+        match mid {
+            Touches::Order(order_ref) => {
+                self.orders.prefetch_record(self.orders.head_of(order_ref));
             }
-            [b'A' | b'F', ..] => {
-                let side = upcoming.mid.get(19).copied().and_then(Side::from_wire);
-                if let (Some(book), Some(side)) = (self.book_named_in(upcoming.mid), side) {
+            Touches::Add(locate, Some(side)) => {
+                if let Some(book) = self.book_of_locate(locate) {
                     self.prefetch_touch(book, side);
                 }
             }
-            _ => {}
+            Touches::Add(_, None) | Touches::Nothing => {}
         }
-        if let [b'D' | b'E' | b'C' | b'X' | b'U', ..] = upcoming.near {
-            if let Some(order_ref) = order_ref_in(upcoming.near) {
-                let head = self.orders.head_of(order_ref);
-                if let Some(order) = self.orders.order_at(head, order_ref) {
-                    if let Some(book) = self.book_of_locate(order.locate) {
-                        self.prefetch_touch(book, order.side);
-                    }
+        if let Touches::Order(order_ref) = near {
+            let head = self.orders.head_of(order_ref);
+            if let Some(order) = self.orders.order_at(head, order_ref) {
+                if let Some(book) = self.book_of_locate(order.locate) {
+                    self.prefetch_touch(book, order.side);
                 }
             }
         }
-    }
-
-    /// The book of the locate in bytes 1..3 of a message, if it has one.
-    #[inline(always)]
-    fn book_named_in(&self, message: &[u8]) -> Option<usize> {
-        let &[_, hi, lo, ..] = message else {
-            return None;
-        };
-        self.book_of_locate(Locate(u16::from_be_bytes([hi, lo])))
     }
 
     #[inline(always)]

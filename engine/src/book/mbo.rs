@@ -31,7 +31,7 @@ use ticklane_feed::itch::{Locate, Nanos, OrderRef, Price, Stock};
 
 use super::apply::Applier;
 use super::bbo_row::BboSink;
-use super::{BookConfig, Books, Side};
+use super::{BookConfig, Books, Side, Touches};
 
 /// `F_LAST`: the last record of an event for an instrument.
 pub const F_LAST: u8 = 1 << 7;
@@ -131,6 +131,18 @@ impl<S: BboSink> MboApplier<S> {
         if let Some(locate) = locate_of(instrument_id) {
             self.applier.books_mut().set_symbol(locate, symbol);
         }
+    }
+
+    /// Asks for the memory the upcoming records will touch ([`Books::prefetch_touches`]):
+    /// a cancel or modify names its order, an add its book's side. Call it before each
+    /// [`MboApplier::step`] when the records ahead have been read.
+    #[inline]
+    pub fn prefetch(&self, upcoming: UpcomingRecords<'_>) {
+        self.applier.books().prefetch_touches(
+            touches(upcoming.far),
+            touches(upcoming.mid),
+            touches(upcoming.near),
+        );
     }
 
     /// Applies one MBO record. Returns the locate whose book it changed, if any.
@@ -270,6 +282,40 @@ impl<S: BboSink> MboApplier<S> {
 }
 
 /// The locate of an instrument: itself, when it fits 16 bits.
+/// MBO records further on in the input than the one being applied:
+/// [`PREFETCH_FAR`](super::PREFETCH_FAR), [`PREFETCH_MID`](super::PREFETCH_MID) and
+/// [`PREFETCH_NEAR`](super::PREFETCH_NEAR) items on (`None` where the input has none).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UpcomingRecords<'a> {
+    /// `PREFETCH_FAR` items on.
+    pub far: Option<&'a MboRecord>,
+    /// `PREFETCH_MID` items on.
+    pub mid: Option<&'a MboRecord>,
+    /// `PREFETCH_NEAR` items on.
+    pub near: Option<&'a MboRecord>,
+}
+
+/// What a record will touch, for the prefetch stages: the order a cancel or modify names,
+/// the book side an add joins.
+#[inline(always)]
+fn touches(record: Option<&MboRecord>) -> Touches {
+    let Some(r) = record else {
+        return Touches::Nothing;
+    };
+    match (r.action, locate_of(r.instrument_id)) {
+        (b'C' | b'M', _) => Touches::Order(OrderRef(r.order_id)),
+        (b'A', Some(locate)) => {
+            let side = match r.side {
+                b'B' => Some(Side::Bid),
+                b'A' => Some(Side::Ask),
+                _ => None,
+            };
+            Touches::Add(locate, side)
+        }
+        _ => Touches::Nothing,
+    }
+}
+
 fn locate_of(instrument_id: u32) -> Option<Locate> {
     u16::try_from(instrument_id).ok().map(Locate)
 }

@@ -10,6 +10,10 @@
 //! The hint is the one `unsafe` outside the ring and the snapshot mapping: the intrinsic is
 //! `unsafe` only because it carries a target feature, and x86-64 always has SSE.
 
+use ticklane_feed::itch::{Locate, OrderRef};
+
+use super::order_table::Side;
+
 /// Asks for the cache line holding `address` to be brought into every cache level. Any
 /// address will do (it may point anywhere, or nowhere): a prefetch never faults and changes
 /// nothing a program can observe, which is why callers may compute addresses with
@@ -37,6 +41,39 @@ pub const FAR: usize = 16;
 pub const MID: usize = 8;
 /// See [`FAR`].
 pub const NEAR: usize = 3;
+
+/// What an upcoming message or record will touch, as far as the prefetch stages care: an
+/// order by its reference (a delete, execution, cancel, replace or modify), or a book's side
+/// (an add).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Touches {
+    /// A live order, by reference.
+    Order(OrderRef),
+    /// The side of a locate's book that an add joins (`None`: a side byte that is no side).
+    Add(Locate, Option<Side>),
+    /// Nothing the stages prefetch.
+    Nothing,
+}
+
+impl Touches {
+    /// What an ITCH 5.0 message (any bytes: the framing ahead is unchecked) will touch.
+    #[inline(always)]
+    pub fn of_itch(message: &[u8]) -> Touches {
+        match *message {
+            [b'D' | b'E' | b'C' | b'X' | b'U', ..] => match message.get(11..19) {
+                Some(&[a, b, c, d, e, f, g, h]) => {
+                    Touches::Order(OrderRef(u64::from_be_bytes([a, b, c, d, e, f, g, h])))
+                }
+                _ => Touches::Nothing,
+            },
+            [b'A' | b'F', hi, lo, ..] => Touches::Add(
+                Locate(u16::from_be_bytes([hi, lo])),
+                message.get(19).copied().and_then(Side::from_wire),
+            ),
+            _ => Touches::Nothing,
+        }
+    }
+}
 
 /// Messages further on in the input than the one being applied, each as its bytes (an empty
 /// slice where the input holds none whole yet): [`FAR`], [`MID`] and [`NEAR`] messages on.

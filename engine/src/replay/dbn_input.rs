@@ -5,12 +5,13 @@
 //! session's New York midnight, [`super::dbn_session`]). `--dbn-out` and Parquet `mbp-10`
 //! are refused: they are written from ITCH messages, which a DBN input does not have.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 use std::time::Instant;
 
-use ticklane_feed::capture::{detect, DbnItem, DbnMboReader, InputFormat, MboRecord};
+use ticklane_feed::capture::{detect, CaptureError, DbnItem, DbnMboReader, InputFormat, MboRecord};
 
 use super::bbo_outputs::ThreadedBboOutputs;
 use super::dbn_session::{session_of_instant, SessionSpan};
@@ -20,7 +21,9 @@ use super::run::{
     write_output_file, write_summary_json, ReplayError, ReplayOptions, ReplayOutcome,
 };
 use super::summary::{DbnCounts, ReplaySummary};
-use crate::book::{MboApplier, TypeCounts};
+use crate::book::{
+    MboApplier, TypeCounts, UpcomingRecords, PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR,
+};
 use crate::csv::write_book_csv_filtered;
 use crate::parquet_out::{BboParquet, ParquetOutError, ParquetSchema};
 
@@ -119,9 +122,19 @@ pub(super) fn replay_dbn(
     if let Some(record) = first {
         apply(&mut mbo, &record).map_err(bbo_error)?;
     }
+    // Items are read a few ahead of the one applied, so the books can prefetch for them;
+    // a symbol mapping still takes effect in its place among the records.
+    let mut ahead = ReadAhead::default();
     while error.is_none() {
-        match next_record(&mut reader, &mut mbo) {
-            Ok(Some(record)) => apply(&mut mbo, &record).map_err(bbo_error)?,
+        match ahead.next(&mut reader) {
+            Ok(Some(DbnItem::Mbo(record))) => {
+                mbo.prefetch(ahead.upcoming());
+                apply(&mut mbo, &record).map_err(bbo_error)?;
+            }
+            Ok(Some(DbnItem::Symbol {
+                instrument_id,
+                symbol,
+            })) => mbo.set_symbol(instrument_id, symbol),
             Ok(None) => break,
             Err(e) => error = Some(ReplayFault::Input(e)),
         }
@@ -214,6 +227,58 @@ fn refuse_for_dbn(
             }))
         }
         _ => Ok(()),
+    }
+}
+
+/// The items of a DBN input read ahead of the one being applied: as many as the farthest
+/// prefetch stage looks (allocated once), and how the input ended once that was read, which
+/// is reported only after every item before it.
+struct ReadAhead {
+    items: VecDeque<DbnItem>,
+    /// `Some(Ok(()))` at the input's end, `Some(Err(_))` at a read error, until reported.
+    ended: Option<Result<(), CaptureError>>,
+}
+
+impl Default for ReadAhead {
+    fn default() -> Self {
+        ReadAhead {
+            items: VecDeque::with_capacity(PREFETCH_FAR + 1),
+            ended: None,
+        }
+    }
+}
+
+impl ReadAhead {
+    /// The next item, in input order; the input's error once the items before it are out.
+    fn next(&mut self, reader: &mut DbnMboReader) -> Result<Option<DbnItem>, CaptureError> {
+        while self.ended.is_none() && self.items.len() <= PREFETCH_FAR {
+            match reader.next_item() {
+                Ok(Some(item)) => self.items.push_back(item),
+                Ok(None) => self.ended = Some(Ok(())),
+                Err(e) => self.ended = Some(Err(e)),
+            }
+        }
+        match self.items.pop_front() {
+            Some(item) => Ok(Some(item)),
+            None => match self.ended.replace(Ok(())) {
+                Some(Err(e)) => Err(e),
+                _ => Ok(None),
+            },
+        }
+    }
+
+    /// The records `PREFETCH_FAR`, `PREFETCH_MID` and `PREFETCH_NEAR` items after the one
+    /// [`ReadAhead::next`] gave last.
+    fn upcoming(&self) -> UpcomingRecords<'_> {
+        let record = |d: usize| match self.items.get(d - 1) {
+            Some(DbnItem::Mbo(record)) => Some(record),
+            _ => None,
+        };
+        UpcomingRecords {
+            far: record(PREFETCH_FAR),
+            mid: record(PREFETCH_MID),
+            near: record(PREFETCH_NEAR),
+        }
     }
 }
 
