@@ -6,11 +6,19 @@
 
 use flate2::read::MultiGzDecoder;
 use std::fs::File;
-use std::io::Read;
+use std::io::{self, Read};
 
-/// The decompressed byte stream of `file`.
-pub(crate) fn decoder(file: File) -> Box<dyn Read + Send> {
-    Box::new(MultiGzDecoder::new(file))
+use super::read_thread::ReadThread;
+
+/// The decompressed byte stream of `file`, inflated on a thread of its own
+/// ([`ReadThread`]).
+///
+/// # Errors
+///
+/// If the thread cannot be started.
+pub(crate) fn decoder(file: File) -> io::Result<Box<dyn Read + Send>> {
+    let inflate = Box::new(MultiGzDecoder::new(file));
+    Ok(Box::new(ReadThread::spawn("gunzip", inflate)?))
 }
 
 #[cfg(test)]

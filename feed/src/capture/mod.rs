@@ -35,6 +35,7 @@ mod packets;
 mod pcap;
 mod pcap_writer;
 mod pcapng;
+mod read_thread;
 mod window;
 
 pub use dbn_mbo::{DbnItem, DbnMboReader, DbnStats, MboRecord};
@@ -285,7 +286,11 @@ impl CaptureReader {
 
         let (mut window, bytes_total) = match format {
             InputFormat::GzipItch50 => (
-                Window::new(gzip::decoder(file), buffer_len, IoOp::Decompress),
+                Window::new(
+                    gzip::decoder(file).map_err(io(IoOp::Decompress))?,
+                    buffer_len,
+                    IoOp::Decompress,
+                ),
                 None,
             ),
             // Tests force small buffers to split frames across reads: read those.
