@@ -19,6 +19,8 @@ use dbn::decode::{DbnMetadata, DecodeRecordRef, DynReader};
 use dbn::{rtype, MboMsg, Record, VersionUpgradePolicy};
 
 use super::error::{CaptureError, CaptureErrorKind, IoOp};
+use super::read_thread::ReadThread;
+use super::{detect, InputFormat};
 use crate::itch::Stock;
 
 /// Bytes of DBN's prelude: `DBN`, the version byte, and the metadata length (u32 LE).
@@ -112,7 +114,10 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-type Decoder = dbn::decode::DbnDecoder<Counting<DynReader<'static, BufReader<File>>>>;
+/// The decompressed stream: the file through `dbn`'s own reader, which inflates zstd; a
+/// zstd file's is read on a thread of its own ([`ReadThread`]), so inflating and applying
+/// overlap.
+type Decoder = dbn::decode::DbnDecoder<Counting<Box<dyn Read + Send>>>;
 
 /// Reads the MBO records of a DBN file (DBN versions 1 to 3, plain or zstd).
 ///
@@ -153,8 +158,26 @@ impl DbnMboReader {
                 },
             )
         })?;
-        let reader = DynReader::new_inferred(file)
+        let mut head = [0u8; 4];
+        let compressed = File::open(path)
+            .and_then(|mut f| f.read_exact(&mut head))
+            .is_ok_and(|()| detect(&head) == InputFormat::ZstdDbn);
+        let reader: DynReader<'static, BufReader<File>> = DynReader::new_inferred(file)
             .map_err(|e| fail(0, CaptureErrorKind::Dbn(e.to_string())))?;
+        let reader: Box<dyn Read + Send> = if compressed {
+            let thread = ReadThread::spawn("unzstd", Box::new(reader)).map_err(|error| {
+                fail(
+                    0,
+                    CaptureErrorKind::Io {
+                        op: IoOp::Decompress,
+                        error,
+                    },
+                )
+            })?;
+            Box::new(thread)
+        } else {
+            Box::new(reader)
+        };
         let counting = Counting {
             inner: reader,
             count: 0,
