@@ -1092,6 +1092,34 @@ impl<T> ReadBatch<'_, T> {
         // SAFETY: `tail` lies in `tail..end`, which the batch found published.
         Some(unsafe { self.consumer.take_with(f) })
     }
+
+    /// Lets `f` look at the item `ahead` places after the next one, where it lies, without
+    /// taking it: for a consumer that prefetches for what comes. `None` if the batch does
+    /// not reach that far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ticklane_engine::ring::Ring;
+    ///
+    /// let (mut producer, mut consumer) = Ring::<u32>::new(4);
+    /// producer.push_slice(&[1, 2, 3]);
+    /// let mut batch = consumer.read_batch(4);
+    /// assert_eq!(batch.peek_with(2, |&v| v), Some(3));
+    /// assert_eq!(batch.peek_with(3, |&v| v), None);
+    /// assert_eq!(batch.next_with(|&v| v), Some(1), "peeking took nothing");
+    /// ```
+    #[inline]
+    pub fn peek_with<R>(&self, ahead: usize, f: impl FnOnce(&T) -> R) -> Option<R> {
+        if ahead >= self.end.wrapping_sub(self.consumer.tail) {
+            return None;
+        }
+        let index = self.consumer.tail.wrapping_add(ahead);
+        // SAFETY: `index` lies in `tail..end`, which the batch found published; the value is
+        // read in place and stays in its slot, which the producer does not touch until the
+        // batch has taken the value and released the slot.
+        Some(unsafe { self.consumer.ring.peek_with(index, f) })
+    }
 }
 
 impl<T> Iterator for ReadBatch<'_, T> {
@@ -1695,8 +1723,17 @@ mod loom_tests {
             while got.len() < 3 {
                 let mut batch = consumer.read_batch(2);
                 let mut took = false;
-                while let Some(frame) = batch.next_with(|frame| *frame) {
+                loop {
+                    // A look one ahead, as the book stage's prefetch takes it: never torn,
+                    // and the frame the batch then hands out.
+                    let ahead = batch.peek_with(1, |frame| *frame);
+                    let Some(frame) = batch.next_with(|frame| *frame) else {
+                        break;
+                    };
                     assert_eq!(frame[0], frame[1]);
+                    if let Some(next) = ahead {
+                        assert_eq!(next, [frame[0] + 1; 2]);
+                    }
                     got.push(frame[0]);
                     took = true;
                 }

@@ -12,7 +12,7 @@ use ticklane_feed::itch::{
 
 use super::bbo_row::{BboRow, BboSink};
 use super::type_counts::TypeCounts;
-use super::{BookConfig, Books, TopOfBook, Upcoming};
+use super::{BookConfig, Books, TopOfBook, TouchesAhead, Upcoming};
 
 /// Why one message could not be applied.
 #[derive(Debug)]
@@ -117,6 +117,13 @@ impl<S: BboSink> Applier<S> {
     #[inline(always)]
     pub fn prefetch(&self, upcoming: Upcoming<'_>) {
         self.books.prefetch(upcoming);
+    }
+
+    /// [`Applier::prefetch`] for what the messages ahead will touch, already worked out
+    /// ([`Books::prefetch_touches`]): for a caller that sees them where they lie, in a queue.
+    #[inline(always)]
+    pub fn prefetch_touches(&self, ahead: TouchesAhead) {
+        self.books.prefetch_touches(ahead);
     }
 
     /// [`Applier::step`], calling `before` with the books and the decoded message just

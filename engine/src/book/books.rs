@@ -14,7 +14,7 @@ use ticklane_feed::itch::{Locate, Message, OrderRef, Price, Stock};
 
 use super::ladder::{LadderView, Level, PriceLadder, Touched};
 use super::order_table::{InsertError, Order, OrderTable, Side};
-use super::prefetch::{prefetch, Touches, Upcoming};
+use super::prefetch::{prefetch, Touches, TouchesAhead, Upcoming};
 use super::top_of_book::TopOfBook;
 
 /// Every locate a 16-bit field can name.
@@ -471,11 +471,11 @@ impl Books {
     /// each will touch. Only a hint: bytes that are no message are passed over.
     #[inline(always)]
     pub fn prefetch(&self, upcoming: Upcoming<'_>) {
-        self.prefetch_touches(
-            Touches::of_itch(upcoming.far),
-            Touches::of_itch(upcoming.mid),
-            Touches::of_itch(upcoming.near),
-        );
+        self.prefetch_touches(TouchesAhead {
+            far: Touches::of_itch(upcoming.far),
+            mid: Touches::of_itch(upcoming.mid),
+            near: Touches::of_itch(upcoming.near),
+        });
     }
 
     /// Prefetches for three upcoming messages or records, [`PREFETCH_FAR`](super::PREFETCH_FAR),
@@ -485,8 +485,8 @@ impl Books {
     /// its bucket head, then its record, then the best levels of its side; an add gets its
     /// book's state, then the best levels of its side. What it reads decides nothing.
     #[inline(always)]
-    pub fn prefetch_touches(&self, far: Touches, mid: Touches, near: Touches) {
-        match far {
+    pub fn prefetch_touches(&self, ahead: TouchesAhead) {
+        match ahead.far {
             Touches::Order(order_ref) => self.orders.prefetch_bucket(order_ref),
             Touches::Add(locate, _) => {
                 if let Some(book) = self.book_of_locate(locate) {
@@ -495,7 +495,7 @@ impl Books {
             }
             Touches::Nothing => {}
         }
-        match mid {
+        match ahead.mid {
             Touches::Order(order_ref) => {
                 self.orders.prefetch_record(self.orders.head_of(order_ref));
             }
@@ -506,7 +506,7 @@ impl Books {
             }
             Touches::Add(_, None) | Touches::Nothing => {}
         }
-        if let Touches::Order(order_ref) = near {
+        if let Touches::Order(order_ref) = ahead.near {
             let head = self.orders.head_of(order_ref);
             if let Some(order) = self.orders.order_at(head, order_ref) {
                 if let Some(book) = self.book_of_locate(order.locate) {

@@ -31,7 +31,7 @@ use ticklane_feed::itch::{Locate, Nanos, OrderRef, Price, Stock};
 
 use super::apply::Applier;
 use super::bbo_row::BboSink;
-use super::{BookConfig, Books, Side, Touches};
+use super::{BookConfig, Books, Side, Touches, TouchesAhead};
 
 /// `F_LAST`: the last record of an event for an instrument.
 pub const F_LAST: u8 = 1 << 7;
@@ -138,11 +138,11 @@ impl<S: BboSink> MboApplier<S> {
     /// [`MboApplier::step`] when the records ahead have been read.
     #[inline]
     pub fn prefetch(&self, upcoming: UpcomingRecords<'_>) {
-        self.applier.books().prefetch_touches(
-            touches(upcoming.far),
-            touches(upcoming.mid),
-            touches(upcoming.near),
-        );
+        self.applier.books().prefetch_touches(TouchesAhead {
+            far: touches(upcoming.far),
+            mid: touches(upcoming.mid),
+            near: touches(upcoming.near),
+        });
     }
 
     /// Applies one MBO record. Returns the locate whose book it changed, if any.

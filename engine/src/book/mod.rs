@@ -23,7 +23,8 @@ pub use mbo::{
 };
 pub use order_table::{InsertError, Order, OrderTable, Side};
 pub use prefetch::{
-    Touches, Upcoming, FAR as PREFETCH_FAR, MID as PREFETCH_MID, NEAR as PREFETCH_NEAR,
+    Touches, TouchesAhead, Upcoming, FAR as PREFETCH_FAR, MID as PREFETCH_MID,
+    NEAR as PREFETCH_NEAR,
 };
 pub use top_of_book::TopOfBook;
 pub use trade::{trade_of, Trade};

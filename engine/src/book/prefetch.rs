@@ -75,6 +75,28 @@ impl Touches {
     }
 }
 
+/// What the messages or records [`FAR`], [`MID`] and [`NEAR`] places after the one being
+/// applied will touch: what [`super::Books::prefetch_touches`] takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TouchesAhead {
+    /// [`FAR`] places on.
+    pub far: Touches,
+    /// [`MID`] places on.
+    pub mid: Touches,
+    /// [`NEAR`] places on.
+    pub near: Touches,
+}
+
+impl Default for TouchesAhead {
+    fn default() -> Self {
+        TouchesAhead {
+            far: Touches::Nothing,
+            mid: Touches::Nothing,
+            near: Touches::Nothing,
+        }
+    }
+}
+
 /// Messages further on in the input than the one being applied, each as its bytes (an empty
 /// slice where the input holds none whole yet): [`FAR`], [`MID`] and [`NEAR`] messages on.
 /// The bytes may be anything (the framing ahead is not checked); they only steer prefetches.

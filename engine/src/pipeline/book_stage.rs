@@ -87,7 +87,7 @@ impl<P: Publisher> BookStage<P> {
             // reading is the group's applied (and, for what changed a book, published) stamp,
             // the next messages' sojourn and publication stamp, and the batch end's time.
             let mut now_ns = None;
-            let taken = frames.read_with(BATCH, |frame| {
+            let taken = frames.read_with_ahead(BATCH, |frame, ahead| {
                 match frame.kind() {
                     Some(FrameKind::Message) => {}
                     Some(FrameKind::LineState) => {
@@ -109,6 +109,7 @@ impl<P: Publisher> BookStage<P> {
                     }
                 }
                 let taken_ns = *now_ns.get_or_insert_with(|| self.clock.now_ns());
+                self.applier.prefetch_touches(ahead);
                 let publisher = &mut self.publisher;
                 let step = self
                     .applier

@@ -2,6 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use crate::book::Touches;
 use crate::publish::{Arrival, DeclaredLoss, FeedState};
 
 /// Longest ITCH 5.0 message (`I`, 50 bytes) fits with room for future types.
@@ -127,6 +128,16 @@ impl Frame {
             count: word(&self.bytes, 0),
             at_ns: word(&self.bytes, 8),
         })
+    }
+
+    /// What this frame's message will touch in the books, for the book stage's prefetch
+    /// ([`Touches::Nothing`] for a frame that is no message).
+    #[inline(always)]
+    pub fn touches(&self) -> Touches {
+        match self.kind() {
+            Some(FrameKind::Message) => Touches::of_itch(self.message()),
+            _ => Touches::Nothing,
+        }
     }
 
     /// What the frame carries (`None` for a corrupt kind byte, which never happens).

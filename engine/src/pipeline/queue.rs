@@ -9,6 +9,7 @@
 
 use super::frame::Frame;
 use super::wait::Waiter;
+use crate::book::{Touches, TouchesAhead, PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR};
 use crate::ring::{Consumer, Producer, PushError};
 
 /// The reader thread's end of the frame queue.
@@ -64,6 +65,18 @@ pub trait FrameConsumer: Send {
     /// Returns how many frames were taken; 0 if none was published.
     fn read_with(&mut self, max: usize, each: impl FnMut(&Frame) -> bool) -> usize;
 
+    /// [`FrameConsumer::read_with`], also telling `each` what the frames a few places on
+    /// will touch in the books, where they are already published (for the book stage's
+    /// prefetch). A queue that cannot look at a frame before taking it says nothing
+    /// ([`TouchesAhead::default`]): this default.
+    fn read_with_ahead(
+        &mut self,
+        max: usize,
+        mut each: impl FnMut(&Frame, TouchesAhead) -> bool,
+    ) -> usize {
+        self.read_with(max, |frame| each(frame, TouchesAhead::default()))
+    }
+
     /// Whether the producer is gone (what is published can still be read).
     fn is_abandoned(&self) -> bool;
 }
@@ -88,6 +101,33 @@ impl FrameConsumer for Consumer<Frame> {
         let mut batch = self.read_batch(max);
         let mut taken = 0;
         while let Some(stop) = batch.next_with(&mut each) {
+            taken += 1;
+            if stop {
+                break;
+            }
+        }
+        taken
+    }
+
+    #[inline(always)]
+    fn read_with_ahead(
+        &mut self,
+        max: usize,
+        mut each: impl FnMut(&Frame, TouchesAhead) -> bool,
+    ) -> usize {
+        let mut batch = self.read_batch(max);
+        let mut taken = 0;
+        loop {
+            // Frames further on in the batch are published and stay in place until taken.
+            let touches = |ahead| batch.peek_with(ahead, Frame::touches);
+            let ahead = TouchesAhead {
+                far: touches(PREFETCH_FAR).unwrap_or(Touches::Nothing),
+                mid: touches(PREFETCH_MID).unwrap_or(Touches::Nothing),
+                near: touches(PREFETCH_NEAR).unwrap_or(Touches::Nothing),
+            };
+            let Some(stop) = batch.next_with(|frame| each(frame, ahead)) else {
+                break;
+            };
             taken += 1;
             if stop {
                 break;
@@ -142,5 +182,54 @@ mod tests {
             FrameProducer::push_with(&mut producer, |_| {}),
             Err(PushError::Full(_))
         ));
+    }
+
+    #[test]
+    fn the_ring_tells_each_frame_what_the_frames_ahead_in_its_batch_touch() {
+        let (mut producer, mut consumer) = Ring::<Frame>::new(64);
+        // 20 deletes of orders 1..=20, then an end frame (which touches nothing).
+        for seq in 1..=20u64 {
+            let mut d = vec![b'D'; 19];
+            d[11..19].copy_from_slice(&seq.to_be_bytes());
+            assert!(FrameProducer::push_with(&mut producer, |f| {
+                f.set_message(&d, seq, 0, 0);
+            })
+            .is_ok());
+        }
+        assert!(FrameProducer::push_with(&mut producer, |f| f.set_end(0)).is_ok());
+        let mut seen = Vec::new();
+        let taken = consumer.read_with_ahead(64, |f, ahead| {
+            seen.push((f.seq, ahead));
+            false
+        });
+        assert_eq!(taken, 21);
+        let order = |seq: u64, d: usize| match seq + d as u64 {
+            n if n <= 20 => Touches::Order(ticklane_feed::itch::OrderRef(n)),
+            _ => Touches::Nothing,
+        };
+        for &(seq, ahead) in &seen[..20] {
+            let want = TouchesAhead {
+                far: order(seq, PREFETCH_FAR),
+                mid: order(seq, PREFETCH_MID),
+                near: order(seq, PREFETCH_NEAR),
+            };
+            assert_eq!(ahead, want, "frame {seq}");
+        }
+        // A batch that ends early sees nothing past its end.
+        for seq in 1..=4u64 {
+            assert!(FrameProducer::push_with(&mut producer, |f| {
+                f.set_message(&[b'D'; 19], seq, 0, 0);
+            })
+            .is_ok());
+        }
+        let taken = consumer.read_with_ahead(2, |_, ahead| {
+            assert_eq!(
+                ahead.near,
+                Touches::Nothing,
+                "PREFETCH_NEAR places on is past a 2-frame batch"
+            );
+            false
+        });
+        assert_eq!(taken, 2);
     }
 }
