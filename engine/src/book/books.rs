@@ -533,9 +533,11 @@ impl Books {
         };
         let best = (2 * book + s) * self.config.levels_per_side + state.depth[s] as usize;
         let levels = self.levels.as_ptr();
-        // The walk from the touch reads up to 8 levels: 128 bytes, two or three lines.
+        // The walk from the touch reads up to 16 levels: 256 bytes, four or five lines.
         prefetch(levels.wrapping_add(best.wrapping_sub(1)));
         prefetch(levels.wrapping_add(best.wrapping_sub(5)));
+        prefetch(levels.wrapping_add(best.wrapping_sub(9)));
+        prefetch(levels.wrapping_add(best.wrapping_sub(13)));
     }
 
     #[inline(always)]
