@@ -14,7 +14,8 @@ use std::io;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ticklane_engine::book::{
-    Applier, BboRow, BboSink, BookConfig, Upcoming, PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR,
+    Applier, BboRow, BboSink, BookConfig, Touches, TouchesAhead, PREFETCH_FAR, PREFETCH_MID,
+    PREFETCH_NEAR,
 };
 use ticklane_engine::csv::BboCsvWriter;
 use ticklane_feed::itch;
@@ -156,8 +157,10 @@ fn bench_full_day(c: &mut Criterion) {
                     Applier::new(BookConfig::default(), None).expect("books fit");
                 for (i, frame) in messages.iter().enumerate() {
                     if prefetch {
-                        let ahead = |d: usize| messages.get(i + d).copied().unwrap_or_default();
-                        r.prefetch(Upcoming {
+                        let ahead = |d: usize| {
+                            Touches::of_itch(messages.get(i + d).copied().unwrap_or_default())
+                        };
+                        r.prefetch(TouchesAhead {
                             far: ahead(PREFETCH_FAR),
                             mid: ahead(PREFETCH_MID),
                             near: ahead(PREFETCH_NEAR),

@@ -12,7 +12,7 @@ use ticklane_feed::itch::{
 
 use super::bbo_row::{BboRow, BboSink};
 use super::type_counts::TypeCounts;
-use super::{BookConfig, Books, TopOfBook, TouchesAhead, Upcoming};
+use super::{BookConfig, Books, TopOfBook, TouchesAhead};
 
 /// Why one message could not be applied.
 #[derive(Debug)]
@@ -112,18 +112,11 @@ impl<S: BboSink> Applier<S> {
         self.step_with(index, bytes, |_, _| {})
     }
 
-    /// Asks for the memory the upcoming messages will touch ([`Books::prefetch`]); call it
+    /// Asks for the memory the messages ahead will touch ([`Books::prefetch`]); call it
     /// before each [`Applier::step`] when the input lets you look ahead.
     #[inline(always)]
-    pub fn prefetch(&self, upcoming: Upcoming<'_>) {
-        self.books.prefetch(upcoming);
-    }
-
-    /// [`Applier::prefetch`] for what the messages ahead will touch, already worked out
-    /// ([`Books::prefetch_touches`]): for a caller that sees them where they lie, in a queue.
-    #[inline(always)]
-    pub fn prefetch_touches(&self, ahead: TouchesAhead) {
-        self.books.prefetch_touches(ahead);
+    pub fn prefetch(&self, ahead: TouchesAhead) {
+        self.books.prefetch(ahead);
     }
 
     /// [`Applier::step`], calling `before` with the books and the decoded message just

@@ -14,7 +14,7 @@ use ticklane_feed::itch::{Locate, Message, OrderRef, Price, Stock};
 
 use super::ladder::{LadderView, Level, PriceLadder, Touched};
 use super::order_table::{InsertError, Order, OrderTable, Side};
-use super::prefetch::{prefetch, Touches, TouchesAhead, Upcoming};
+use super::prefetch::{prefetch, Touches, TouchesAhead};
 use super::top_of_book::TopOfBook;
 
 /// Every locate a 16-bit field can name.
@@ -466,26 +466,16 @@ impl Books {
         top_moved
     }
 
-    /// Asks for the memory the [`Upcoming`] messages will touch, so that their cache misses
-    /// overlap with the messages applied before them: [`Books::prefetch_touches`] of what
-    /// each will touch. Only a hint: bytes that are no message are passed over.
+    /// Asks for the memory three upcoming messages or records will touch, so that their
+    /// cache misses overlap with the messages applied before them: those
+    /// [`PREFETCH_FAR`](super::PREFETCH_FAR), [`PREFETCH_MID`](super::PREFETCH_MID) and
+    /// [`PREFETCH_NEAR`](super::PREFETCH_NEAR) places on, in three stages that each read only
+    /// lines the stage before asked for (a message is in the far stage, then the middle one,
+    /// then the near one): an order gets its bucket head, then its record, then the best
+    /// levels of its side; an add gets its book's state, then the best levels of its side.
+    /// Only a hint: what it reads decides nothing.
     #[inline(always)]
-    pub fn prefetch(&self, upcoming: Upcoming<'_>) {
-        self.prefetch_touches(TouchesAhead {
-            far: Touches::of_itch(upcoming.far),
-            mid: Touches::of_itch(upcoming.mid),
-            near: Touches::of_itch(upcoming.near),
-        });
-    }
-
-    /// Prefetches for three upcoming messages or records, [`PREFETCH_FAR`](super::PREFETCH_FAR),
-    /// [`PREFETCH_MID`](super::PREFETCH_MID) and [`PREFETCH_NEAR`](super::PREFETCH_NEAR)
-    /// places on, in three stages that each read only lines the stage before asked for (a
-    /// message is in the far stage, then the middle one, then the near one): an order gets
-    /// its bucket head, then its record, then the best levels of its side; an add gets its
-    /// book's state, then the best levels of its side. What it reads decides nothing.
-    #[inline(always)]
-    pub fn prefetch_touches(&self, ahead: TouchesAhead) {
+    pub fn prefetch(&self, ahead: TouchesAhead) {
         match ahead.far {
             Touches::Order(order_ref) => self.orders.prefetch_bucket(order_ref),
             Touches::Add(locate, _) => {
@@ -673,7 +663,11 @@ mod tests {
                 books.add(Locate(7), side, OrderRef(100 + i as u64), 10, price);
             }
             let before = books.top_of_book(Locate(7));
-            books.prefetch(Upcoming { far: &far, mid: &mid, near: &near });
+            books.prefetch(TouchesAhead {
+                far: Touches::of_itch(&far),
+                mid: Touches::of_itch(&mid),
+                near: Touches::of_itch(&near),
+            });
             prop_assert_eq!(books.top_of_book(Locate(7)), before);
             prop_assert!(books.check_invariants().is_ok());
         }

@@ -133,16 +133,12 @@ impl<S: BboSink> MboApplier<S> {
         }
     }
 
-    /// Asks for the memory the upcoming records will touch ([`Books::prefetch_touches`]):
-    /// a cancel or modify names its order, an add its book's side. Call it before each
-    /// [`MboApplier::step`] when the records ahead have been read.
+    /// Asks for the memory the records ahead will touch ([`Books::prefetch`], with
+    /// [`Touches::of_mbo`] of each); call it before each [`MboApplier::step`] when the
+    /// records ahead have been read.
     #[inline]
-    pub fn prefetch(&self, upcoming: UpcomingRecords<'_>) {
-        self.applier.books().prefetch_touches(TouchesAhead {
-            far: touches(upcoming.far),
-            mid: touches(upcoming.mid),
-            near: touches(upcoming.near),
-        });
+    pub fn prefetch(&self, ahead: TouchesAhead) {
+        self.applier.books().prefetch(ahead);
     }
 
     /// Applies one MBO record. Returns the locate whose book it changed, if any.
@@ -282,37 +278,23 @@ impl<S: BboSink> MboApplier<S> {
 }
 
 /// The locate of an instrument: itself, when it fits 16 bits.
-/// MBO records further on in the input than the one being applied:
-/// [`PREFETCH_FAR`](super::PREFETCH_FAR), [`PREFETCH_MID`](super::PREFETCH_MID) and
-/// [`PREFETCH_NEAR`](super::PREFETCH_NEAR) items on (`None` where the input has none).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct UpcomingRecords<'a> {
-    /// `PREFETCH_FAR` items on.
-    pub far: Option<&'a MboRecord>,
-    /// `PREFETCH_MID` items on.
-    pub mid: Option<&'a MboRecord>,
-    /// `PREFETCH_NEAR` items on.
-    pub near: Option<&'a MboRecord>,
-}
-
-/// What a record will touch, for the prefetch stages: the order a cancel or modify names,
-/// the book side an add joins.
-#[inline(always)]
-fn touches(record: Option<&MboRecord>) -> Touches {
-    let Some(r) = record else {
-        return Touches::Nothing;
-    };
-    match (r.action, locate_of(r.instrument_id)) {
-        (b'C' | b'M', _) => Touches::Order(OrderRef(r.order_id)),
-        (b'A', Some(locate)) => {
-            let side = match r.side {
-                b'B' => Some(Side::Bid),
-                b'A' => Some(Side::Ask),
-                _ => None,
-            };
-            Touches::Add(locate, side)
+impl Touches {
+    /// What an MBO record will touch: the order a cancel or modify names, the book side an
+    /// add joins.
+    #[inline(always)]
+    pub fn of_mbo(r: &MboRecord) -> Touches {
+        match (r.action, locate_of(r.instrument_id)) {
+            (b'C' | b'M', _) => Touches::Order(OrderRef(r.order_id)),
+            (b'A', Some(locate)) => {
+                let side = match r.side {
+                    b'B' => Some(Side::Bid),
+                    b'A' => Some(Side::Ask),
+                    _ => None,
+                };
+                Touches::Add(locate, side)
+            }
+            _ => Touches::Nothing,
         }
-        _ => Touches::Nothing,
     }
 }
 

@@ -18,13 +18,11 @@ pub use bbo_row::{BboRow, BboSink};
 pub use books::{BookChange, BookConfig, BookCounters, Books};
 pub use ladder::{LadderFull, LadderView, Level, LevelView, PriceLadder, Touched};
 pub use mbo::{
-    MboApplier, MboCounts, UpcomingRecords, ACTIONS as MBO_ACTIONS, F_LAST, F_MAYBE_BAD_BOOK,
-    F_SNAPSHOT,
+    MboApplier, MboCounts, ACTIONS as MBO_ACTIONS, F_LAST, F_MAYBE_BAD_BOOK, F_SNAPSHOT,
 };
 pub use order_table::{InsertError, Order, OrderTable, Side};
 pub use prefetch::{
-    Touches, TouchesAhead, Upcoming, FAR as PREFETCH_FAR, MID as PREFETCH_MID,
-    NEAR as PREFETCH_NEAR,
+    Touches, TouchesAhead, FAR as PREFETCH_FAR, MID as PREFETCH_MID, NEAR as PREFETCH_NEAR,
 };
 pub use top_of_book::TopOfBook;
 pub use trade::{trade_of, Trade};

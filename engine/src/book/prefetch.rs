@@ -4,7 +4,8 @@
 //! the books no longer fit the caches: nearly every delete, execution or replace misses on
 //! its order-table bucket, its order record and its price level, one after the other, and a
 //! replay spends most of its time waiting for memory. Replay knows which messages come next,
-//! so it asks for those lines a few messages early ([`super::Books::prefetch`]), and the
+//! so it asks for those lines a few messages early ([`super::Books::prefetch`], from what
+//! [`Touches::of_itch`] or [`Touches::of_mbo`] reads of them), and the
 //! misses of several messages overlap instead of following each other.
 //!
 //! The hint is the one `unsafe` outside the ring and the snapshot mapping: the intrinsic is
@@ -76,7 +77,7 @@ impl Touches {
 }
 
 /// What the messages or records [`FAR`], [`MID`] and [`NEAR`] places after the one being
-/// applied will touch: what [`super::Books::prefetch_touches`] takes.
+/// applied will touch: what [`super::Books::prefetch`] takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TouchesAhead {
     /// [`FAR`] places on.
@@ -95,17 +96,4 @@ impl Default for TouchesAhead {
             near: Touches::Nothing,
         }
     }
-}
-
-/// Messages further on in the input than the one being applied, each as its bytes (an empty
-/// slice where the input holds none whole yet): [`FAR`], [`MID`] and [`NEAR`] messages on.
-/// The bytes may be anything (the framing ahead is not checked); they only steer prefetches.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Upcoming<'a> {
-    /// [`FAR`] messages on.
-    pub far: &'a [u8],
-    /// [`MID`] messages on.
-    pub mid: &'a [u8],
-    /// [`NEAR`] messages on.
-    pub near: &'a [u8],
 }

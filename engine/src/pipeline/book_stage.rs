@@ -109,7 +109,7 @@ impl<P: Publisher> BookStage<P> {
                     }
                 }
                 let taken_ns = *now_ns.get_or_insert_with(|| self.clock.now_ns());
-                self.applier.prefetch_touches(ahead);
+                self.applier.prefetch(ahead);
                 let publisher = &mut self.publisher;
                 let step = self
                     .applier

@@ -28,8 +28,8 @@ use ticklane_feed::itch::Nanos;
 use super::run::ReplayError;
 use super::threaded::EPOCH;
 use crate::book::{
-    Applier, ApplyError, BboRow, BboSink, BookConfig, Books, TypeCounts, Upcoming, PREFETCH_FAR,
-    PREFETCH_MID, PREFETCH_NEAR,
+    Applier, ApplyError, BboRow, BboSink, BookConfig, Books, Touches, TouchesAhead, TypeCounts,
+    PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR,
 };
 use crate::csv::BboRowBytes;
 use crate::dbn_out::{DbnOut, DbnOutOptions, RecordBatch};
@@ -249,13 +249,11 @@ pub(super) fn book_thread(
         // The next sample point to capture.
         let mut point = 0;
         for (k, &frame) in batch.frames.iter().enumerate() {
-            let ahead = |d: usize| {
-                batch
-                    .frames
-                    .get(k + d)
-                    .map_or(&[][..], |&f| batch.message(mapped, f))
+            let ahead = |d: usize| match batch.frames.get(k + d) {
+                Some(&f) => Touches::of_itch(batch.message(mapped, f)),
+                None => Touches::Nothing,
             };
-            applier.prefetch(Upcoming {
+            applier.prefetch(TouchesAhead {
                 far: ahead(PREFETCH_FAR),
                 mid: ahead(PREFETCH_MID),
                 near: ahead(PREFETCH_NEAR),

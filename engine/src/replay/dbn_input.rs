@@ -22,7 +22,7 @@ use super::run::{
 };
 use super::summary::{DbnCounts, ReplaySummary};
 use crate::book::{
-    MboApplier, TypeCounts, UpcomingRecords, PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR,
+    MboApplier, Touches, TouchesAhead, TypeCounts, PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR,
 };
 use crate::csv::write_book_csv_filtered;
 use crate::parquet_out::{BboParquet, ParquetOutError, ParquetSchema};
@@ -84,9 +84,12 @@ pub(super) fn replay_dbn(
     // The session: --date, else the metadata's start, else the first record's ts_event (read
     // ahead here, applied first below).
     let mut first = None;
+    // Items are read a few ahead of the one applied, so the books can prefetch for them;
+    // a symbol mapping still takes effect in its place among the records.
+    let mut ahead = ReadAhead::default();
     let session_date = match opts.date.or_else(|| session_of_instant(reader.start())) {
         Some(date) => Some(date),
-        None => match next_record(&mut reader, &mut mbo) {
+        None => match next_record(&mut ahead, &mut reader, &mut mbo) {
             Ok(Some(record)) => {
                 first = Some(record);
                 session_of_instant(record.ts_event)
@@ -122,19 +125,12 @@ pub(super) fn replay_dbn(
     if let Some(record) = first {
         apply(&mut mbo, &record).map_err(bbo_error)?;
     }
-    // Items are read a few ahead of the one applied, so the books can prefetch for them;
-    // a symbol mapping still takes effect in its place among the records.
-    let mut ahead = ReadAhead::default();
     while error.is_none() {
-        match ahead.next(&mut reader) {
-            Ok(Some(DbnItem::Mbo(record))) => {
-                mbo.prefetch(ahead.upcoming());
+        match next_record(&mut ahead, &mut reader, &mut mbo) {
+            Ok(Some(record)) => {
+                mbo.prefetch(ahead.touches_ahead());
                 apply(&mut mbo, &record).map_err(bbo_error)?;
             }
-            Ok(Some(DbnItem::Symbol {
-                instrument_id,
-                symbol,
-            })) => mbo.set_symbol(instrument_id, symbol),
             Ok(None) => break,
             Err(e) => error = Some(ReplayFault::Input(e)),
         }
@@ -267,28 +263,29 @@ impl ReadAhead {
         }
     }
 
-    /// The records `PREFETCH_FAR`, `PREFETCH_MID` and `PREFETCH_NEAR` items after the one
-    /// [`ReadAhead::next`] gave last.
-    fn upcoming(&self) -> UpcomingRecords<'_> {
-        let record = |d: usize| match self.items.get(d - 1) {
-            Some(DbnItem::Mbo(record)) => Some(record),
-            _ => None,
+    /// What the records `PREFETCH_FAR`, `PREFETCH_MID` and `PREFETCH_NEAR` items after the
+    /// one [`ReadAhead::next`] gave last will touch.
+    fn touches_ahead(&self) -> TouchesAhead {
+        let touches = |d: usize| match self.items.get(d - 1) {
+            Some(DbnItem::Mbo(record)) => Touches::of_mbo(record),
+            _ => Touches::Nothing,
         };
-        UpcomingRecords {
-            far: record(PREFETCH_FAR),
-            mid: record(PREFETCH_MID),
-            near: record(PREFETCH_NEAR),
+        TouchesAhead {
+            far: touches(PREFETCH_FAR),
+            mid: touches(PREFETCH_MID),
+            near: touches(PREFETCH_NEAR),
         }
     }
 }
 
 /// The next MBO record, naming instruments from the symbol mapping records on the way.
 fn next_record(
+    ahead: &mut ReadAhead,
     reader: &mut DbnMboReader,
     mbo: &mut MboApplier<ThreadedBboOutputs>,
 ) -> Result<Option<MboRecord>, ticklane_feed::capture::CaptureError> {
     loop {
-        match reader.next_item()? {
+        match ahead.next(reader)? {
             Some(DbnItem::Mbo(record)) => return Ok(Some(record)),
             Some(DbnItem::Symbol {
                 instrument_id,

@@ -10,7 +10,7 @@
 
 use ticklane_feed::capture::{CaptureError, CaptureReader, FramesAhead, RawMessage};
 
-use crate::book::{Upcoming, PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR};
+use crate::book::{Touches, TouchesAhead, PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR};
 
 /// Whether the replay goes on after a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,8 +22,9 @@ pub(super) enum Next {
 }
 
 /// Hands every message of `reader` to `handle` with whether the capture's sequencer declared
-/// a loss before it and, with `look_ahead`, the messages a few places on in the block
-/// framed at once (empty slices otherwise, and for messages read one by one), until the input ends, `handle` says [`Next::Stop`] or fails, or the
+/// a loss before it and, with `look_ahead`, what the messages a few places on in the block
+/// framed at once will touch (nothing otherwise, and for messages read one by one), until
+/// the input ends, `handle` says [`Next::Stop`] or fails, or the
 /// reader fails; `progress` sees the reader after each message.
 ///
 /// Only the messages that go through the reader one by one can be told of a loss (a plain
@@ -38,21 +39,19 @@ pub(super) fn each_message<E>(
     reader: &mut CaptureReader,
     mut losses: Option<&mut Vec<u8>>,
     look_ahead: bool,
-    mut handle: impl for<'m> FnMut(RawMessage<'m>, bool, Upcoming<'m>) -> Result<Next, E>,
+    mut handle: impl FnMut(RawMessage<'_>, bool, TouchesAhead) -> Result<Next, E>,
     mut progress: impl FnMut(&CaptureReader, u64),
 ) -> Result<Option<CaptureError>, E> {
     loop {
         let mut frames = reader.frames();
-        let mut ahead = Lookahead::new(frames.ahead(0));
+        let mut ahead = look_ahead.then(|| Lookahead::new(frames.ahead(0)));
         let mut ended = None;
         for raw in frames.by_ref() {
             let index = raw.index;
-            let upcoming = if look_ahead {
-                ahead.step()
-            } else {
-                Upcoming::default()
-            };
-            match handle(raw, false, upcoming) {
+            let touches = ahead
+                .as_mut()
+                .map_or_else(TouchesAhead::default, Lookahead::step);
+            match handle(raw, false, touches) {
                 Ok(Next::Continue) => progress(reader, index),
                 Ok(Next::Stop) => {
                     ended = Some(Ok(None));
@@ -81,9 +80,9 @@ pub(super) fn each_message<E>(
                 copy.extend_from_slice(raw.bytes);
                 let raw = RawMessage { bytes: copy, ..raw };
                 let lost = reader.stats().gaps > 0;
-                handle(raw, lost, Upcoming::default())?
+                handle(raw, lost, TouchesAhead::default())?
             }
-            None => handle(raw, false, Upcoming::default())?,
+            None => handle(raw, false, TouchesAhead::default())?,
         };
         if next == Next::Stop {
             return Ok(None);
@@ -92,15 +91,15 @@ pub(super) fn each_message<E>(
     }
 }
 
-/// The messages [`PREFETCH_FAR`], [`PREFETCH_MID`] and [`PREFETCH_NEAR`] places after the one
-/// being handled, from one cursor: each message framed ahead is kept in a ring of the last
-/// `PREFETCH_FAR`, where the nearer stages find it again, so the block is framed ahead once
-/// rather than once per stage.
+/// What the messages [`PREFETCH_FAR`], [`PREFETCH_MID`] and [`PREFETCH_NEAR`] places after the
+/// one being handled will touch, from one cursor: each message framed ahead is read once
+/// ([`Touches::of_itch`]) and kept in a ring of the last `PREFETCH_FAR`, where the nearer
+/// stages find it again.
 struct Lookahead<'a> {
     cursor: FramesAhead<'a>,
-    /// Slot `i % PREFETCH_FAR` holds message `i + PREFETCH_FAR` once step `i` has run, and
-    /// the block's first `PREFETCH_FAR` messages before step 0.
-    ring: [&'a [u8]; PREFETCH_FAR],
+    /// Slot `i % PREFETCH_FAR` holds message `i + PREFETCH_FAR`'s touches once step `i` has
+    /// run, and the block's first `PREFETCH_FAR` messages' before step 0.
+    ring: [Touches; PREFETCH_FAR],
     /// Steps taken: the index, within the block, of the message being handled.
     step: usize,
 }
@@ -111,7 +110,7 @@ impl<'a> Lookahead<'a> {
     /// Ahead of a block's first message: `cursor` is at it.
     #[inline(always)]
     fn new(mut cursor: FramesAhead<'a>) -> Self {
-        let ring = std::array::from_fn(|_| cursor.next_bytes());
+        let ring = std::array::from_fn(|_| Touches::of_itch(cursor.next_bytes()));
         Lookahead {
             cursor,
             ring,
@@ -119,20 +118,20 @@ impl<'a> Lookahead<'a> {
         }
     }
 
-    /// The upcoming messages of the message being handled; call once per message.
+    /// What the messages ahead of the one being handled will touch; call once per message.
     #[inline(always)]
-    fn step(&mut self) -> Upcoming<'a> {
+    fn step(&mut self) -> TouchesAhead {
         const MASK: usize = PREFETCH_FAR - 1;
         let i = self.step;
         self.step += 1;
-        let far = self.cursor.next_bytes();
-        let upcoming = Upcoming {
+        let far = Touches::of_itch(self.cursor.next_bytes());
+        let ahead = TouchesAhead {
             far,
             mid: self.ring[(i + PREFETCH_MID) & MASK],
             near: self.ring[(i + PREFETCH_NEAR) & MASK],
         };
         self.ring[i & MASK] = far;
-        upcoming
+        ahead
     }
 }
 
@@ -143,8 +142,9 @@ mod tests {
 
     #[test]
     fn each_message_sees_the_messages_its_stages_look_for() {
-        // 60 D messages whose byte 1 is their position: the lookahead of message `i` must be
-        // messages `i + FAR`, `i + MID` and `i + NEAR`, or nothing past the end.
+        // 60 D messages whose byte 1 and order reference are their position: the lookahead of
+        // message `i` must be messages `i + FAR`, `i + MID` and `i + NEAR`, or nothing past
+        // the end.
         let dir = std::env::temp_dir().join(format!("ticklane-lookahead-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("d.itch50");
@@ -152,6 +152,7 @@ mod tests {
         for i in 0..60u8 {
             let mut d = vec![b'D', i];
             d.resize(19, 0);
+            d[11..19].copy_from_slice(&u64::from(i).to_be_bytes());
             file.extend_from_slice(&19u16.to_be_bytes());
             file.extend_from_slice(&d);
         }
@@ -163,7 +164,10 @@ mod tests {
             None,
             true,
             |raw, _, up| {
-                let at = |m: &[u8]| m.get(1).copied();
+                let at = |t: Touches| match t {
+                    Touches::Order(r) => u8::try_from(r.0).ok(),
+                    _ => None,
+                };
                 seen.push((raw.bytes[1], at(up.far), at(up.mid), at(up.near)));
                 Ok::<_, ()>(Next::Continue)
             },

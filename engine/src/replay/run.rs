@@ -11,7 +11,7 @@ use super::bbo_outputs::{BboOutputs, ThreadedBboOutputs};
 use super::each_message::{each_message, Next};
 use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
-use crate::book::{Applier, ApplyError, BookConfig, Upcoming};
+use crate::book::{Applier, ApplyError, BookConfig, TouchesAhead};
 use crate::csv::{write_book_csv_filtered, FilteredBboCsv};
 use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions, DbnSchema, SessionDate};
 use crate::output_filter::OutputFilter;
@@ -452,8 +452,8 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             &mut reader,
             None,
             true,
-            |raw, _, upcoming| {
-                applier.prefetch(upcoming);
+            |raw, _, ahead| {
+                applier.prefetch(ahead);
                 let step = applier.step(raw.index, raw.bytes).map(drop);
                 stop_on(step, &mut error, opts, &raw)
             },
@@ -463,9 +463,9 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         // One message, and whether the capture's sequencer declared a loss before it. A
         // writer's failure halts the replay; it is turned into the error that names its file
         // below, once the closure lets go of the writers.
-        let handle = |raw: RawMessage<'_>, lost: bool, next: Upcoming<'_>| -> Result<Next, Halt> {
+        let handle = |raw: RawMessage<'_>, lost: bool, ahead: TouchesAhead| -> Result<Next, Halt> {
             let index = raw.index;
-            applier.prefetch(next);
+            applier.prefetch(ahead);
             // `--dbn-out` and `--sample` see the books before each message (a sampling
             // boundary is the state just before the first message at or past it).
             if lost {
