@@ -55,40 +55,58 @@ fn receive_all(addr: SocketAddr) -> (u64, bool) {
 
 /// Runs `ticklane sim --tcp` with `pace`, waits for the line naming its address, and
 /// receives the whole session.
+///
+/// The port is probed free and then bound by the sim, so another test can take it in
+/// between; a sim that exits saying it cannot bind is started again on a new port (a few
+/// times), and any other early exit fails with what the sim printed.
 fn serve_paced(pace: &[&str]) {
-    let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("address");
-    let mut child = ticklane()
-        .args(["sim", "--tcp", &addr.to_string(), "--messages"])
-        .arg(MESSAGES.to_string())
-        .args(pace)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start sim");
-    let stdout = child.stdout.take().expect("piped");
-    let (send, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if send.send(line).is_err() {
-                break;
+    let mut attempts = 0;
+    let received = loop {
+        attempts += 1;
+        let addr: SocketAddr = format!("127.0.0.1:{}", free_port())
+            .parse()
+            .expect("address");
+        let mut child = ticklane()
+            .args(["sim", "--tcp", &addr.to_string(), "--messages"])
+            .arg(MESSAGES.to_string())
+            .args(pace)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start sim");
+        let stdout = child.stdout.take().expect("piped");
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
+                }
             }
+        });
+        let ready = loop {
+            match lines.recv_timeout(READY_WITHIN) {
+                Ok(line) if line.starts_with("SoupBinTCP on") => break true,
+                Ok(_) => continue,
+                Err(_) => break false,
+            }
+        };
+        if ready {
+            let received = receive_all(addr);
+            let _ = child.kill();
+            let _ = child.wait();
+            break received;
         }
-    });
-    let ready = loop {
-        match lines.recv_timeout(READY_WITHIN) {
-            Ok(line) if line.starts_with("SoupBinTCP on") => break true,
-            Ok(_) => continue,
-            Err(_) => break false,
-        }
+        let _ = child.kill();
+        let out = child.wait_with_output().expect("collect output");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("cannot bind") && attempts < 5,
+            "sim {pace:?} never said where it serves ({attempts} attempts):\n{stderr}"
+        );
     };
-    let received = ready.then(|| receive_all(addr));
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(ready, "sim {pace:?} never said where it serves");
     assert_eq!(
         received,
-        Some((MESSAGES, true)),
+        (MESSAGES, true),
         "sim {pace:?}: (messages, end of session)"
     );
 }
