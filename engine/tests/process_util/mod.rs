@@ -16,13 +16,40 @@ pub fn ticklane() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ticklane"))
 }
 
-/// A free loopback UDP port (released at once; the race with other processes is benign
-/// here, and the test would fail loudly rather than pass wrongly).
+/// A loopback port free for both UDP and TCP now, for a child process to bind.
+///
+/// The port is probed and released, so something else could take it before the child binds
+/// it. It is therefore chosen below the kernel's ephemeral range (from
+/// `/proc/sys/net/ipv4/ip_local_port_range`), where no other test's `bind(":0")` and no
+/// outgoing connection is ever given a port; test processes start their probes at places
+/// spread by their process id, and each call moves on, so two tests that probe at the same
+/// moment do not pick the same port either.
 pub fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .map(|a| a.port())
-        .expect("probe port")
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const LOWEST: u32 = 10_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let below = ephemeral_low().max(LOWEST + 1_000);
+    let span = below - LOWEST;
+    let start = std::process::id().wrapping_mul(7_919) % span;
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (LOWEST + (start + n) % span) as u16;
+        let udp = UdpSocket::bind(("127.0.0.1", port));
+        let tcp = TcpListener::bind(("127.0.0.1", port));
+        if udp.is_ok() && tcp.is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {LOWEST}..{below}");
+}
+
+/// The lowest port the kernel hands out by itself (Linux's default when it cannot be read).
+fn ephemeral_low() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
 
 /// Waits for `child` at most `limit`, polling its status; kills it and fails if it runs
