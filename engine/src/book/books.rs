@@ -506,6 +506,18 @@ impl Books {
         }
     }
 
+    /// Whether [`Books::prefetch`] pays now: once the live orders reach
+    /// [`PREFETCH_FROM_ORDERS`](super::PREFETCH_FROM_ORDERS) or the open books
+    /// [`PREFETCH_FROM_BOOKS`](super::PREFETCH_FROM_BOOKS), that is once the lines messages
+    /// touch no longer sit in a core's own caches. A replay asks it now and then (each block
+    /// or batch) and looks ahead only while it says yes: a small day runs without the
+    /// stages' instructions, a day that grows turns them on as it grows.
+    #[inline]
+    pub fn worth_prefetching(&self) -> bool {
+        self.orders.len() >= super::PREFETCH_FROM_ORDERS
+            || self.books.len() >= super::PREFETCH_FROM_BOOKS
+    }
+
     #[inline(always)]
     fn book_of_locate(&self, locate: Locate) -> Option<usize> {
         match self.book_of[usize::from(locate.0)] {
@@ -671,5 +683,38 @@ mod tests {
             prop_assert_eq!(books.top_of_book(Locate(7)), before);
             prop_assert!(books.check_invariants().is_ok());
         }
+    }
+
+    #[test]
+    fn prefetching_pays_from_enough_books_or_enough_live_orders() {
+        let config = BookConfig {
+            max_orders: 64 << 10,
+            max_books: 1024,
+            levels_per_side: 8,
+        };
+        let mut books = Books::new(config).expect("tables");
+        for locate in 0..crate::book::PREFETCH_FROM_BOOKS as u16 {
+            assert!(!books.worth_prefetching(), "{locate} books");
+            books.add(
+                Locate(locate),
+                b'B',
+                OrderRef(u64::from(locate)),
+                1,
+                Price(100),
+            );
+        }
+        assert!(books.worth_prefetching(), "as many books as the threshold");
+
+        let mut books = Books::new(config).expect("tables");
+        for r in 0..crate::book::PREFETCH_FROM_ORDERS as u64 {
+            assert!(!books.worth_prefetching(), "{r} orders");
+            books.add(Locate(1), b'S', OrderRef(r), 1, Price(100 + (r % 8) as u32));
+        }
+        assert!(
+            books.worth_prefetching(),
+            "as many live orders as the threshold"
+        );
+        books.delete(OrderRef(0));
+        assert!(!books.worth_prefetching(), "one fewer");
     }
 }

@@ -22,7 +22,8 @@ pub use mbo::{
 };
 pub use order_table::{InsertError, Order, OrderTable, Side};
 pub use prefetch::{
-    Touches, TouchesAhead, FAR as PREFETCH_FAR, MID as PREFETCH_MID, NEAR as PREFETCH_NEAR,
+    Touches, TouchesAhead, FAR as PREFETCH_FAR, FROM_BOOKS as PREFETCH_FROM_BOOKS,
+    FROM_ORDERS as PREFETCH_FROM_ORDERS, MID as PREFETCH_MID, NEAR as PREFETCH_NEAR,
 };
 pub use top_of_book::TopOfBook;
 pub use trade::{trade_of, Trade};

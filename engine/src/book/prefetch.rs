@@ -43,6 +43,20 @@ pub const MID: usize = 8;
 /// See [`FAR`].
 pub const NEAR: usize = 3;
 
+/// Live orders from which [`super::Books::worth_prefetching`] says yes. 32 Ki orders are
+/// about 1 MiB of order records and bucket heads, a core's L2 cache on the machines this was
+/// measured on. Below it (and below [`FROM_BOOKS`]) the lines a message needs are mostly in
+/// cache already, and looking ahead costs more than the misses it hides: framing each
+/// message twice and the stages' own lookups, 138 instructions a message on a 300-stock day
+/// (callgrind). Measured on the 2-core development VM, books alone, best of 3 (2026-12-01):
+/// 300 stocks, 23,600 live orders at the peak, 5% slower with the stages; 1,000 stocks,
+/// 61,400 live orders, 12% faster; a full-day profile, 24% faster (8,900 books).
+pub const FROM_ORDERS: usize = 32 << 10;
+/// Books open from which [`super::Books::worth_prefetching`] says yes, whatever the live
+/// orders: each side's best levels lie on a page of their own, and 512 books are 1,024 such
+/// pages, past what a core's first-level TLB maps and a fair share of its L2.
+pub const FROM_BOOKS: usize = 512;
+
 /// What an upcoming message or record will touch, as far as the prefetch stages care: an
 /// order by its reference (a delete, execution, cancel, replace or modify), or a book's side
 /// (an add).

@@ -248,16 +248,20 @@ pub(super) fn book_thread(
         swap_outputs(&mut applier, &mut dbn, &mut mbp10, &mut out);
         // The next sample point to capture.
         let mut point = 0;
+        // This thread's books decide, batch by batch, whether looking ahead pays.
+        let look_ahead = applier.books().worth_prefetching();
         for (k, &frame) in batch.frames.iter().enumerate() {
-            let ahead = |d: usize| match batch.frames.get(k + d) {
-                Some(&f) => Touches::of_itch(batch.message(mapped, f)),
-                None => Touches::Nothing,
-            };
-            applier.prefetch(TouchesAhead {
-                far: ahead(PREFETCH_FAR),
-                mid: ahead(PREFETCH_MID),
-                near: ahead(PREFETCH_NEAR),
-            });
+            if look_ahead {
+                let ahead = |d: usize| match batch.frames.get(k + d) {
+                    Some(&f) => Touches::of_itch(batch.message(mapped, f)),
+                    None => Touches::Nothing,
+                };
+                applier.prefetch(TouchesAhead {
+                    far: ahead(PREFETCH_FAR),
+                    mid: ahead(PREFETCH_MID),
+                    near: ahead(PREFETCH_NEAR),
+                });
+            }
             if let Some(depth) = outputs.sample_depth {
                 while point < batch.samples.len() && batch.samples[point].before <= frame.index {
                     out.depths

@@ -128,7 +128,9 @@ pub(super) fn replay_dbn(
     while error.is_none() {
         match next_record(&mut ahead, &mut reader, &mut mbo) {
             Ok(Some(record)) => {
-                mbo.prefetch(ahead.touches_ahead());
+                if mbo.books().worth_prefetching() {
+                    mbo.prefetch(ahead.touches_ahead());
+                }
                 apply(&mut mbo, &record).map_err(bbo_error)?;
             }
             Ok(None) => break,

@@ -8,6 +8,8 @@
 //! rather than called per message. While framing a block it can look ahead, so that the
 //! handler can prefetch what the messages a few places on will touch.
 
+use std::cell::Cell;
+
 use ticklane_feed::capture::{CaptureError, CaptureReader, FramesAhead, RawMessage};
 
 use crate::book::{Touches, TouchesAhead, PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR};
@@ -22,8 +24,9 @@ pub(super) enum Next {
 }
 
 /// Hands every message of `reader` to `handle` with whether the capture's sequencer declared
-/// a loss before it and, with `look_ahead`, what the messages a few places on in the block
-/// framed at once will touch (nothing otherwise, and for messages read one by one), until
+/// a loss before it and, while `look_ahead` holds true, what the messages a few places on in
+/// the block framed at once will touch (nothing otherwise, and for messages read one by
+/// one), until
 /// the input ends, `handle` says [`Next::Stop`] or fails, or the
 /// reader fails; `progress` sees the reader after each message.
 ///
@@ -33,18 +36,22 @@ pub(super) enum Next {
 ///
 /// # Errors
 ///
+/// `look_ahead` is read at the start of each block (at most 256 KiB of input, some 8,000
+/// messages), so a handler that sets it as its books grow (`Books::worth_prefetching`)
+/// turns the lookahead on where it pays and leaves a small day without its cost.
+///
 /// `Err` is `handle`'s error; `Ok(Some(e))` is the reader's error, which ended the replay.
 #[inline(always)]
 pub(super) fn each_message<E>(
     reader: &mut CaptureReader,
     mut losses: Option<&mut Vec<u8>>,
-    look_ahead: bool,
+    look_ahead: &Cell<bool>,
     mut handle: impl FnMut(RawMessage<'_>, bool, TouchesAhead) -> Result<Next, E>,
     mut progress: impl FnMut(&CaptureReader, u64),
 ) -> Result<Option<CaptureError>, E> {
     loop {
         let mut frames = reader.frames();
-        let mut ahead = look_ahead.then(|| Lookahead::new(frames.ahead(0)));
+        let mut ahead = look_ahead.get().then(|| Lookahead::new(frames.ahead(0)));
         let mut ended = None;
         for raw in frames.by_ref() {
             let index = raw.index;
@@ -162,7 +169,7 @@ mod tests {
         let ended = each_message(
             &mut reader,
             None,
-            true,
+            &Cell::new(true),
             |raw, _, up| {
                 let at = |t: Touches| match t {
                     Touches::Order(r) => u8::try_from(r.0).ok(),
@@ -185,6 +192,62 @@ mod tests {
                 "message {i}"
             );
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_switch_turns_the_lookahead_on_and_off_at_block_starts() {
+        // 40,000 D messages (21 bytes framed: about four 256 KiB blocks). The handler turns
+        // the lookahead on at message 10,000 and off at 25,000: from the start of the next
+        // block on, messages see what is ahead, then nothing again. Read where each
+        // message's view changed.
+        let dir = std::env::temp_dir().join(format!("ticklane-switch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("d.itch50");
+        let mut file = Vec::new();
+        for i in 0..40_000u64 {
+            let mut d = vec![b'D'];
+            d.resize(19, 0);
+            d[11..19].copy_from_slice(&i.to_be_bytes());
+            file.extend_from_slice(&19u16.to_be_bytes());
+            file.extend_from_slice(&d);
+        }
+        std::fs::write(&path, &file).unwrap();
+        let mut reader = CaptureReader::open(&path, ReadOptions::default()).unwrap();
+        let switch = Cell::new(false);
+        let mut looked = Vec::new();
+        let ended = each_message(
+            &mut reader,
+            None,
+            &switch,
+            |raw, _, up| {
+                looked.push(up.mid != Touches::Nothing);
+                switch.set((10_000..25_000).contains(&raw.index));
+                Ok::<_, ()>(Next::Continue)
+            },
+            |_, _| {},
+        );
+        assert!(matches!(ended, Ok(None)));
+        assert_eq!(looked.len(), 40_000);
+        let on = looked.iter().position(|&l| l).expect("turned on");
+        let last = looked.iter().rposition(|&l| l).expect("turned on");
+        // A block is at most 256 KiB: 12,483 frames of 21 bytes, plus the one message read
+        // through the reader between blocks. The lookahead starts with the first block after
+        // the switch went on, and ends with the block during which it went off.
+        let block = (256 << 10) / 21 + 1;
+        assert!((10_000..10_000 + block + 1).contains(&on), "on at {on}");
+        assert!(
+            (25_000..25_000 + block + 1).contains(&last),
+            "last on at {last}"
+        );
+        // In between, only the messages read one by one (one per block) and those within
+        // PREFETCH_MID of a block's end see nothing.
+        let gaps = looked[on..last].iter().filter(|&&l| !l).count();
+        assert!(
+            gaps <= 2 * (PREFETCH_MID + 1),
+            "{gaps} messages without lookahead"
+        );
+        assert!(!looked[..on].iter().any(|&l| l), "off until switched on");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,5 +1,6 @@
 //! `ticklane replay FILE`: a captured file through the books, with the contract outputs.
 
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -445,16 +446,20 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             progress_line(reader, index, started);
         }
     };
+    // Set after each message: the read loop looks ahead in its next block once the books
+    // have outgrown the caches.
+    let look_ahead = Cell::new(false);
     let ended = if !any_after && sample.is_none() {
         // A plain replay: the apply step and nothing else, small enough to be compiled
         // into the read loop.
         each_message(
             &mut reader,
             None,
-            true,
+            &look_ahead,
             |raw, _, ahead| {
                 applier.prefetch(ahead);
                 let step = applier.step(raw.index, raw.bytes).map(drop);
+                look_ahead.set(applier.books().worth_prefetching());
                 stop_on(step, &mut error, opts, &raw)
             },
             progress,
@@ -501,10 +506,11 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                         .map_err(Halt::Mbp10)?;
                 }
             }
+            look_ahead.set(applier.books().worth_prefetching());
             Ok(Next::Continue)
         };
         let losses = check_losses.then_some(&mut dbn_message);
-        each_message(&mut reader, losses, true, handle, progress)
+        each_message(&mut reader, losses, &look_ahead, handle, progress)
     };
     let halt = match ended {
         Ok(None) => None,

@@ -26,6 +26,7 @@
 //! live under a locate of another thread, is applied by the owner of the message's locate
 //! alone; and the capacities (`--max-orders`, `--max-books`) hold per book thread.
 
+use std::cell::Cell;
 use std::convert::Infallible;
 use std::io;
 use std::mem;
@@ -382,7 +383,7 @@ fn replay_partitioned(
     let ended = each_message(
         &mut reader,
         can_lose.then_some(&mut copy),
-        false,
+        &Cell::new(false),
         |raw, lost, _| Ok::<_, Infallible>(route_one(raw, lost)),
         progress,
     );
