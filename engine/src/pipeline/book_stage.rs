@@ -4,12 +4,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::frame::FrameKind;
+use super::frame::{Frame, FrameKind};
 use super::latency::{LatencyGroup, StageLatency};
 use super::latency_gauges::{LatencyGauges, LatencyPublisher};
 use super::queue::FrameConsumer;
 use super::wait::{WaitStrategy, Waiter};
-use crate::book::{Applier, ApplyError, BookConfig, Books, NoBbo, TypeCounts};
+use crate::book::{Applier, ApplyError, BookConfig, Books, NoBbo, TouchesAhead, TypeCounts};
 use crate::clock::Clock;
 use crate::publish::Publisher;
 
@@ -87,7 +87,9 @@ impl<P: Publisher> BookStage<P> {
             // reading is the group's applied (and, for what changed a book, published) stamp,
             // the next messages' sojourn and publication stamp, and the batch end's time.
             let mut now_ns = None;
-            let taken = frames.read_with_ahead(BATCH, |frame, ahead| {
+            // Look ahead in this batch only while the books have outgrown the caches.
+            let look_ahead = self.applier.books().worth_prefetching();
+            let mut each = |frame: &Frame, ahead: TouchesAhead| {
                 match frame.kind() {
                     Some(FrameKind::Message) => {}
                     Some(FrameKind::LineState) => {
@@ -140,7 +142,12 @@ impl<P: Publisher> BookStage<P> {
                     Err(ApplyError::Output(_)) => {}
                 }
                 false
-            });
+            };
+            let taken = if look_ahead {
+                frames.read_with_ahead(BATCH, each)
+            } else {
+                frames.read_with(BATCH, |frame| each(frame, TouchesAhead::default()))
+            };
             if !group.is_empty() {
                 let done_ns = self.clock.now_ns();
                 group.close(&mut latency, done_ns);
