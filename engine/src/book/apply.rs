@@ -125,7 +125,7 @@ impl<S: BboSink> Applier<S> {
     /// # Errors
     ///
     /// As [`Applier::step`].
-    #[inline]
+    #[inline(always)]
     pub fn step_with<'m>(
         &mut self,
         index: u64,

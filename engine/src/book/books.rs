@@ -337,7 +337,7 @@ impl Books {
         LadderView::new(side, &self.levels[base..base + depth])
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn add(
         &mut self,
         locate: Locate,
@@ -399,7 +399,7 @@ impl Books {
         *reason(&mut self.counters) += 1;
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn reduce(&mut self, order_ref: OrderRef, shares: u32) -> Option<BookChange> {
         let Some((order, taken)) = self.orders.reduce(order_ref, shares) else {
             self.counters.unknown_refs += 1;
@@ -414,7 +414,7 @@ impl Books {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn delete(&mut self, order_ref: OrderRef) -> Option<BookChange> {
         let Some(order) = self.orders.remove(order_ref) else {
             self.counters.unknown_refs += 1;
@@ -428,7 +428,7 @@ impl Books {
 
     /// The original order leaves; the new reference joins the back of its level with the
     /// original's stock and side, under the add rules.
-    #[inline]
+    #[inline(always)]
     pub(super) fn replace(
         &mut self,
         original: OrderRef,

@@ -125,7 +125,7 @@ impl<'a> PriceLadder<'a> {
     /// # Errors
     ///
     /// [`LadderFull`] if the level is new and the window has no room; nothing changes.
-    #[inline]
+    #[inline(always)]
     pub fn add(&mut self, price: Price, shares: u32) -> Result<Touched, LadderFull> {
         let key = key_of(self.side, price);
         let n = *self.len as usize;
@@ -158,7 +158,7 @@ impl<'a> PriceLadder<'a> {
     ///
     /// Says which level it was. The caller holds the order, so its level exists; if it does
     /// not (a broken invariant) nothing changes and `None` comes back.
-    #[inline]
+    #[inline(always)]
     pub fn reduce(&mut self, price: Price, shares: u32, order_left: bool) -> Option<Touched> {
         let key = key_of(self.side, price);
         let n = *self.len as usize;

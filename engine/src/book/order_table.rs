@@ -266,7 +266,7 @@ impl OrderTable {
     /// # Panics
     ///
     /// In debug builds, if `order.shares` is 0 (the caller rejects such adds).
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, order_ref: OrderRef, order: Order) -> Result<(), InsertError> {
         debug_assert!(order.shares > 0, "a live order has shares");
         if self.find(order_ref).is_some() {
@@ -301,7 +301,7 @@ impl OrderTable {
 
     /// Takes up to `shares` off a live order: returns the order as it was and the shares
     /// actually taken (clamped to what was left). An order whose shares reach 0 leaves.
-    #[inline]
+    #[inline(always)]
     pub fn reduce(&mut self, order_ref: OrderRef, shares: u32) -> Option<(Order, u32)> {
         let found = self.find(order_ref)?;
         let before = self.records.as_slice()[found.record].order();
@@ -315,7 +315,7 @@ impl OrderTable {
     }
 
     /// Removes a live order and returns it.
-    #[inline]
+    #[inline(always)]
     pub fn remove(&mut self, order_ref: OrderRef) -> Option<Order> {
         let found = self.find(order_ref)?;
         let order = self.records.as_slice()[found.record].order();
