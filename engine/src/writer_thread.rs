@@ -140,7 +140,7 @@ impl<T: Copy + Send + 'static, W: RowWriter<T>> WriterThread<T, W> {
     ///
     /// [`WriterStopped`] if the writer thread has stopped (on an error of its own, which
     /// [`WriterThread::finish`] returns).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, row: T) -> Result<(), WriterStopped> {
         self.batch.push(row);
         if self.batch.len() == BATCH {

@@ -561,7 +561,7 @@ impl Books {
     }
 
     /// Best bid and offer of a locate's book (all zero if it has none).
-    #[inline]
+    #[inline(always)]
     pub fn top_of_book(&self, locate: Locate) -> TopOfBook {
         match self.book_of[usize::from(locate.0)] {
             NO_BOOK => TopOfBook::default(),

@@ -95,7 +95,7 @@ impl ThreadedBboOutputs {
 }
 
 impl BboSink for ThreadedBboOutputs {
-    #[inline]
+    #[inline(always)]
     fn write_row(&mut self, row: &BboRow) -> io::Result<()> {
         self.0.push(*row).map_err(io::Error::from)
     }
