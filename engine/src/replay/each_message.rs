@@ -147,24 +147,31 @@ mod tests {
     use super::*;
     use ticklane_feed::capture::ReadOptions;
 
+    /// A file of `n` D messages, each with its position as its order reference and (mod
+    /// 256) its byte 1, in a fresh directory named after `test`; and a reader of it.
+    fn deletes(test: &str, n: u64) -> (std::path::PathBuf, CaptureReader) {
+        let dir = std::env::temp_dir().join(format!("ticklane-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("d.itch50");
+        let mut file = Vec::new();
+        for i in 0..n {
+            let mut d = vec![b'D', i as u8];
+            d.resize(19, 0);
+            d[11..19].copy_from_slice(&i.to_be_bytes());
+            file.extend_from_slice(&19u16.to_be_bytes());
+            file.extend_from_slice(&d);
+        }
+        std::fs::write(&path, &file).unwrap();
+        let reader = CaptureReader::open(&path, ReadOptions::default()).unwrap();
+        (dir, reader)
+    }
+
     #[test]
     fn each_message_sees_the_messages_its_stages_look_for() {
         // 60 D messages whose byte 1 and order reference are their position: the lookahead of
         // message `i` must be messages `i + FAR`, `i + MID` and `i + NEAR`, or nothing past
         // the end.
-        let dir = std::env::temp_dir().join(format!("ticklane-lookahead-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("d.itch50");
-        let mut file = Vec::new();
-        for i in 0..60u8 {
-            let mut d = vec![b'D', i];
-            d.resize(19, 0);
-            d[11..19].copy_from_slice(&u64::from(i).to_be_bytes());
-            file.extend_from_slice(&19u16.to_be_bytes());
-            file.extend_from_slice(&d);
-        }
-        std::fs::write(&path, &file).unwrap();
-        let mut reader = CaptureReader::open(&path, ReadOptions::default()).unwrap();
+        let (dir, mut reader) = deletes("lookahead", 60);
         let mut seen = Vec::new();
         let ended = each_message(
             &mut reader,
@@ -201,19 +208,7 @@ mod tests {
         // the lookahead on at message 10,000 and off at 25,000: from the start of the next
         // block on, messages see what is ahead, then nothing again. Read where each
         // message's view changed.
-        let dir = std::env::temp_dir().join(format!("ticklane-switch-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("d.itch50");
-        let mut file = Vec::new();
-        for i in 0..40_000u64 {
-            let mut d = vec![b'D'];
-            d.resize(19, 0);
-            d[11..19].copy_from_slice(&i.to_be_bytes());
-            file.extend_from_slice(&19u16.to_be_bytes());
-            file.extend_from_slice(&d);
-        }
-        std::fs::write(&path, &file).unwrap();
-        let mut reader = CaptureReader::open(&path, ReadOptions::default()).unwrap();
+        let (dir, mut reader) = deletes("switch", 40_000);
         let switch = Cell::new(false);
         let mut looked = Vec::new();
         let ended = each_message(
