@@ -3,16 +3,15 @@
 //! the paced default does not. The count served comes from `--messages`, the messages
 //! themselves are counted by the feed crate's own SoupBinTCP client.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::Stdio;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use ticklane_feed::soupbintcp::{ClientConfig, ClientEvent, Credentials, SoupClient};
 
 mod process_util;
-use process_util::{free_port, ticklane, wait_bounded, READY_WITHIN};
+use process_util::{free_port, ticklane, wait_bounded, Watched, READY_WITHIN};
 
 const MESSAGES: u64 = 3_000;
 
@@ -54,56 +53,22 @@ fn receive_all(addr: SocketAddr) -> (u64, bool) {
 }
 
 /// Runs `ticklane sim --tcp` with `pace`, waits for the line naming its address, and
-/// receives the whole session.
-///
-/// The port is probed free and then bound by the sim, so another test can take it in
-/// between; a sim that exits saying it cannot bind is started again on a new port (a few
-/// times), and any other early exit fails with what the sim printed.
+/// receives the whole session. (`free_port` picks a port the kernel never hands out by
+/// itself, so no other test takes it before the sim binds it.)
 fn serve_paced(pace: &[&str]) {
-    let mut attempts = 0;
-    let received = loop {
-        attempts += 1;
-        let addr: SocketAddr = format!("127.0.0.1:{}", free_port())
-            .parse()
-            .expect("address");
-        let mut child = ticklane()
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port())
+        .parse()
+        .expect("address");
+    let mut sim = Watched::spawn(
+        ticklane()
             .args(["sim", "--tcp", &addr.to_string(), "--messages"])
             .arg(MESSAGES.to_string())
-            .args(pace)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start sim");
-        let stdout = child.stdout.take().expect("piped");
-        let (send, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let ready = loop {
-            match lines.recv_timeout(READY_WITHIN) {
-                Ok(line) if line.starts_with("SoupBinTCP on") => break true,
-                Ok(_) => continue,
-                Err(_) => break false,
-            }
-        };
-        if ready {
-            let received = receive_all(addr);
-            let _ = child.kill();
-            let _ = child.wait();
-            break received;
-        }
-        let _ = child.kill();
-        let out = child.wait_with_output().expect("collect output");
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("cannot bind") && attempts < 5,
-            "sim {pace:?} never said where it serves ({attempts} attempts):\n{stderr}"
-        );
-    };
+            .args(pace),
+    );
+    sim.wait_for_line("SoupBinTCP on", READY_WITHIN);
+    let received = receive_all(addr);
+    let _ = sim.child.kill();
+    let _ = sim.child.wait();
     assert_eq!(
         received,
         (MESSAGES, true),

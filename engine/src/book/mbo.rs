@@ -277,7 +277,6 @@ impl<S: BboSink> MboApplier<S> {
     }
 }
 
-/// The locate of an instrument: itself, when it fits 16 bits.
 impl Touches {
     /// What an MBO record will touch: the order a cancel or modify names, the book side an
     /// add joins.
@@ -298,6 +297,7 @@ impl Touches {
     }
 }
 
+/// The locate of an instrument: itself, when it fits 16 bits.
 fn locate_of(instrument_id: u32) -> Option<Locate> {
     u16::try_from(instrument_id).ok().map(Locate)
 }

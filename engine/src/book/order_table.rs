@@ -153,8 +153,8 @@ fn bucket_of(order_ref: OrderRef, shift: u32, mask: usize) -> usize {
 
 /// Where a live reference sits in tables already viewed as slices. Each operation views
 /// each mapped table once: a view is a `bytemuck` cast with its alignment and length checks,
-/// and an operation used to make four or five of them (callgrind: a tenth of a replay's
-/// instructions).
+/// and an insert, reduce or remove used to make four or five of them (callgrind, 300k day,
+/// books alone: 97.4 M -> 96.0 M instructions).
 #[inline(always)]
 fn find_in(
     shift: u32,

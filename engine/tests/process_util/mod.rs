@@ -127,8 +127,12 @@ impl Watched {
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     let status = self.child.wait().expect("child status");
+                    let mut stderr = String::new();
+                    if let Some(mut pipe) = self.child.stderr.take() {
+                        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+                    }
                     panic!(
-                        "exited ({status}) before printing `{prefix}`; saw:\n{}",
+                        "exited ({status}) before printing `{prefix}`; saw:\n{}\nstderr:\n{stderr}",
                         self.seen.join("\n")
                     );
                 }
