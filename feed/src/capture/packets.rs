@@ -144,8 +144,11 @@ pub(crate) struct PacketStream<F> {
     frames: F,
     sequencer: MoldRecovery,
     delivery: Delivery,
-    /// Set once the frames ran out and the sequencer was told so.
+    /// Set once the frames ran out (or failed) and the sequencer was told so.
     ended: bool,
+    /// The input's fault, held back until the packets the sequencer stored behind a gap
+    /// have been delivered: they were read whole before it.
+    fault: Option<Fault>,
     /// Where the message handed out last lies: the copy buffer or the window.
     last_copied: bool,
     /// Bytes of the current record, consumed before the next is read so that the packet's
@@ -168,6 +171,7 @@ impl<F: FrameSource> PacketStream<F> {
                 lost: Vec::with_capacity(GAP_RANGES_RESERVED),
             },
             ended: false,
+            fault: None,
             last_copied: false,
             pending_record: 0,
             counts: FrameCounts::default(),
@@ -207,14 +211,22 @@ impl<F: FrameSource> PacketStream<F> {
             }
             self.delivery.clear();
             if self.ended {
-                return Ok(None);
+                return self.fault.take().map_or(Ok(None), Err);
             }
             self.window.consume(self.pending_record);
             self.pending_record = 0;
-            let Some(frame) = self.frames.next_frame(&mut self.window)? else {
-                self.ended = true;
-                self.sequencer.end_of_input(&mut self.delivery);
-                continue;
+            let frame = match self.frames.next_frame(&mut self.window) {
+                Ok(Some(frame)) => frame,
+                // The input ends here, cleanly or not: packets waiting behind a gap are
+                // delivered and the gap declared, as at a clean end, and only then the fault
+                // is reported. Without this a truncated capture lost every packet after its
+                // last unfilled gap, and the gap went uncounted.
+                ended => {
+                    self.ended = true;
+                    self.fault = ended.err();
+                    self.sequencer.end_of_input(&mut self.delivery);
+                    continue;
+                }
             };
             self.pending_record = frame.record_len;
             self.counts.packets += 1;
@@ -441,6 +453,35 @@ pub(crate) mod tests {
             n += 1;
         }
         assert_eq!(n, packets.len());
+    }
+
+    #[test]
+    fn a_truncated_capture_delivers_the_packets_behind_a_gap_and_declares_it_before_its_error() {
+        // Packet 2 never comes, so 3 and 4 wait in the reorder store; then the file ends in
+        // the middle of a record.
+        let file = pcap_of(&[
+            mold_packet(b"S", 1, &[b"a"]),
+            mold_packet(b"S", 3, &[b"c"]),
+            mold_packet(b"S", 4, &[b"d", b"e"]),
+        ]);
+        let whole = std::fs::read(file.path()).expect("reads");
+        let cut = write_temp(&whole[..whole.len() - 3]);
+        let mut r = CaptureReader::open(cut.path(), ReadOptions::default()).expect("opens");
+        let mut got = Vec::new();
+        let fault = loop {
+            match r.next_message() {
+                Ok(Some(m)) => got.push((m.bytes.to_vec(), m.seq)),
+                Ok(None) => panic!("a truncated capture ends with its error"),
+                Err(e) => break e.to_string(),
+            }
+        };
+        // 4's packet is the cut one; 3 was read whole and waited behind the gap.
+        assert_eq!(got, [m(b"a", Some(1)), m(b"c", Some(3))]);
+        assert!(fault.contains("truncated"), "{fault}");
+        let s = r.stats();
+        assert_eq!(s.gap_ranges, [GapRange { first: 2, last: 2 }]);
+        assert_eq!((s.gaps, s.missing_messages), (1, 1));
+        assert!(r.next_message().expect("ended").is_none());
     }
 
     #[test]
