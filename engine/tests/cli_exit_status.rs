@@ -168,6 +168,44 @@ fn a_replay_of_a_corrupt_file_is_a_runtime_failure() {
 }
 
 #[test]
+fn outputs_over_the_input_or_over_each_other_are_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = dir.path().join("day.itch50");
+    let day = day.to_str().expect("UTF-8");
+    let gen = ticklane(&["gen", day, "--messages", "2000", "--stocks", "2"]);
+    assert!(gen.status.success(), "{}", stderr(&gen));
+    let bytes = std::fs::read(day).expect("read day");
+    // Created over a mapped input, the output truncated the pages being read: SIGBUS.
+    for flag in ["--bbo-out", "--book-out", "--parquet-out", "--summary-json"] {
+        exits(
+            &ticklane(&["replay", day, "-q", flag, day]),
+            USAGE,
+            &format!("{flag} {day} is the input file"),
+        );
+        assert_eq!(std::fs::read(day).expect("read day"), bytes, "{flag}");
+    }
+    let csv = dir.path().join("out.csv");
+    let csv = csv.to_str().expect("UTF-8");
+    exits(
+        &ticklane(&["replay", day, "-q", "--bbo-out", csv, "--book-out", csv]),
+        USAGE,
+        "--bbo-out and --book-out both name",
+    );
+    assert!(!Path::new(csv).exists(), "nothing was written");
+    // /dev/null takes any number of outputs.
+    let null = ticklane(&[
+        "replay",
+        day,
+        "-q",
+        "--bbo-out",
+        "/dev/null",
+        "--book-out",
+        "/dev/null",
+    ]);
+    assert_eq!(null.status.code(), Some(0), "{}", stderr(&null));
+}
+
+#[test]
 fn a_clean_run_exits_0() {
     let dir = tempfile::tempdir().expect("tempdir");
     let day = dir.path().join("day.itch50.gz");

@@ -86,6 +86,9 @@ pub enum ReplayError {
     /// An option this input or path does not support.
     #[error("{0}")]
     Unsupported(&'static str),
+    /// An output would overwrite the input or another output.
+    #[error(transparent)]
+    PathClash(#[from] super::PathClash),
     /// The Parquet output could not be written.
     #[error("--parquet-out: {0}")]
     Parquet(#[from] ParquetOutError),

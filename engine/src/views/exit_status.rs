@@ -72,7 +72,10 @@ impl ExitStatus {
         while let Some(e) = next {
             let asked_wrong = e.is::<ConfigError>()
                 || e.is::<SessionDateError>()
-                || matches!(e.downcast_ref(), Some(ReplayError::Unsupported(_)))
+                || matches!(
+                    e.downcast_ref(),
+                    Some(ReplayError::Unsupported(_) | ReplayError::PathClash(_))
+                )
                 || matches!(
                     e.downcast_ref(),
                     Some(ParquetOutError::NotFromDbnInput { .. } | ParquetOutError::NoDate { .. })

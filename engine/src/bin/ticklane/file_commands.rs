@@ -13,8 +13,8 @@ use ticklane_engine::output_filter::OutputFilter;
 use ticklane_engine::parquet_out::{ParquetOutOptions, ParquetSchema};
 use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
 use ticklane_engine::replay::{
-    is_dbn_input, refuse_what_needs_itch, replay_file, replay_file_threaded, replay_paced,
-    ReplayExit, ReplayOptions, ReplaySummary, SnapshotTarget,
+    check_output_paths, is_dbn_input, refuse_what_needs_itch, replay_file, replay_file_threaded,
+    replay_paced, ReplayError, ReplayExit, ReplayOptions, ReplaySummary, SnapshotTarget,
 };
 use ticklane_engine::sample::{is_dbn_path, SampleInterval, SampleOptions};
 use ticklane_engine::tail::{tail_capture, tail_config, SymbolFilter};
@@ -180,6 +180,21 @@ pub struct DemoArgs {
 
 pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
     let c = args.capacity;
+    // Before anything is opened: an output over the input truncates what is being read.
+    let outputs = [
+        ("--bbo-out", &args.bbo_out),
+        ("--book-out", &args.book_out),
+        ("--summary-json", &args.summary_json),
+        ("--dbn-out", &args.dbn_out),
+        ("--sample-out", &args.sample_out),
+        ("--parquet-out", &args.parquet_out),
+        ("--snapshot", &args.snapshot),
+    ];
+    let outputs: Vec<_> = outputs
+        .iter()
+        .filter_map(|(flag, path)| Some((*flag, path.as_deref()?)))
+        .collect();
+    check_output_paths(&args.file, &outputs).map_err(ReplayError::from)?;
     let filter = OutputFilter::parse(&args.symbols, &args.between)?;
     // A DBN input refuses the ITCH-only outputs before any date is looked for (the reason is
     // the input, not a missing --date), and brings its own session date (its metadata).
