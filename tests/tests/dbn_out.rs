@@ -503,6 +503,64 @@ fn dbn_output_reads_back_with_databento_dbn_and_matches_the_csv() {
     }
 }
 
+#[test]
+fn mbp1_has_an_update_for_every_top_of_book_row_even_past_dbn_sizes() {
+    let test = "mbp1_has_an_update_for_every_top_of_book_row_even_past_dbn_sizes";
+    let Some(python) = util::oracle::python_with(test, "databento_dbn", "databento-dbn") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("day.itch50");
+    // The hard cases pile shares on one level past a DBN size (`u32`): 473 of this day's
+    // top-of-book rows have such a level. A record whose written size stayed at the limit
+    // used to be left out though the book had changed there.
+    util::write_generated(
+        &input,
+        GenConfig {
+            hard_cases: true,
+            ..DAY
+        },
+    );
+    let mbp1 = replay(dir.path(), &input, DbnSchema::Mbp1, "day.mbp1.dbn");
+    let bbo = bbo_rows(&mbp1.bbo);
+    let past = |qty: u64| qty > u64::from(u32::MAX);
+    assert!(
+        bbo.iter()
+            .filter(|(_, _, l)| past(l[1]) || past(l[4]))
+            .count()
+            > 100,
+        "the day has levels past a DBN size"
+    );
+    let (_, records) = dump(&python, &mbp1.dbn);
+    let updates: Vec<BboRow> = records
+        .iter()
+        .filter(|r| r[7] != "T")
+        .map(|r| {
+            (
+                r[5].parse().unwrap(),
+                r[1].parse().unwrap(),
+                level(&r[12..18]),
+            )
+        })
+        .collect();
+    // The CSV's sizes as DBN can hold them: saturated at `u32::MAX`.
+    let written: Vec<BboRow> = bbo
+        .iter()
+        .map(|&(i, locate, mut l)| {
+            for at in [1, 4] {
+                l[at] = l[at].min(u64::from(u32::MAX));
+            }
+            (i, locate, l)
+        })
+        .collect();
+    assert_eq!(
+        updates.len(),
+        written.len(),
+        "one update per top-of-book row"
+    );
+    assert_eq!(updates, written);
+}
+
 /// An ITCH add order (`A`, 36 bytes) laid out by hand from the spec.
 fn add_order(locate: u16, order_ref: u64, ts: u64) -> Vec<u8> {
     let mut m = vec![b'A'];

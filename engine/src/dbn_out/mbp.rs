@@ -227,7 +227,10 @@ fn update_levels(
             Side::Bid => (&mut pair.bid_sz, &mut pair.bid_ct),
             Side::Ask => (&mut pair.ask_sz, &mut pair.ask_ct),
         };
-        moved |= (*sz, *ct) != (size, orders);
+        // A DBN size is a `u32`: a level past 4,294,967,295 shares is written as that. The
+        // change landed on this level, so its true size moved even when the written one
+        // cannot show it: the record is still due (the top-of-book stream has its row).
+        moved |= (*sz, *ct) != (size, orders) || size == u32::MAX;
         (*sz, *ct) = (size, orders);
     }
     Some(moved)
