@@ -249,6 +249,26 @@ fn a_dbn_input_refuses_the_itch_only_outputs_for_that_reason_and_dates_its_own_s
         "mbp-10",
     ];
     exits(&ticklane(&parquet), USAGE, "not with a DBN input");
+    exits(
+        &ticklane(&["replay", &mbo, "-q", "--pace", "max"]),
+        USAGE,
+        "a DBN MBO input replays without --pace",
+    );
+    // DBN's MBP-10 holds ten levels a side: more is a usage error, not a failure.
+    let deep = [
+        "replay",
+        &day,
+        "-q",
+        "--date",
+        "2019-01-30",
+        "--sample",
+        "1s",
+        "--sample-out",
+        &path("deep.dbn"),
+        "--sample-depth",
+        "11",
+    ];
+    exits(&ticklane(&deep), USAGE, "at most 10 levels a side");
     // A DBN sample from a DBN input needs no --date either.
     let sample = ticklane(&[
         "replay",

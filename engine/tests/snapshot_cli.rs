@@ -36,6 +36,27 @@ fn published(dir: &Path, depth: usize) -> (PathBuf, Books) {
 }
 
 #[test]
+fn book_csv_into_a_closed_pipe_exits_141_as_a_sigpipe_death_would() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (path, _) = published(dir.path(), 10);
+    // The pipe's reader is gone before the command starts: its first write fails, as under
+    // `ticklane book --csv | head -1` once head has its line.
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let output = Command::new(env!("CARGO_BIN_EXE_ticklane"))
+        .args(["book", "--snapshot", path.to_str().expect("UTF-8"), "--csv"])
+        .stdout(writer)
+        .output()
+        .expect("run ticklane");
+    assert_eq!(
+        output.status.code(),
+        Some(141),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
 fn book_csv_equals_book_out() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (path, books) = published(dir.path(), 10);

@@ -100,8 +100,8 @@ fn main() -> ExitCode {
         Some(Command::Demo(args)) => file_commands::demo(&args),
         Some(Command::Replay(args)) => file_commands::replay(&args),
         Some(Command::Gen(args)) => file_commands::generate(&args),
-        Some(Command::Book(args)) => snapshot_commands::book(&args),
-        Some(Command::Top(args)) => snapshot_commands::top(&args),
+        Some(Command::Book(args)) => snapshot_commands::book(&args).or_else(stdout_closed),
+        Some(Command::Top(args)) => snapshot_commands::top(&args).or_else(stdout_closed),
         Some(Command::Tail(args)) => file_commands::tail(&args),
         Some(Command::Subscribe(args)) => subscribe_command::subscribe(&args),
     };
@@ -111,6 +111,21 @@ fn main() -> ExitCode {
             eprintln!("ticklane: {}", error_text(&e));
             ExitStatus::of_error(e.as_ref()).into()
         }
+    }
+}
+
+/// For a command that writes only to stdout (`book`, `top`): a broken pipe is `… | head`
+/// having read enough, which ends as a SIGPIPE death reports it (141), not as a failure.
+fn stdout_closed(error: anyhow::Error) -> anyhow::Result<ExitStatus> {
+    let broken_pipe = error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if broken_pipe {
+        Ok(ExitStatus::ClosedStdout)
+    } else {
+        Err(error)
     }
 }
 

@@ -71,6 +71,11 @@ fn replay_paced_unreported(
     pipeline: PipelineConfig,
     snapshot: Option<&SnapshotTarget>,
 ) -> Result<PacedOutcome, ReplayError> {
+    if super::is_dbn_input(&opts.input) {
+        return Err(ReplayError::Unsupported(
+            "--pace plays ITCH captures through the live pipeline; a DBN MBO input replays without --pace",
+        ));
+    }
     let reader = CaptureReader::open(
         &opts.input,
         ReadOptions {

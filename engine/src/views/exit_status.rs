@@ -7,6 +7,7 @@ use crate::config::ConfigError;
 use crate::dbn_out::SessionDateError;
 use crate::parquet_out::ParquetOutError;
 use crate::replay::ReplayError;
+use crate::sample::SampleError;
 
 /// How a `ticklane` command ended.
 ///
@@ -74,7 +75,17 @@ impl ExitStatus {
                 || e.is::<SessionDateError>()
                 || matches!(
                     e.downcast_ref(),
-                    Some(ReplayError::Unsupported(_) | ReplayError::PathClash(_))
+                    Some(
+                        ReplayError::Unsupported(_)
+                            | ReplayError::PathClash(_)
+                            | ReplayError::Sample(
+                                SampleError::DbnDepth { .. } | SampleError::NoDate { .. }
+                            )
+                    )
+                )
+                || matches!(
+                    e.downcast_ref(),
+                    Some(SampleError::DbnDepth { .. } | SampleError::NoDate { .. })
                 )
                 || matches!(
                     e.downcast_ref(),
@@ -151,6 +162,13 @@ mod tests {
             path: "x.parquet".into(),
         });
         assert_eq!(ExitStatus::of_error(&parquet), ExitStatus::Usage);
+        let depth = ReplayError::Sample(SampleError::DbnDepth { depth: 11 });
+        assert_eq!(ExitStatus::of_error(&depth), ExitStatus::Usage);
+        let sample_written = ReplayError::Sample(SampleError::Io {
+            path: "x.csv".into(),
+            source: std::io::Error::other("disk full"),
+        });
+        assert_eq!(ExitStatus::of_error(&sample_written), ExitStatus::Failure);
         let written = ReplayError::Output {
             path: "x.csv".into(),
             source: std::io::Error::other("disk full"),
