@@ -70,6 +70,23 @@ pub struct BookCounters {
     pub crossed_events: u64,
     /// Most orders live at once.
     pub live_orders_peak: u64,
+    /// Symbols (`R`, or a DBN input's metadata) holding a byte no output carries as is: a
+    /// control or non-ASCII byte, a comma or a double quote. Each such byte is kept as `?`,
+    /// so every CSV, DBN and Parquet output stays readable.
+    pub symbols_replaced: u64,
+}
+
+/// `symbol` as the books keep it: printable ASCII other than `,` and `"` as sent, any other
+/// byte `?`; and whether any byte was replaced.
+fn clean_symbol(mut symbol: Stock) -> (Stock, bool) {
+    let mut replaced = false;
+    for b in &mut symbol.0 {
+        if !(*b == b' ' || b.is_ascii_graphic()) || *b == b',' || *b == b'"' {
+            *b = b'?';
+            replaced = true;
+        }
+    }
+    (symbol, replaced)
 }
 
 /// What one message did to the books.
@@ -213,7 +230,7 @@ impl Books {
                 m.price(),
             ),
             Message::StockDirectory(m) => {
-                self.symbols[usize::from(m.locate().0)] = m.stock();
+                self.set_symbol(m.locate(), m.stock());
                 None
             }
             Message::StockTradingAction(m) => {
@@ -227,6 +244,8 @@ impl Books {
     /// Sets the symbol of a locate, as an `R` message does: for inputs whose stock
     /// directory comes from elsewhere (DBN metadata).
     pub fn set_symbol(&mut self, locate: Locate, symbol: Stock) {
+        let (symbol, replaced) = clean_symbol(symbol);
+        self.counters.symbols_replaced += u64::from(replaced);
         self.symbols[usize::from(locate.0)] = symbol;
     }
 
@@ -716,5 +735,25 @@ mod tests {
         );
         books.delete(OrderRef(0));
         assert!(!books.worth_prefetching(), "one fewer");
+    }
+
+    #[test]
+    fn a_symbol_no_output_carries_as_is_is_kept_with_question_marks_and_counted() {
+        let config = BookConfig {
+            max_orders: 16,
+            max_books: 4,
+            levels_per_side: 4,
+        };
+        let mut books = Books::new(config).expect("tables");
+        books.set_symbol(Locate(3), ticklane_feed::itch::Alpha(*b"A,B\"\n\xffC "));
+        assert_eq!(books.symbol(Locate(3)), b"A?B???C");
+        assert_eq!(books.counters().symbols_replaced, 1);
+        books.set_symbol(Locate(3), ticklane_feed::itch::Alpha(*b"BRK.A   "));
+        assert_eq!(books.symbol(Locate(3)), b"BRK.A");
+        assert_eq!(
+            books.counters().symbols_replaced,
+            1,
+            "a clean symbol counts nothing"
+        );
     }
 }

@@ -337,8 +337,10 @@ impl<S: RecordSink> DbnOut<S> {
         books: &Books,
     ) -> Result<(), DbnOutError> {
         if let Message::StockDirectory(m) = message {
-            let ticker = String::from_utf8_lossy(m.stock().trimmed()).into_owned();
-            self.spool.symbol(m.locate(), m.stock().trimmed());
+            // As the books keep it: printable ASCII (DBN's symbols are), `?` for the rest.
+            let symbol = books.symbol(m.locate());
+            let ticker = String::from_utf8_lossy(symbol).into_owned();
+            self.spool.symbol(m.locate(), symbol);
             self.symbols.insert(m.locate().0, ticker);
             return Ok(());
         }

@@ -268,6 +268,7 @@ impl ReplaySummary {
             b.rejected_book_capacity
         );
         let _ = write!(j, "\"clamped\":{},", b.clamped);
+        let _ = write!(j, "\"symbols_replaced\":{},", b.symbols_replaced);
         let _ = write!(j, "\"crossed_events\":{},", b.crossed_events);
         let _ = write!(j, "\"crossed_books_end\":{},", self.crossed_books_end);
         let _ = write!(j, "\"live_orders_end\":{},", self.live_orders_end);
@@ -397,6 +398,13 @@ impl ReplaySummary {
                 t,
                 "  CAPACITY     orders full {}   levels full {}   books full {}  (raise the --max-* options)",
                 b.rejected_order_capacity, b.rejected_level_capacity, b.rejected_book_capacity
+            );
+        }
+        if b.symbols_replaced > 0 {
+            let _ = writeln!(
+                t,
+                "  SYMBOLS      {} with bytes no output carries (control, non-ASCII, comma, quote), written as ?",
+                group(b.symbols_replaced)
             );
         }
         let _ = writeln!(
@@ -535,6 +543,7 @@ mod tests {
             "\"unknown_refs\":",
             "\"rejected\":",
             "\"clamped\":",
+            "\"symbols_replaced\":",
             "\"crossed_books_end\":",
             "\"live_orders_end\":",
             "\"live_orders_peak\":",

@@ -169,6 +169,7 @@ fn sum_counters(parts: &[BookCounters], live_orders_peak: u64) -> BookCounters {
         c.rejected_book_capacity += p.rejected_book_capacity;
         c.clamped += p.clamped;
         c.crossed_events += p.crossed_events;
+        c.symbols_replaced += p.symbols_replaced;
     }
     c
 }
