@@ -154,13 +154,20 @@ fn a_replay_input_that_cannot_be_opened_is_a_runtime_failure() {
     );
 }
 
+/// A small generated day, `day.itch50` in `dir`: its path.
+fn generated_day(dir: &Path) -> String {
+    let day = dir.join("day.itch50");
+    let day = day.to_str().expect("UTF-8").to_owned();
+    let gen = ticklane(&["gen", &day, "--messages", "2000", "--stocks", "2"]);
+    assert!(gen.status.success(), "{}", stderr(&gen));
+    day
+}
+
 #[test]
 fn a_replay_of_a_corrupt_file_is_a_runtime_failure() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let day = dir.path().join("day.itch50");
-    let day = day.to_str().expect("UTF-8");
-    let gen = ticklane(&["gen", day, "--messages", "2000", "--stocks", "2"]);
-    assert!(gen.status.success(), "{}", stderr(&gen));
+    let day = generated_day(dir.path());
+    let day = day.as_str();
     // Cut the file in the middle of a message: a truncated input.
     let bytes = std::fs::read(day).expect("read day");
     std::fs::write(day, &bytes[..bytes.len() - 5]).expect("truncate");
@@ -170,10 +177,8 @@ fn a_replay_of_a_corrupt_file_is_a_runtime_failure() {
 #[test]
 fn outputs_over_the_input_or_over_each_other_are_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let day = dir.path().join("day.itch50");
-    let day = day.to_str().expect("UTF-8");
-    let gen = ticklane(&["gen", day, "--messages", "2000", "--stocks", "2"]);
-    assert!(gen.status.success(), "{}", stderr(&gen));
+    let day = generated_day(dir.path());
+    let day = day.as_str();
     let bytes = std::fs::read(day).expect("read day");
     // Created over a mapped input, the output truncated the pages being read: SIGBUS.
     for flag in ["--bbo-out", "--book-out", "--parquet-out", "--summary-json"] {

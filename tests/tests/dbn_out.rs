@@ -336,6 +336,21 @@ fn level(fields: &[String]) -> [u64; 6] {
     ]
 }
 
+/// An MBP-1 file's book updates (its records but the trades) as `--bbo-out` rows.
+fn mbp1_updates(records: &[Vec<String>]) -> Vec<BboRow> {
+    records
+        .iter()
+        .filter(|r| r[7] != "T")
+        .map(|r| {
+            (
+                r[5].parse().unwrap(),
+                r[1].parse().unwrap(),
+                level(&r[12..18]),
+            )
+        })
+        .collect()
+}
+
 /// The last `--bbo-out` row of `locate` before message `sequence` (all zero if none).
 fn bbo_before(rows: &[BboRow], locate: u16, sequence: u64) -> [u64; 6] {
     rows.iter()
@@ -423,17 +438,7 @@ fn dbn_output_reads_back_with_databento_dbn_and_matches_the_csv() {
     let bbo = bbo_rows(&mbp1.bbo);
     let (_, records) = dump(&python, &mbp1.dbn);
     check_f_last(&records);
-    let updates: Vec<BboRow> = records
-        .iter()
-        .filter(|r| r[7] != "T")
-        .map(|r| {
-            (
-                r[5].parse().unwrap(),
-                r[1].parse().unwrap(),
-                level(&r[12..18]),
-            )
-        })
-        .collect();
+    let updates = mbp1_updates(&records);
     assert_eq!(
         updates.len(),
         bbo.len(),
@@ -532,17 +537,7 @@ fn mbp1_has_an_update_for_every_top_of_book_row_even_past_dbn_sizes() {
         "the day has levels past a DBN size"
     );
     let (_, records) = dump(&python, &mbp1.dbn);
-    let updates: Vec<BboRow> = records
-        .iter()
-        .filter(|r| r[7] != "T")
-        .map(|r| {
-            (
-                r[5].parse().unwrap(),
-                r[1].parse().unwrap(),
-                level(&r[12..18]),
-            )
-        })
-        .collect();
+    let updates = mbp1_updates(&records);
     // The CSV's sizes as DBN can hold them: saturated at `u32::MAX`.
     let written: Vec<BboRow> = bbo
         .iter()
