@@ -45,15 +45,16 @@ const SPEC_LEN: [u8; 256] = {
 pub struct Frames<'a> {
     /// The block's bytes not yet framed.
     rest: &'a [u8],
-    /// Input offset of `rest[0]`.
-    offset: u64,
+    /// Length of the whole block: what was framed is `block_len - rest.len()` bytes, so a
+    /// frame's offset and the bytes read are derived, not counted per message.
+    block_len: usize,
+    /// Input offset of the block's first byte.
+    block_offset: u64,
     /// Index of the last message handed out (the reader's count before the block, plus
     /// those framed here).
     index: u64,
-    /// Bytes framed so far.
-    framed: usize,
-    /// Messages framed so far.
-    messages: u64,
+    /// The reader's count before the block.
+    yielded: u64,
 }
 
 /// How far a [`Frames`] got: what [`CaptureReader::advance`](super::CaptureReader::advance)
@@ -68,12 +69,13 @@ pub struct FramesRead {
 impl<'a> Frames<'a> {
     /// Frames `block` (starting at input offset `offset`, after `yielded` messages).
     pub(crate) fn new(block: &'a [u8], offset: u64, yielded: u64) -> Self {
+        let rest = &block[..block.len().min(BLOCK_LEN)];
         Frames {
-            rest: &block[..block.len().min(BLOCK_LEN)],
-            offset,
+            rest,
+            block_len: rest.len(),
+            block_offset: offset,
             index: yielded,
-            framed: 0,
-            messages: 0,
+            yielded,
         }
     }
 
@@ -96,8 +98,8 @@ impl<'a> Frames<'a> {
     /// How far the frames handed out so far reach.
     pub fn read(&self) -> FramesRead {
         FramesRead {
-            bytes: self.framed,
-            messages: self.messages,
+            bytes: self.block_len - self.rest.len(),
+            messages: self.index - self.yielded,
         }
     }
 }
@@ -117,11 +119,8 @@ impl<'a> Iterator for Frames<'a> {
             return None;
         }
         let (frame, rest) = self.rest.split_at_checked(2 + len)?;
-        let offset = self.offset;
+        let offset = self.block_offset + (self.block_len - self.rest.len()) as u64;
         self.rest = rest;
-        self.offset += 2 + len as u64;
-        self.framed += 2 + len;
-        self.messages += 1;
         self.index += 1;
         Some(RawMessage {
             bytes: &frame[2..],
