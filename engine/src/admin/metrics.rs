@@ -120,7 +120,7 @@ fn encode_lines(encoder: &mut DescriptorEncoder, state: &AdminState) -> fmt::Res
         .map(|f| (vec![("feed", f.name.clone())], f.line.load()))
         .collect();
     type Pick = fn(&crate::pipeline::LineCountsNow) -> u64;
-    let counters: [(&str, &str, Pick); 14] = [
+    let counters: [(&str, &str, Pick); 15] = [
         (
             "messages_total",
             "Messages the reader pushed to the book thread.",
@@ -164,6 +164,11 @@ fn encode_lines(encoder: &mut DescriptorEncoder, state: &AdminState) -> fmt::Res
             "retransmission_retries_total",
             "Retransmission requests retried.",
             |c| c.retries,
+        ),
+        (
+            "retransmission_continuations_total",
+            "Requests for the rest of a gap whose last try was answered in part.",
+            |c| c.continuations,
         ),
         (
             "retransmission_retries_refused_total",

@@ -33,6 +33,7 @@ pub struct LineCounters {
     requests_sent: AtomicU64,
     first_requests: AtomicU64,
     retries: AtomicU64,
+    continuations: AtomicU64,
     retries_refused: AtomicU64,
     budget_left: AtomicU64,
     request_timeouts: AtomicU64,
@@ -65,6 +66,8 @@ pub struct LineCountsNow {
     pub first_requests: u64,
     /// Retries of requests.
     pub retries: u64,
+    /// Requests for the rest of a gap whose last try was answered in part.
+    pub continuations: u64,
     /// Retries the retry budget refused.
     pub retries_refused: u64,
     /// Retries the budget still allows.
@@ -100,6 +103,7 @@ impl LineCounters {
         set(&self.requests_sent, stats.requests_sent);
         set(&self.first_requests, stats.first_requests);
         set(&self.retries, stats.retries);
+        set(&self.continuations, stats.continuations);
         set(&self.retries_refused, stats.retries_refused);
         set(&self.budget_left, stats.budget_left);
         set(&self.request_timeouts, stats.timeouts);
@@ -135,6 +139,7 @@ impl LineCounters {
             requests_sent: get(&self.requests_sent),
             first_requests: get(&self.first_requests),
             retries: get(&self.retries),
+            continuations: get(&self.continuations),
             retries_refused: get(&self.retries_refused),
             budget_left: get(&self.budget_left),
             request_timeouts: get(&self.request_timeouts),

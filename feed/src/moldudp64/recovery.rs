@@ -183,6 +183,9 @@ pub struct RecoveryStats {
     pub first_requests: u64,
     /// Retries: requests repeated for the parts of a gap still missing.
     pub retries: u64,
+    /// Requests for the rest of a gap whose last try was answered in part (a server's
+    /// reply holds so many messages): neither retries nor timeouts.
+    pub continuations: u64,
     /// Retries the budget refused; each such gap waited for a later try or its deadline.
     pub retries_refused: u64,
     /// Retries the budget allowed still, when last looked at.
@@ -252,18 +255,37 @@ enum Phase {
     WantFirst,
     /// A retry waits for room under the in-flight limit.
     WantRetry,
-    /// A request is out; unanswered (in whole or in part) at `timeout_at`, it times out.
+    /// A continuation waits for room under the in-flight limit: the last try was answered
+    /// in part (a retransmission server sends so many messages a reply and no more), so
+    /// what is still missing is asked for again, with no backoff and no retry budget.
+    WantMore,
+    /// A request is out. Each reply packet covering it moves `timeout_at` on; when it
+    /// passes, a try that brought messages is continued ([`Phase::WantMore`]) and one that
+    /// brought none times out.
     InFlight {
         sent_at: Duration,
         timeout_at: Duration,
         /// A reply packet covering it came.
         answered: bool,
+        /// Messages of the gap still missing when it was sent.
+        missing_at_send: u64,
     },
     /// Timed out; retried (budget allowing) at `until`.
     BackingOff { until: Duration },
-    /// Its request (a retry if `retry`) was refused by the breaker: it waits until the
-    /// breaker admits calls again, or its deadline.
-    Refused { retry: bool },
+    /// Its request (of kind `kind`) was refused by the breaker: it waits until the breaker
+    /// admits calls again, or its deadline.
+    Refused { kind: TryKind },
+}
+
+/// What a request is to the retry budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TryKind {
+    /// A gap's first request: it adds to the budget.
+    First,
+    /// A request repeated after a timeout: it spends the budget.
+    Retry,
+    /// The rest of a gap the last try answered in part: neither.
+    More,
 }
 
 /// One gap being recovered: the range detected, narrowed from the front as delivery
@@ -576,12 +598,16 @@ impl MoldRecovery {
             if gap.range.last < first {
                 continue;
             }
-            if let Phase::InFlight {
+            let Phase::InFlight {
                 sent_at,
-                answered: answered @ false,
+                timeout_at,
+                answered,
                 ..
             } = &mut gap.phase
-            {
+            else {
+                continue;
+            };
+            if !*answered {
                 *answered = true;
                 any = true;
                 self.stats.replies += 1;
@@ -595,6 +621,9 @@ impl MoldRecovery {
                     self.limit.sample(latency);
                 }
             }
+            // A reply still coming keeps its request alive: the timeout runs from the last
+            // packet that answered it.
+            *timeout_at = (*timeout_at).max(now.saturating_add(self.reply_timeout.timeout()));
         }
         any
     }
@@ -621,11 +650,12 @@ impl MoldRecovery {
         let admits = self.breaker.as_ref().is_none_or(|b| b.admits(now));
         for i in 0..self.gaps.len() {
             let gap = self.gaps[i];
-            let retry = match gap.phase {
+            let kind = match gap.phase {
                 _ if gap.lost => continue,
-                Phase::WantFirst => false,
-                Phase::WantRetry => true,
-                Phase::Refused { retry } if admits => retry,
+                Phase::WantFirst => TryKind::First,
+                Phase::WantRetry => TryKind::Retry,
+                Phase::WantMore => TryKind::More,
+                Phase::Refused { kind } if admits => kind,
                 _ => continue,
             };
             if self.holes(gap.range).next().is_none() {
@@ -638,29 +668,33 @@ impl MoldRecovery {
                 if !matches!(gap.phase, Phase::Refused { .. }) {
                     self.stats.breaker_refused += 1;
                 }
-                self.gaps[i].phase = Phase::Refused { retry };
+                self.gaps[i].phase = Phase::Refused { kind };
                 continue;
             }
             if !self.limit.try_acquire() {
                 self.stats.limited += 1;
                 break;
             }
-            if retry {
-                if self.budget.try_retry(now).is_err() {
-                    self.limit.release();
-                    self.stats.retries_refused += 1;
-                    let delay = self.backoff.delay(gap.retries, &mut self.jitter);
-                    self.gaps[i].phase = Phase::BackingOff {
-                        until: now.saturating_add(delay),
-                    };
-                    continue;
+            match kind {
+                TryKind::Retry => {
+                    if self.budget.try_retry(now).is_err() {
+                        self.limit.release();
+                        self.stats.retries_refused += 1;
+                        let delay = self.backoff.delay(gap.retries, &mut self.jitter);
+                        self.gaps[i].phase = Phase::BackingOff {
+                            until: now.saturating_add(delay),
+                        };
+                        continue;
+                    }
+                    self.stats.retries += 1;
+                    self.gaps[i].retries += 1;
                 }
-                self.stats.retries += 1;
-                self.gaps[i].retries += 1;
-            } else {
-                self.budget.on_first_request(now);
-                self.stats.first_requests += 1;
-                self.stats.ranges_requested += 1;
+                TryKind::First => {
+                    self.budget.on_first_request(now);
+                    self.stats.first_requests += 1;
+                    self.stats.ranges_requested += 1;
+                }
+                TryKind::More => self.stats.continuations += 1,
             }
             if let Some(b) = &mut self.breaker {
                 // Admitted above at the same `now`: this takes a half-open probe.
@@ -686,6 +720,7 @@ impl MoldRecovery {
                 sent_at: now,
                 timeout_at: now.saturating_add(self.reply_timeout.timeout()),
                 answered: false,
+                missing_at_send: self.missing_in(gap.range),
             };
         }
         self.refresh_stats(now);
@@ -768,6 +803,20 @@ impl MoldRecovery {
                         self.stats.gaps += 1;
                         self.gaps[i].phase = Phase::WantFirst;
                     }
+                }
+                Phase::InFlight {
+                    timeout_at,
+                    answered: true,
+                    missing_at_send,
+                    ..
+                } if now >= timeout_at
+                    && self.missing_in(gap.range) < missing_at_send
+                    && self.holes(gap.range).next().is_some() =>
+                {
+                    // Answered in part and gone quiet: the server sent what one reply
+                    // holds. The rest is asked for at once; the try was no failure.
+                    self.limit.release();
+                    self.gaps[i].phase = Phase::WantMore;
                 }
                 Phase::InFlight {
                     timeout_at,
@@ -900,6 +949,14 @@ impl MoldRecovery {
     }
 
     /// The parts of `range` neither delivered nor stored, in order.
+    /// Messages of `range` still missing.
+    fn missing_in(&self, range: GapRange) -> u64 {
+        // Saturating: a hostile header can announce a gap of 2^64 messages.
+        self.holes(range).fold(0u64, |n, h| {
+            n.saturating_add((h.last - h.first).saturating_add(1))
+        })
+    }
+
     fn holes(&self, range: GapRange) -> impl Iterator<Item = GapRange> + '_ {
         let mut from = range.first.max(self.next_expected.unwrap_or(0));
         let mut stored = self.index.iter().map(|&slot| self.slot_info[slot]);
@@ -1414,7 +1471,7 @@ mod tests {
     }
 
     #[test]
-    fn timeout_asks_again_only_for_what_is_still_missing() {
+    fn a_try_answered_in_part_is_continued_at_once_for_only_what_is_missing() {
         let s = session(b"LIVE");
         let mut r = MoldRecovery::new(RecoveryConfig {
             max_retries: 1,
@@ -1429,21 +1486,30 @@ mod tests {
         feed(&mut r, &data(s, 5, 2), t + MS, &mut sink);
         assert_eq!(r.stats().replies, 1);
         assert_eq!(r.stats().reply_timeout, 5 * MS);
-        // The first request keeps the timeout it was sent with; the rest times out at
-        // 100 ms, and is asked for again after the backoff (976 930 ns from the seed).
+        // The first request keeps the timeout it was sent with (later than the reply's
+        // 1 + 5 ms). Then the server has gone quiet after part of the gap: the rest is asked
+        // for at once, as a continuation, with no backoff, no retry and no timeout counted.
         assert_eq!(r.next_deadline(), Some(t + 100 * MS));
         r.poll_timers(t + 100 * MS, &mut sink);
-        assert_eq!(sink.requests.len(), 1);
-        let retry_at = t + 100 * MS + Duration::from_nanos(976_930);
+        let asked = |sink: &Recorder, from: usize| -> Vec<(u64, u16)> {
+            sink.requests[from..]
+                .iter()
+                .map(|q| (q.first_seq, q.count))
+                .collect()
+        };
+        assert_eq!(asked(&sink, 1), [(2, 3), (7, 5)]);
+        let st = r.stats();
+        assert_eq!((st.continuations, st.retries, st.timeouts), (1, 0, 0));
+        // Unanswered, the continuation times out (its timer doubles to 10 ms) and is
+        // retried after the backoff (976 930 ns from the seed), once (`max_retries`).
+        assert_eq!(r.next_deadline(), Some(t + 105 * MS));
+        r.poll_timers(t + 105 * MS, &mut sink);
+        let retry_at = t + 105 * MS + Duration::from_nanos(976_930);
         assert_eq!(r.next_deadline(), Some(retry_at));
         r.poll_timers(retry_at, &mut sink);
-        let again: Vec<_> = sink.requests[1..]
-            .iter()
-            .map(|q| (q.first_seq, q.count))
-            .collect();
-        assert_eq!(again, [(2, 3), (7, 5)]);
-        assert_eq!(r.next_deadline(), Some(retry_at + 5 * MS));
-        r.poll_timers(retry_at + 5 * MS, &mut sink);
+        assert_eq!(asked(&sink, 3), [(2, 3), (7, 5)]);
+        assert_eq!(r.next_deadline(), Some(retry_at + 10 * MS));
+        r.poll_timers(retry_at + 10 * MS, &mut sink);
         assert_eq!(
             sink.lost(),
             [
@@ -1458,6 +1524,58 @@ mod tests {
             (st.gaps, st.gaps_lost, st.messages_lost, st.recovered),
             (1, 2, 8, 2)
         );
+        assert_eq!((st.continuations, st.retries, st.timeouts), (1, 1, 2));
+    }
+
+    #[test]
+    fn a_gap_larger_than_one_reply_is_recovered_whole_without_spending_retries() {
+        // The simulator's retransmission server (like any real one) sends at most so many
+        // messages a reply: 1,024 here. A 5,000-message gap takes five replies; each try
+        // answered in part is continued, so no retry is spent and nothing is lost however
+        // small the retry budget.
+        const REPLY: u64 = 1_024;
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            max_retries: 0,
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        let mut now = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 1), now, &mut sink);
+        feed(&mut r, &data(s, 5_002, 1), now, &mut sink);
+        let mut next_missing = 2;
+        let (mut tries, mut served) = (0, 0);
+        loop {
+            if sink.requests.len() > served {
+                // A try went out: the server answers from the first message asked for,
+                // one packet per 64 messages, REPLY messages at most.
+                tries += 1;
+                assert!(tries <= 5, "one try per reply");
+                let first = sink.requests[served].first_seq;
+                served = sink.requests.len();
+                assert_eq!(first, next_missing, "asks only for what is missing");
+                let end = (first + REPLY).min(5_002);
+                let mut seq = first;
+                while seq < end {
+                    let n = (end - seq).min(64);
+                    feed(&mut r, &data(s, seq, n), now + MS, &mut sink);
+                    seq += n;
+                }
+                next_missing = end;
+            }
+            if r.open_gaps() == 0 {
+                break;
+            }
+            now = r.next_deadline().expect("an open gap has a deadline");
+            r.poll_timers(now, &mut sink);
+        }
+        assert_eq!(tries, 5);
+        assert!(sink.lost().is_empty(), "{:?}", sink.lost());
+        assert_eq!(sink.delivered(), msgs(1..=5_002));
+        let st = r.stats();
+        assert_eq!((st.first_requests, st.continuations), (1, 4));
+        assert_eq!((st.retries, st.retries_refused, st.timeouts), (0, 0, 0));
+        assert_eq!((st.gaps_lost, st.messages_lost), (0, 0));
     }
 
     #[test]
