@@ -225,6 +225,7 @@ mod tests {
             limit: 23,
             limit_changes: 24,
             reply_timeout: Duration::from_millis(25),
+            continuations: 26,
             ..RecoveryStats::default()
         };
         c.store_mold(&stats, 10);
@@ -247,6 +248,7 @@ mod tests {
                 adaptive_limit: 23,
                 limit_changes: 24,
                 reply_timeout_ns: 25_000_000,
+                continuations: 26,
                 reconnects: 0,
             }
         );
