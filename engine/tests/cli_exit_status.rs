@@ -119,6 +119,30 @@ fn fractions_out_of_range_are_refused_before_anything_prints() {
 }
 
 #[test]
+fn readers_of_the_snapshot_without_one_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let served = config(
+        dir.path(),
+        &format!("[serve]\nlisten = \"127.0.0.1:0\"\n{GOOD_FEED}"),
+    );
+    let out = exits(
+        &ticklane(&["run", "--config", &served]),
+        USAGE,
+        "serve.listen",
+    );
+    assert!(out.is_empty(), "refused before anything ran:\n{out}");
+    let plain = config(dir.path(), GOOD_FEED);
+    for flag in ["--serve", "--web"] {
+        let args = ["run", "--config", &plain, flag, "127.0.0.1:0"];
+        let out = exits(&ticklane(&args), USAGE, "snapshot.path");
+        assert!(
+            out.is_empty(),
+            "{flag}: refused before anything ran:\n{out}"
+        );
+    }
+}
+
+#[test]
 fn other_usage_errors_exit_2() {
     exits(&ticklane(&["sim"]), USAGE, "--udp");
     exits(

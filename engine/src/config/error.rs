@@ -97,6 +97,9 @@ pub enum Conflict {
     /// `web.listen` (or `--web`) without `snapshot.path`: the browser view reads the
     /// snapshot.
     WebWithoutSnapshot,
+    /// `serve.listen` (or `--serve`) without `snapshot.path`: the subscriber server's
+    /// initial book images come from the snapshot.
+    ServeWithoutSnapshot,
     /// `serve.retry_after_min_ms` is not below `serve.retry_after_max_ms`: one fixed
     /// retry-after sends every refused client back in the same second.
     RetryAfterNotARange {
@@ -133,6 +136,7 @@ impl Conflict {
             }
             Conflict::LimitBounds { .. } => ["feed.limit_min", "feed.limit_max"],
             Conflict::WebWithoutSnapshot => ["web.listen", "snapshot.path"],
+            Conflict::ServeWithoutSnapshot => ["serve.listen", "snapshot.path"],
             Conflict::RetryAfterNotARange { .. } => {
                 ["serve.retry_after_min_ms", "serve.retry_after_max_ms"]
             }
@@ -182,6 +186,11 @@ impl fmt::Display for Conflict {
                 f,
                 "web.listen (or --web) is set but snapshot.path is not: the browser view \
                  reads its books from the snapshot; set snapshot.path"
+            ),
+            Conflict::ServeWithoutSnapshot => write!(
+                f,
+                "serve.listen (or --serve) is set but snapshot.path is not: the subscriber \
+                 server's initial book images come from the snapshot; set snapshot.path"
             ),
             Conflict::RetryAfterNotARange { min_ms, max_ms } => write!(
                 f,

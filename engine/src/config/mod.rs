@@ -275,6 +275,10 @@ impl RunConfig {
             let span = raw.web.as_ref().map(toml::Spanned::span);
             return Err(check.conflict(Conflict::WebWithoutSnapshot, span));
         }
+        if serve.listen.is_some() && snapshot.path.is_none() {
+            let span = raw.serve.as_ref().map(toml::Spanned::span);
+            return Err(check.conflict(Conflict::ServeWithoutSnapshot, span));
+        }
         Ok(RunConfig {
             engine,
             snapshot,
@@ -813,7 +817,8 @@ mod tests {
     #[test]
     fn the_serve_listen_key_is_checked() {
         assert_eq!(mold_with("").expect("valid").serve, ServeSection::default());
-        let c = mold_with("[serve]\nlisten = \"127.0.0.1:7000\"\n").expect("valid");
+        let c = mold_with("[snapshot]\npath = \"/tmp/s\"\n[serve]\nlisten = \"127.0.0.1:7000\"\n")
+            .expect("valid");
         assert_eq!(
             c.serve.listen,
             Some("127.0.0.1:7000".parse().expect("addr"))
@@ -826,6 +831,10 @@ mod tests {
             let err = mold_with(bad).expect_err(bad).to_string();
             assert!(err.contains(key), "{bad}: {err}");
         }
+        // The server's initial images come from the snapshot.
+        let err = mold_with("[serve]\nlisten = \"127.0.0.1:7000\"\n").expect_err("no snapshot");
+        assert_eq!(err.key(), Some("serve.listen"));
+        assert!(err.to_string().contains("snapshot.path"), "{err}");
     }
 
     #[test]

@@ -166,6 +166,17 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
         return demo(args, &stop);
     };
     let config = RunConfig::load(path)?;
+    // `--web` and `--serve` read the snapshot, as the file's own keys do (those are refused
+    // when the file is read): refused before anything starts.
+    if config.snapshot.path.is_none() {
+        let flags = [
+            (args.web.is_some(), Conflict::WebWithoutSnapshot),
+            (args.serve.is_some(), Conflict::ServeWithoutSnapshot),
+        ];
+        if let Some(&(_, conflict)) = flags.iter().find(|(given, _)| *given) {
+            return Err(without_snapshot(&config, conflict).into());
+        }
+    }
     // Health exists before anything runs: draining starts at the first signal, whatever the
     // line is doing then (waiting out its stagger included).
     let health = Arc::new(Health::new());
@@ -248,6 +259,18 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     Ok(line_run_status(&run))
 }
 
+/// A flag that reads the snapshot (`--web`, `--serve`) on a file without `snapshot.path`: a
+/// usage error naming the file, as the file's own keys get.
+pub fn without_snapshot(config: &RunConfig, conflict: Conflict) -> ConfigError {
+    ConfigError::Conflict {
+        place: Place {
+            path: config.file().to_path_buf(),
+            at: None,
+        },
+        conflict,
+    }
+}
+
 /// Starts the browser view on `listen`, reading the snapshot the line writes and one
 /// subscription on a hub whose fanout the line's publisher gets; says where.
 fn start_web(
@@ -257,16 +280,7 @@ fn start_web(
     hub: SubscriberHub,
 ) -> Result<WebServer> {
     let Some(path) = &config.snapshot.path else {
-        // `--web` on a file without `snapshot.path` (the file's own `web.listen` is refused
-        // when it is read).
-        return Err(ConfigError::Conflict {
-            place: Place {
-                path: config.file().to_path_buf(),
-                at: None,
-            },
-            conflict: Conflict::WebWithoutSnapshot,
-        }
-        .into());
+        return Err(without_snapshot(config, Conflict::WebWithoutSnapshot).into());
     };
     let snapshot = SnapshotReader::open(path)
         .with_context(|| format!("browser view: snapshot {}", path.display()))?;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use ticklane_engine::config::RunConfig;
+use ticklane_engine::config::{Conflict, RunConfig};
 use ticklane_engine::overload::SubscriberHub;
 use ticklane_engine::serve::{
     start_server_stopping_on, GuardCounters, GuardedAdmission, ServeConfig, ServeCounts,
@@ -32,17 +32,21 @@ pub fn start(
     stop: &Arc<AtomicBool>,
     hub: SubscriberHub,
 ) -> Result<Served> {
-    let path = config
-        .snapshot
-        .path
-        .as_ref()
-        .context("the subscriber server (serve.listen or --serve) needs snapshot.path: the initial book images come from it")?;
+    let Some(path) = config.snapshot.path.as_ref() else {
+        let conflict = Conflict::ServeWithoutSnapshot;
+        return Err(super::live_commands::without_snapshot(config, conflict).into());
+    };
     let reader =
         SnapshotReader::open(path).with_context(|| format!("snapshot {}", path.display()))?;
     let keys = &config.serve;
     let admission = GuardedAdmission::new(keys.admission);
     let counters = admission.counters();
     let serve_config = ServeConfig {
+        // Its drain fits inside the process's own bound, so a client that stops reading is
+        // cut before the drain watchdog exits 4 over the (already closed) snapshot.
+        drain_timeout: ServeConfig::new(listen)
+            .drain_timeout
+            .min(config.engine.shutdown_timeout / 2),
         login_timeout: Duration::from_millis(u64::from(admission.config().login_timeout_ms)),
         heartbeat_ms: keys.heartbeat_ms,
         idle_timeout: keys.idle_timeout,
