@@ -235,6 +235,22 @@ fn outputs_over_the_input_or_over_each_other_are_refused_before_anything_is_writ
 }
 
 #[test]
+fn tail_into_a_closed_pipe_exits_141_as_a_sigpipe_death_would() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = generated_day(dir.path());
+    // The pipe's reader is gone before the command starts, as under `… | head` once head has
+    // its lines.
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_ticklane"))
+        .args(["tail", "--capture", &day])
+        .stdout(writer)
+        .output()
+        .expect("run ticklane");
+    assert_eq!(out.status.code(), Some(141), "stderr:\n{}", stderr(&out));
+}
+
+#[test]
 fn a_clean_run_exits_0() {
     let dir = tempfile::tempdir().expect("tempdir");
     let day = dir.path().join("day.itch50.gz");

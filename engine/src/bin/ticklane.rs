@@ -102,7 +102,7 @@ fn main() -> ExitCode {
         Some(Command::Gen(args)) => file_commands::generate(&args),
         Some(Command::Book(args)) => snapshot_commands::book(&args).or_else(stdout_closed),
         Some(Command::Top(args)) => snapshot_commands::top(&args).or_else(stdout_closed),
-        Some(Command::Tail(args)) => file_commands::tail(&args),
+        Some(Command::Tail(args)) => file_commands::tail(&args).or_else(stdout_closed),
         Some(Command::Subscribe(args)) => subscribe_command::subscribe(&args),
     };
     match result {
@@ -114,8 +114,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// For a command that writes only to stdout (`book`, `top`): a broken pipe is `… | head`
-/// having read enough, which ends as a SIGPIPE death reports it (141), not as a failure.
+/// For a command whose output is stdout (`book`, `top`, `tail`; a feed line's own
+/// disconnects are handled inside it, never returned): a broken pipe is `… | head` having
+/// read enough, which ends as a SIGPIPE death reports it (141), not as a failure.
 fn stdout_closed(error: anyhow::Error) -> anyhow::Result<ExitStatus> {
     let broken_pipe = error.chain().any(|cause| {
         cause
