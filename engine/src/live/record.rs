@@ -30,32 +30,81 @@ pub struct RecordReport {
     /// line (past 1, what came before is not in the file).
     pub joined_at: Option<u64>,
     /// Gaps in the recorded sequence numbers (packets the line lost, or, with
-    /// `feed.start_sequence = 1`, a late join): a recording does not ask for them again.
+    /// `feed.start_sequence = 1`, a late join) that no later packet filled: a recording
+    /// does not ask for them again. A packet that came late (reordered) fills its part.
     pub gaps: u64,
     /// Messages missing from the file in those gaps.
     pub missing: u64,
 }
+
+/// Holes the watch keeps, to fill with late packets; past this many, a new hole is still
+/// counted but no longer filled (a hostile stream cannot grow it without bound).
+const HOLES_KEPT: usize = 65_536;
 
 /// The sequence numbers a recording saw: where it joined and what it is missing.
 #[derive(Debug)]
 struct SequenceWatch {
     /// The next sequence expected; `None` before the first packet of a `join` line.
     next: Option<u64>,
+    /// The sequences behind `next` that no packet brought yet, `[first, end)`, ascending.
+    holes: Vec<(u64, u64)>,
 }
 
 impl SequenceWatch {
+    fn new(next: Option<u64>) -> Self {
+        SequenceWatch {
+            next,
+            holes: Vec::new(),
+        }
+    }
+
     fn see(&mut self, packet: &Packet<'_>, report: &mut RecordReport) {
         if packet.session().is_blank() && packet.sequence() == 0 {
             return; // unsequenced (sanitized)
         }
-        let first = packet.sequence();
+        let (first, end) = (packet.sequence(), packet.next_sequence());
         report.joined_at.get_or_insert(first);
         let next = *self.next.get_or_insert(first);
         if first > next {
             report.gaps += 1;
             report.missing += first - next;
+            if self.holes.len() < HOLES_KEPT {
+                self.holes.push((next, first));
+            }
+        } else if first < next {
+            self.fill(first, end.min(next), report);
         }
-        self.next = Some(next.max(packet.next_sequence()));
+        self.next = Some(next.max(end));
+    }
+
+    /// A late packet brought `[first, end)`: the holes it covers shrink, split or go.
+    fn fill(&mut self, first: u64, end: u64, report: &mut RecordReport) {
+        let mut i = 0;
+        while i < self.holes.len() {
+            let (a, b) = self.holes[i];
+            let (from, to) = (a.max(first), b.min(end));
+            if from >= to {
+                i += 1;
+                continue;
+            }
+            report.missing -= to - from;
+            match (a < from, to < b) {
+                (false, false) => {
+                    self.holes.remove(i);
+                    report.gaps -= 1;
+                    continue;
+                }
+                (true, false) => self.holes[i] = (a, from),
+                (false, true) => self.holes[i] = (to, b),
+                (true, true) => {
+                    self.holes[i] = (a, from);
+                    self.holes.insert(i + 1, (to, b));
+                    report.gaps += 1;
+                    i += 1;
+                }
+            }
+            i += 1;
+        }
     }
 }
 
@@ -125,9 +174,7 @@ pub fn record_udp(
     let started = Instant::now();
     let mut last_heard = Instant::now();
     let mut report = RecordReport::default();
-    let mut watch = SequenceWatch {
-        next: feed.recovery.start_sequence,
-    };
+    let mut watch = SequenceWatch::new(feed.recovery.start_sequence);
     report.end = loop {
         if stop.load(Ordering::Relaxed) {
             break SourceEnd::Stopped;
@@ -196,7 +243,7 @@ mod tests {
     #[test]
     fn a_recording_that_joins_at_30_says_so_and_counts_the_gap_from_1_when_asked() {
         for (start, gaps, missing) in [(Some(1), 2, 29 + 5), (None, 1, 5)] {
-            let mut watch = SequenceWatch { next: start };
+            let mut watch = SequenceWatch::new(start);
             let mut report = RecordReport::default();
             // Joins at 30 (3 messages), then 33 ..= 37 never come: 38 is next.
             for (first, count) in [(30, 3), (38, 2)] {
@@ -207,5 +254,23 @@ mod tests {
             assert_eq!(report.joined_at, Some(30));
             assert_eq!((report.gaps, report.missing), (gaps, missing), "{start:?}");
         }
+    }
+
+    #[test]
+    fn a_late_packet_fills_its_part_of_a_gap_and_only_what_never_came_is_missing() {
+        let mut watch = SequenceWatch::new(Some(1));
+        let mut report = RecordReport::default();
+        // 1..=2, then 10..=11: the gap 3..=9. Then 5..=6 late (the gap splits in two), then
+        // 3..=4 late (the first part goes); 7..=9 never come.
+        for (first, count) in [(1, 2), (10, 2), (5, 2), (3, 2)] {
+            let mut buf = [0u8; 64];
+            let n = packet(&mut buf, first, count);
+            watch.see(&Packet::parse(&buf[..n]).expect("valid"), &mut report);
+            if first == 5 {
+                assert_eq!((report.gaps, report.missing), (2, 5), "split");
+            }
+        }
+        assert_eq!((report.gaps, report.missing), (1, 3));
+        assert_eq!(watch.holes, [(7, 10)]);
     }
 }
