@@ -251,6 +251,17 @@ fn tail_into_a_closed_pipe_exits_141_as_a_sigpipe_death_would() {
 }
 
 #[test]
+fn a_line_that_goes_silent_fails_and_says_why_on_stderr_too() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Nothing ever sends: the line ends silent after 1 s (the shortest allowed).
+    let path = config(dir.path(), &format!("{GOOD_FEED}silence_timeout_s = 1.0\n"));
+    let out = ticklane(&["run", "--config", &path]);
+    exits(&out, FAILURE, "the line ended: ");
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(summary.contains("ended"), "the summary too:\n{summary}");
+}
+
+#[test]
 fn a_clean_run_exits_0() {
     let dir = tempfile::tempdir().expect("tempdir");
     let day = dir.path().join("day.itch50.gz");

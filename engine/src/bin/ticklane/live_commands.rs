@@ -256,7 +256,17 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     if let Some((counts, admission)) = served {
         write_serve_counts(&mut out, &counts, Some(&admission))?;
     }
-    Ok(line_run_status(&run))
+    let status = line_run_status(&run);
+    if status == ExitStatus::Failure {
+        // The summary is on stdout; why the line failed goes to stderr as well, for a
+        // caller that keeps only that.
+        eprintln!(
+            "ticklane run: {}: the line ended: {}",
+            path.display(),
+            run.report.source.end()
+        );
+    }
+    Ok(status)
 }
 
 /// A flag that reads the snapshot (`--web`, `--serve`) on a file without `snapshot.path`: a
