@@ -9,7 +9,7 @@
 //! The thread uses `signal_hook::iterator::Signals`: the handler itself only writes to a
 //! pipe, and everything else (health, the flag, the watchdog) runs on an ordinary thread.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +24,10 @@ use crate::snapshot::wall_clock_ns;
 pub const DRAIN_TIMED_OUT: i32 = 4;
 /// The exit status on a second signal (128 + SIGINT, as shells report an interrupt).
 pub const SECOND_SIGNAL: i32 = 130;
+/// A signal this soon after the first is the same one delivered twice, not a second:
+/// GNU `timeout` (and supervisors that signal a process and then its group) send it to the
+/// process and to its process group in the same instant.
+pub const ECHO_WINDOW_NS: u64 = 250_000_000;
 
 /// What to do on a signal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +36,8 @@ pub enum SignalAction {
     Drain,
     /// A later one: exit now with [`SECOND_SIGNAL`].
     ExitNow,
+    /// The first one again, within [`ECHO_WINDOW_NS`]: nothing to do.
+    Echo,
 }
 
 /// The state the signal thread acts on; separate from the thread so it can be tested
@@ -41,6 +47,8 @@ pub struct DrainControl {
     stop: Arc<AtomicBool>,
     health: Option<Arc<Health>>,
     signals: AtomicU32,
+    /// Wall-clock time of the first signal.
+    first_ns: AtomicU64,
 }
 
 impl DrainControl {
@@ -50,6 +58,7 @@ impl DrainControl {
             stop,
             health,
             signals: AtomicU32::new(0),
+            first_ns: AtomicU64::new(0),
         }
     }
 
@@ -58,8 +67,13 @@ impl DrainControl {
     /// serves.
     pub fn on_signal(&self, wall_ns: u64) -> SignalAction {
         if self.signals.fetch_add(1, Ordering::AcqRel) > 0 {
+            let first = self.first_ns.load(Ordering::Acquire);
+            if wall_ns.saturating_sub(first) < ECHO_WINDOW_NS {
+                return SignalAction::Echo;
+            }
             return SignalAction::ExitNow;
         }
+        self.first_ns.store(wall_ns, Ordering::Release);
         if let Some(h) = &self.health {
             h.begin_draining(wall_ns);
         }
@@ -106,6 +120,7 @@ pub fn install_draining_shutdown(
                         eprintln!("ticklane: second signal ({signal}): exiting at once");
                         std::process::exit(SECOND_SIGNAL);
                     }
+                    SignalAction::Echo => {}
                 }
             }
         })?;
@@ -150,9 +165,27 @@ mod tests {
         assert_eq!(report.draining_since_ns, Some(1_234));
         assert_eq!(report.state, HealthState::Healthy);
         assert_eq!(report.http_status(), 503, "draining answers 503 at once");
-        assert_eq!(control.on_signal(5_678), SignalAction::ExitNow);
-        assert_eq!(control.on_signal(9_999), SignalAction::ExitNow);
+        let later = 1_234 + ECHO_WINDOW_NS;
+        assert_eq!(control.on_signal(later), SignalAction::ExitNow);
+        assert_eq!(control.on_signal(later + 1), SignalAction::ExitNow);
         assert_eq!(health.report().draining_since_ns, Some(1_234));
+    }
+
+    #[test]
+    fn the_first_signal_delivered_twice_at_once_is_one_signal() {
+        // `timeout` signals the process and its group: two deliveries microseconds apart.
+        let stop = Arc::new(AtomicBool::new(false));
+        let control = DrainControl::new(Arc::clone(&stop), None);
+        assert_eq!(control.on_signal(1_000), SignalAction::Drain);
+        assert_eq!(control.on_signal(1_000 + 40_000), SignalAction::Echo);
+        assert_eq!(
+            control.on_signal(1_000 + ECHO_WINDOW_NS - 1),
+            SignalAction::Echo
+        );
+        assert_eq!(
+            control.on_signal(1_000 + ECHO_WINDOW_NS),
+            SignalAction::ExitNow
+        );
     }
 
     #[test]
