@@ -1,7 +1,8 @@
 //! The client's reconnect policy against real sockets: exponential backoff with full jitter
 //! and a floor, so that a server closing every connection at once never gets an immediate
 //! reconnect loop; the server's retry-after honoured, a longer one than the cap reported as
-//! maintenance; and a reconnect after a graceful restart resubscribes and gets a fresh image.
+//! maintenance; a reconnect after a graceful restart resubscribes and gets a fresh image; and
+//! a symbol not there yet is asked for again until it is.
 //! Pauses are recorded instead of slept, so nothing here waits on the wall clock.
 
 mod serve_util;
@@ -196,4 +197,53 @@ fn after_a_graceful_restart_the_client_resubscribes_and_gets_a_fresh_image() {
     assert!((2000..=5000).contains(&delay.as_millis()));
     assert_eq!(pauses, [delay]);
     drop(second);
+}
+
+#[test]
+fn a_symbol_the_server_does_not_know_yet_is_asked_for_again_until_it_exists() {
+    // A client started before the session's stock directory: told `N` once, it asks again
+    // each second, and gets the image once the symbol exists.
+    let model = SharedModel::default();
+    let server = start_server(
+        ServeConfig {
+            heartbeat_ms: 200,
+            ..ServeConfig::new("127.0.0.1:0".parse().unwrap())
+        },
+        None,
+        Box::new(model.clone()),
+        Box::new(AdmitAll),
+    )
+    .unwrap();
+    let mut unknown = 0;
+    let mut imaged = false;
+    // Bounded: without the asking again the client would wait for ever.
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let stopper = std::sync::Arc::clone(&stop);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(10));
+        stopper.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let result = run_subscriber(
+        &config(server.local_addr()),
+        &stop,
+        &mut |_| panic!("no reconnect"),
+        &mut |event| match event {
+            SubscriberEvent::Message(ServerMessage::UnknownSymbol { symbol, .. }) => {
+                assert_eq!(&symbol, b"AAPL    ");
+                unknown += 1;
+                model.add_symbol(b"AAPL    ", 1);
+                ControlFlow::Continue(())
+            }
+            SubscriberEvent::Message(ServerMessage::BookImage { header, .. }) => {
+                assert_eq!(&header.symbol, b"AAPL    ");
+                imaged = true;
+                ControlFlow::Break(())
+            }
+            _ => ControlFlow::Continue(()),
+        },
+    );
+    result.unwrap();
+    assert!(imaged, "the image came once the symbol existed");
+    assert_eq!(unknown, 1, "the caller hears of a missing symbol once");
+    drop(server);
 }

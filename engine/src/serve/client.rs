@@ -153,6 +153,9 @@ pub struct Session {
     last_sent: Instant,
     last_heard: Instant,
     next_request: u32,
+    /// [`Session::recv`] returns the server's heartbeats too (a caller with timers of its
+    /// own wakes at each); off by default.
+    heartbeats_returned: bool,
 }
 
 /// A message from [`Session::recv`], or what the sequence numbers say.
@@ -200,6 +203,7 @@ impl Session {
             last_sent: now,
             last_heard: now,
             next_request: 1,
+            heartbeats_returned: false,
         };
         session.send(&ClientMessage::Login {
             version: PROTOCOL_VERSION,
@@ -308,7 +312,14 @@ impl Session {
         Ok(request_id)
     }
 
-    /// The next message, blocking; heartbeats are answered and skipped.
+    /// Whether [`Session::recv`] returns the server's heartbeats (as
+    /// `Received::Message(ServerMessage::Heartbeat)`) rather than reading past them.
+    pub fn return_heartbeats(&mut self, returned: bool) {
+        self.heartbeats_returned = returned;
+    }
+
+    /// The next message, blocking; heartbeats are answered, and skipped unless
+    /// [`Session::return_heartbeats`] asked for them.
     ///
     /// # Errors
     ///
@@ -343,7 +354,7 @@ impl Session {
                 }
                 let start = self.start;
                 self.start += used;
-                if heartbeat {
+                if heartbeat && !self.heartbeats_returned {
                     continue;
                 }
                 if let Some(end) = end {
@@ -570,6 +581,9 @@ pub fn pause_unless_stopped(delay: Duration, stop: &AtomicBool) -> bool {
     }
 }
 
+/// How long a subscriber waits before asking again for a symbol the server did not know.
+const ASK_AGAIN: Duration = Duration::from_secs(1);
+
 /// One session: connect, subscribe to everything, stream until it ends.
 fn session_once(
     config: &ClientConfig,
@@ -586,13 +600,48 @@ fn session_once(
     if on_event(SubscriberEvent::Connected { attempt }).is_break() {
         return Ok(ControlFlow::Break(()));
     }
+    // Symbols the server did not know yet (a client started before the session's stock
+    // directory): asked for again every ASK_AGAIN until they exist; the caller hears of each
+    // once. The heartbeats wake the loop when nothing else comes.
+    let mut not_yet: Vec<([u8; 8], Instant)> = Vec::new();
+    session.return_heartbeats(true);
     while !stop.load(Ordering::Relaxed) {
         let event = match session.recv()? {
-            Received::Message(m) => SubscriberEvent::Message(m),
-            Received::Gap { expected, got } => SubscriberEvent::Gap { expected, got },
+            Received::Message(ServerMessage::Heartbeat) => None,
+            Received::Message(m @ ServerMessage::UnknownSymbol { symbol, .. }) => {
+                let again = Instant::now() + ASK_AGAIN;
+                match not_yet.iter_mut().find(|(s, _)| *s == symbol) {
+                    Some((_, due)) => {
+                        *due = again;
+                        None
+                    }
+                    None => {
+                        not_yet.push((symbol, again));
+                        Some(SubscriberEvent::Message(m))
+                    }
+                }
+            }
+            Received::Message(m) => {
+                if let ServerMessage::BookImage { header, .. } = &m {
+                    not_yet.retain(|(s, _)| *s != header.symbol);
+                }
+                Some(SubscriberEvent::Message(m))
+            }
+            Received::Gap { expected, got } => Some(SubscriberEvent::Gap { expected, got }),
         };
-        if on_event(event).is_break() {
-            return Ok(ControlFlow::Break(()));
+        if let Some(event) = event {
+            if on_event(event).is_break() {
+                return Ok(ControlFlow::Break(()));
+            }
+        }
+        let now = Instant::now();
+        for (symbol, due) in &mut not_yet {
+            if *due <= now {
+                // Far in the future until the answer comes (an image, or `N` again).
+                *due = now + Duration::from_secs(3600);
+                let text = String::from_utf8_lossy(symbol).trim_end().to_owned();
+                session.subscribe(&text, config.timeout)?;
+            }
         }
     }
     Ok(ControlFlow::Continue(()))
