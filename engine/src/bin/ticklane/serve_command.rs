@@ -12,7 +12,7 @@ use ticklane_engine::serve::{
     start_server_stopping_on, GuardCounters, GuardedAdmission, ServeConfig, ServeCounts,
     ServeHandle, SnapshotImages,
 };
-use ticklane_engine::serve_guard::AdmissionCounts;
+use ticklane_engine::serve_guard::{AdmissionConfig, AdmissionCounts};
 use ticklane_engine::snapshot::SnapshotReader;
 
 /// The running server and its admission's counts.
@@ -39,7 +39,14 @@ pub fn start(
     let reader =
         SnapshotReader::open(path).with_context(|| format!("snapshot {}", path.display()))?;
     let keys = &config.serve;
-    let admission = GuardedAdmission::new(keys.admission);
+    // Per process, from the OS: servers restarted together must not hand their clients the
+    // same retry-afters (a fleet's clients would come back in step), and the per-client
+    // tables' slot hash must not be keyed by a constant anyone can read in the source.
+    let seed = process_seed();
+    let admission = GuardedAdmission::new(AdmissionConfig {
+        seed: seed.rotate_left(32),
+        ..keys.admission
+    });
     let counters = admission.counters();
     let serve_config = ServeConfig {
         // Its drain fits inside the process's own bound, so a client that stops reading is
@@ -56,6 +63,7 @@ pub fn start(
             keys.admission.retry_after.min_ms,
             keys.admission.retry_after.max_ms,
         ),
+        seed,
         ..ServeConfig::new(listen)
     };
     let server = start_server_stopping_on(
@@ -71,6 +79,14 @@ pub fn start(
         server,
         admission: counters,
     })
+}
+
+/// A seed this process draws from the OS (std's hasher keys are random per process).
+fn process_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
 }
 
 /// Stops the server gracefully and returns its counts and its admission's.
