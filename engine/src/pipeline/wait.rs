@@ -10,7 +10,8 @@ use std::time::Duration;
 pub enum WaitStrategy {
     /// Never give the core away: lowest latency, needs a dedicated core per stage.
     BusySpin,
-    /// Spin a little, then yield the core: the default, sane on a 2-core machine.
+    /// Spin a little, then yield the core; idle for longer than some milliseconds, nap as
+    /// [`WaitStrategy::Park`] does: the default, sane on a 2-core machine.
     #[default]
     SpinYield,
     /// Spin a little, then sleep in short naps: least CPU, most latency.
@@ -34,6 +35,30 @@ impl FromStr for WaitStrategy {
 
 /// Polls that spin before yielding or parking.
 const SPINS: u32 = 256;
+/// Yields a spin-yield stage makes in a row before it naps instead. A yield is a system call
+/// of about a microsecond, so this is some 10-20 ms of idleness: a burst's gaps are still
+/// bridged by yields, but a line quiet for seconds (before the open, a paced replay's pause)
+/// no longer keeps a core busy in the kernel (`--pace recorded` across an hour-long pause in
+/// its file: 53 s of system time in 60 s).
+const YIELDS: u32 = 20_000;
+
+/// What one wait does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Spin,
+    Yield,
+    Nap,
+}
+
+/// The step of a stage following `strategy` at its `idle`th empty poll in a row.
+fn step(strategy: WaitStrategy, idle: u32) -> Step {
+    match strategy {
+        WaitStrategy::BusySpin => Step::Spin,
+        _ if idle < SPINS => Step::Spin,
+        WaitStrategy::SpinYield if idle < SPINS + YIELDS => Step::Yield,
+        WaitStrategy::SpinYield | WaitStrategy::Park => Step::Nap,
+    }
+}
 /// The nap of a parked stage: bounds the latency a parked stage adds.
 const NAP: Duration = Duration::from_micros(50);
 
@@ -55,11 +80,10 @@ impl Waiter {
     #[inline]
     pub fn wait(&mut self) {
         self.idle = self.idle.saturating_add(1);
-        match self.strategy {
-            WaitStrategy::BusySpin => std::hint::spin_loop(),
-            _ if self.idle < SPINS => std::hint::spin_loop(),
-            WaitStrategy::SpinYield => thread::yield_now(),
-            WaitStrategy::Park => thread::park_timeout(NAP),
+        match step(self.strategy, self.idle) {
+            Step::Spin => std::hint::spin_loop(),
+            Step::Yield => thread::yield_now(),
+            Step::Nap => thread::park_timeout(NAP),
         }
     }
 
@@ -67,5 +91,28 @@ impl Waiter {
     #[inline(always)]
     pub fn reset(&mut self) {
         self.idle = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_strategy_spins_first_and_only_busy_spin_never_gives_the_core_away() {
+        for strategy in [WaitStrategy::SpinYield, WaitStrategy::Park] {
+            assert_eq!(step(strategy, 1), Step::Spin);
+            assert_eq!(step(strategy, SPINS - 1), Step::Spin);
+        }
+        assert_eq!(step(WaitStrategy::BusySpin, u32::MAX), Step::Spin);
+        assert_eq!(step(WaitStrategy::Park, SPINS), Step::Nap);
+    }
+
+    #[test]
+    fn spin_yield_naps_once_idle_for_long() {
+        assert_eq!(step(WaitStrategy::SpinYield, SPINS), Step::Yield);
+        assert_eq!(step(WaitStrategy::SpinYield, SPINS + YIELDS - 1), Step::Yield);
+        assert_eq!(step(WaitStrategy::SpinYield, SPINS + YIELDS), Step::Nap);
+        assert_eq!(step(WaitStrategy::SpinYield, u32::MAX), Step::Nap);
     }
 }
