@@ -165,6 +165,29 @@ fn other_usage_errors_exit_2() {
         USAGE,
         "unrecognized subcommand",
     );
+    // Values that would run and do something else than asked: refused.
+    exits(
+        &ticklane(&["gen", "x.itch50", "--messages", "0"]),
+        USAGE,
+        "--messages",
+    );
+    let server = ["subscribe", "--server", "127.0.0.1:1", "--symbols"];
+    exits(
+        &ticklane(&[&server[..], &["TOOLONGSYMBOL"]].concat()),
+        USAGE,
+        "1 to 8",
+    );
+    exits(&ticklane(&[&server[..], &[""]].concat()), USAGE, "empty");
+    exits(
+        &ticklane(&["book", "--snapshot", "x.snap", "--csv", "--depth", "0"]),
+        USAGE,
+        "--depth",
+    );
+    exits(
+        &ticklane(&["top", "--snapshot", "x.snap", "--rows", "0"]),
+        USAGE,
+        "--rows",
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@ use time::{Date, Month};
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SessionDateError {
     /// `--date` was not a valid `YYYY-MM-DD`.
-    #[error("--date {given:?}: expected a date as YYYY-MM-DD")]
+    #[error("--date {given:?}: expected a real date as YYYY-MM-DD, from 1990 to 2200")]
     Invalid {
         /// What was given.
         given: String,

@@ -134,7 +134,9 @@ impl Spool {
     /// If the output (or the temporary beside it) cannot be created or the thread cannot be
     /// started.
     pub fn create(out: &Path) -> Result<Self, DbnOutError> {
-        let compressed = out.extension().is_some_and(|e| e == "zst");
+        let compressed = out
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("zst"));
         // Only a regular file can have its first bytes written last; a path that is not
         // there yet becomes one.
         let regular = match fs::metadata(out) {

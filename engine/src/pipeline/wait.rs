@@ -111,7 +111,10 @@ mod tests {
     #[test]
     fn spin_yield_naps_once_idle_for_long() {
         assert_eq!(step(WaitStrategy::SpinYield, SPINS), Step::Yield);
-        assert_eq!(step(WaitStrategy::SpinYield, SPINS + YIELDS - 1), Step::Yield);
+        assert_eq!(
+            step(WaitStrategy::SpinYield, SPINS + YIELDS - 1),
+            Step::Yield
+        );
         assert_eq!(step(WaitStrategy::SpinYield, SPINS + YIELDS), Step::Nap);
         assert_eq!(step(WaitStrategy::SpinYield, u32::MAX), Step::Nap);
     }

@@ -82,13 +82,19 @@ impl SampleOptions {
             .file_name()
             .unwrap_or_default()
             .to_string_lossy()
+            .to_ascii_lowercase()
             .ends_with(".parquet")
     }
 }
 
 /// True if `path` names a DBN file (`.dbn` or `.dbn.zst`).
 pub fn is_dbn_path(path: &std::path::Path) -> bool {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    // Any case: `DAY.DBN` is a DBN file to whoever names it so.
+    let name = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .to_ascii_lowercase();
     name.ends_with(".dbn") || name.ends_with(".dbn.zst")
 }
 
@@ -133,4 +139,20 @@ pub enum SampleError {
         /// The output.
         path: PathBuf,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn the_format_follows_the_name_in_any_case() {
+        for dbn in ["d.dbn", "d.dbn.zst", "D.DBN", "d.Dbn.ZST"] {
+            assert!(is_dbn_path(Path::new(dbn)), "{dbn}");
+        }
+        for other in ["d.csv", "d.dbn.csv", "dbn", "d.zst"] {
+            assert!(!is_dbn_path(Path::new(other)), "{other}");
+        }
+    }
 }

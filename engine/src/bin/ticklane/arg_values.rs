@@ -49,6 +49,15 @@ pub fn symbols(text: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
+/// One symbol of a comma-separated list (`subscribe --symbols`): 1 to 8 printable
+/// characters, as ITCH's stock field holds; a longer one would be cut to a different stock.
+pub fn symbol(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        return Err("a symbol is 1 to 8 characters; this one is empty".to_string());
+    }
+    symbols(text)
+}
+
 /// `--between HH:MM[:SS]-HH:MM[:SS]`, checked when parsed.
 pub fn between(text: &str) -> Result<String, String> {
     ticklane_engine::output_filter::OutputFilter::parse("", text)
@@ -81,6 +90,9 @@ mod tests {
     fn bad_filters_are_usage_errors() {
         assert_eq!(symbols("AAPL,MSFT"), Ok("AAPL,MSFT".to_string()));
         assert!(symbols("AAPL,,MSFT").is_err());
+        assert_eq!(symbol("BRK.A"), Ok("BRK.A".to_string()));
+        assert!(symbol("").is_err());
+        assert!(symbol("TOOLONGSYMBOL").is_err());
         assert_eq!(between("09:30-16:00"), Ok("09:30-16:00".to_string()));
         assert!(between("16:00-09:30").is_err());
     }

@@ -147,8 +147,8 @@ pub struct ReplayArgs {
 pub struct GenArgs {
     /// The file to write.
     out: PathBuf,
-    /// Messages in total.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Messages in total (at least 1: an empty file is no ITCH day).
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     messages: u64,
     /// Seed: the same seed and options give the same bytes.
     #[arg(long, default_value_t = 1)]

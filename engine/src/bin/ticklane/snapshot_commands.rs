@@ -21,8 +21,8 @@ pub struct BookArgs {
     /// Print every book as CSV, in exactly the `replay --book-out` format.
     #[arg(long)]
     csv: bool,
-    /// Levels per side (at most the snapshot's own depth; default: all it keeps).
-    #[arg(long)]
+    /// Levels per side (1 to the snapshot's own depth; default: all it keeps).
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     depth: Option<usize>,
 }
 
@@ -41,8 +41,8 @@ pub struct TopArgs {
     /// Print one frame and exit.
     #[arg(long)]
     once: bool,
-    /// Books per frame.
-    #[arg(long, default_value_t = 20)]
+    /// Books per frame (at least 1).
+    #[arg(long, default_value_t = 20, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     rows: usize,
 }
 

@@ -20,8 +20,8 @@ pub struct SubscribeArgs {
     /// The subscriber server (`ticklane run --serve ADDR`, or `[serve] listen`).
     #[arg(long, value_name = "ADDR")]
     pub server: SocketAddr,
-    /// Symbols to follow, comma separated.
-    #[arg(long, value_delimiter = ',', required = true)]
+    /// Symbols to follow, comma separated (1 to 8 characters each).
+    #[arg(long, value_delimiter = ',', required = true, value_parser = super::arg_values::symbol)]
     pub symbols: Vec<String>,
     /// The account to log in as.
     #[arg(long, default_value = "ticklane")]
