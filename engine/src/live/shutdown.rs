@@ -20,7 +20,9 @@ use crate::health::Health;
 use crate::snapshot::wall_clock_ns;
 
 /// The exit status of a process whose drain did not finish within its bound. Its snapshot
-/// is not marked `CLOSED`: a reader sees a writer that stopped without a clean end.
+/// is not marked `CLOSED` (a reader sees a writer that stopped without a clean end) unless
+/// the books had drained and the snapshot closed before what outlasted the bound; the
+/// message says which.
 pub const DRAIN_TIMED_OUT: i32 = 4;
 /// The exit status on a second signal (128 + SIGINT, as shells report an interrupt).
 pub const SECOND_SIGNAL: i32 = 130;
@@ -135,10 +137,16 @@ fn start_watchdog(bound: Duration, signal: i32) {
             // A deadline, not a wait for a condition: if the process is still here when it
             // passes, the drain is late by definition.
             std::thread::sleep(bound);
+            // Said as it is: the books may have drained and the snapshot been closed before
+            // something after them (a server's own drain) outlasted the bound.
+            let snapshot = if crate::snapshot::marked_closed_in_this_process() {
+                "the snapshot was closed before (its books drained and flushed)"
+            } else {
+                "the snapshot is not marked CLOSED"
+            };
             eprintln!(
                 "ticklane: draining after signal {signal} took longer than {:.1} s \
-                 (engine.shutdown_timeout_s); exiting {DRAIN_TIMED_OUT} without closing \
-                 the snapshot",
+                 (engine.shutdown_timeout_s); exiting {DRAIN_TIMED_OUT}; {snapshot}",
                 bound.as_secs_f64()
             );
             std::process::exit(DRAIN_TIMED_OUT);

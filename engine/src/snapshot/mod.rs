@@ -50,4 +50,4 @@ pub use error::{PublishError, ReadError, SnapshotError};
 pub use layout::{Geometry, LevelRecord, LineState, SlotPayload, SnapshotHeader, DEFAULT_DEPTH};
 pub use reader::{SnapshotReader, DEFAULT_READ_ATTEMPTS};
 pub use state::{InstrumentState, LastTrade, SlotFlags};
-pub use writer::{remove_snapshot_files, SnapshotWriter};
+pub use writer::{marked_closed_in_this_process, remove_snapshot_files, SnapshotWriter};

@@ -7,7 +7,7 @@
 //! until the publication of the book it changed and goes out in the same write: one write
 //! per book change, and a reader never sees a trade before the book that reflects it.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{self, Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
@@ -537,6 +537,7 @@ impl SnapshotWriter {
         if !self.line.is_failed_end() {
             self.header_word(FLAGS_WORD)
                 .fetch_or(HEADER_CLOSED, Ordering::Release);
+            MARKED_CLOSED.store(true, Ordering::Release);
         }
         self.map.flush()
     }
@@ -595,6 +596,15 @@ impl SnapshotWriter {
     fn header_word(&self, index: usize) -> &AtomicU64 {
         &self.map.words()[index]
     }
+}
+
+/// Set once a writer of this process has marked its file `CLOSED`.
+static MARKED_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a snapshot writer of this process has marked its file `CLOSED` (its books
+/// drained and flushed): what a drain watchdog that fires later must not deny.
+pub fn marked_closed_in_this_process() -> bool {
+    MARKED_CLOSED.load(Ordering::Acquire)
 }
 
 impl Drop for SnapshotWriter {

@@ -30,7 +30,8 @@ pub enum ExitStatus {
     DeclaredLost,
     /// 4: `run --config` was told to stop (SIGTERM or SIGINT) and its drain (stop reading,
     /// drain the ring, close the snapshot) took longer than `engine.shutdown_timeout_s`; the
-    /// snapshot is not marked `CLOSED`. Exited by the drain's watchdog
+    /// snapshot is not marked `CLOSED` unless it was closed before what outlasted the bound
+    /// (the message says which). Exited by the drain's watchdog
     /// ([`crate::live::DRAIN_TIMED_OUT`]), so no command returns it.
     DrainTimedOut,
     /// 130: stopped by SIGINT or SIGTERM before the end (128 + SIGINT), as shells report it.
