@@ -38,7 +38,7 @@ pub enum SignalAction {
     Drain,
     /// A later one: exit now with [`SECOND_SIGNAL`].
     ExitNow,
-    /// The first one again, within [`ECHO_WINDOW_NS`]: nothing to do.
+    /// The first one again, within 250 ms of it: nothing to do.
     Echo,
 }
 
