@@ -404,6 +404,39 @@ mod tests {
     }
 
     #[test]
+    fn a_file_takes_its_name_only_when_finished_and_an_unfinished_one_is_removed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("out.parquet");
+        let partial = dir.path().join("out.parquet.partial");
+        std::fs::write(&path, b"an earlier run's file").expect("write");
+        // Dropped unfinished (a failed replay): the earlier file stands, nothing else is left.
+        let mut file = ParquetFile::create_with(&path, schema(), props(), 2).expect("create");
+        file.write(&batch(0, 10)).expect("write");
+        assert!(partial.exists(), "written beside the output");
+        drop(file);
+        assert!(!partial.exists(), "an unfinished file is removed");
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            b"an earlier run's file"
+        );
+        // Finished: renamed over it, and a reader opens it.
+        let mut file = ParquetFile::create_with(&path, schema(), props(), 2).expect("create");
+        file.write(&batch(0, 10)).expect("write");
+        file.close(Vec::new()).expect("close");
+        assert!(!partial.exists());
+        let rows = parquet::file::reader::SerializedFileReader::new(
+            std::fs::File::open(&path).expect("open"),
+        )
+        .map(|r| {
+            parquet::file::reader::FileReader::metadata(&r)
+                .file_metadata()
+                .num_rows()
+        })
+        .expect("parquet");
+        assert_eq!(rows, 10);
+    }
+
+    #[test]
     fn an_encoder_error_is_returned_not_a_panic() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("bad.parquet");

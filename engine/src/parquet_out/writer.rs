@@ -16,6 +16,12 @@
 //!
 //! The columns are encoded and compressed on [`column_encoders`](super::column_encoders)
 //! threads, one per core (at most eight), not on the thread that writes the batches.
+//!
+//! A regular file is written as `PATH.partial` and renamed to `PATH` when its footer is
+//! written: a replay that fails part-way (an input error is not that: its outputs are
+//! finished) removes the partial file, a process killed part-way leaves only
+//! `PATH.partial`, and neither leaves a file by the output's name that no reader can open
+//! (it had no footer) nor spoils an earlier `PATH`.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -61,8 +67,18 @@ impl ColumnChoices {
 /// An open Parquet file.
 pub(super) struct ParquetFile {
     path: PathBuf,
+    /// Where the bytes go until the footer is written, for a regular file: renamed to
+    /// `path` then, removed if the file is dropped unfinished.
+    partial: Option<PathBuf>,
     file: SerializedFileWriter<File>,
     encoders: ColumnEncoders,
+}
+
+/// `path` with `.partial` appended to its name.
+fn partial_beside(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    path.with_file_name(name)
 }
 
 /// The writer's errors as ours, naming the file.
@@ -100,9 +116,14 @@ impl ParquetFile {
         props: WriterProperties,
         threads: usize,
     ) -> Result<Self, ParquetOutError> {
-        let file = File::create(path).map_err(|source| ParquetOutError::Io {
-            path: path.to_path_buf(),
-            source,
+        // A regular file, or one not there yet; `/dev/stdout` or a pipe is written as it is.
+        let regular = std::fs::metadata(path).map_or(true, |m| m.is_file());
+        let partial = regular.then(|| partial_beside(path));
+        let file = File::create(partial.as_deref().unwrap_or(path)).map_err(|source| {
+            ParquetOutError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
         })?;
         let rows_per_group = props.max_row_group_row_count().unwrap_or(ROW_GROUP_ROWS);
         // `ArrowWriter` sets the file up (the Arrow schema in the footer, as pyarrow and
@@ -114,6 +135,7 @@ impl ParquetFile {
             .map_err(parquet_error(path))?;
         Ok(ParquetFile {
             path: path.to_path_buf(),
+            partial,
             file,
             encoders,
         })
@@ -140,15 +162,30 @@ impl ParquetFile {
             self.file
                 .append_key_value_metadata(KeyValue::new(key, value));
         }
-        self.file
-            .close()
-            .map(drop)
-            .map_err(parquet_error(&self.path))
+        self.file.finish().map_err(parquet_error(&self.path))?;
+        match self.partial.take() {
+            Some(partial) => {
+                std::fs::rename(&partial, &self.path).map_err(|source| ParquetOutError::Io {
+                    path: self.path.clone(),
+                    source,
+                })
+            }
+            None => Ok(()),
+        }
     }
 
     /// The output.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl Drop for ParquetFile {
+    fn drop(&mut self) {
+        // Unfinished (the replay failed): no reader could open it.
+        if let Some(partial) = self.partial.take() {
+            let _ = std::fs::remove_file(partial);
+        }
     }
 }
 
