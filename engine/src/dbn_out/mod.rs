@@ -40,6 +40,9 @@ pub use merged::MergedDbnOut;
 pub use record_batch::{BatchCursor, MessageRecords, RecordBatch};
 pub use record_sink::RecordSink;
 pub use spool::Spool;
+/// For the Parquet writer, which writes its files beside themselves as this module does.
+#[cfg(feature = "parquet")]
+pub(crate) use spool::{beside, regular_or_new};
 use trades::TradeWriter;
 
 /// Databento's publisher id of XNAS.ITCH.

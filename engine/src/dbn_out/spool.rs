@@ -94,10 +94,19 @@ pub struct Spool {
 }
 
 /// The file beside `out` named `out`'s name and `suffix`.
-fn beside(out: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn beside(out: &Path, suffix: &str) -> PathBuf {
     let mut name = out.file_name().unwrap_or_default().to_os_string();
     name.push(suffix);
     out.with_file_name(name)
+}
+
+/// True if `out` is a regular file, or is not there yet (it becomes one): an output that
+/// can be written beside itself and renamed, unlike `/dev/stdout` or a pipe.
+pub(crate) fn regular_or_new(out: &Path) -> bool {
+    match fs::metadata(out) {
+        Ok(m) => m.is_file(),
+        Err(e) => e.kind() == io::ErrorKind::NotFound,
+    }
 }
 
 /// Opens `path` for writing from empty, and for reading back.
@@ -137,12 +146,8 @@ impl Spool {
         let compressed = out
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("zst"));
-        // Only a regular file can have its first bytes written last; a path that is not
-        // there yet becomes one.
-        let regular = match fs::metadata(out) {
-            Ok(m) => m.is_file(),
-            Err(e) => e.kind() == io::ErrorKind::NotFound,
-        };
+        // Only a regular file can have its first bytes written last.
+        let regular = regular_or_new(out);
         let (records, file) = if compressed || !regular {
             let temp = beside(out, ".records.tmp");
             let file = open_truncated(&temp)?;

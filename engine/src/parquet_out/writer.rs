@@ -38,6 +38,7 @@ use parquet::schema::types::ColumnPath;
 
 use super::column_encoders::{encoder_count, ColumnEncoders, ColumnSource};
 use super::{ParquetOutError, ROW_GROUP_ROWS};
+use crate::dbn_out::{beside, regular_or_new};
 
 /// How particular columns are written; every other column is plain, zstd, with page
 /// statistics.
@@ -72,13 +73,6 @@ pub(super) struct ParquetFile {
     partial: Option<PathBuf>,
     file: SerializedFileWriter<File>,
     encoders: ColumnEncoders,
-}
-
-/// `path` with `.partial` appended to its name.
-fn partial_beside(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".partial");
-    path.with_file_name(name)
 }
 
 /// The writer's errors as ours, naming the file.
@@ -116,9 +110,8 @@ impl ParquetFile {
         props: WriterProperties,
         threads: usize,
     ) -> Result<Self, ParquetOutError> {
-        // A regular file, or one not there yet; `/dev/stdout` or a pipe is written as it is.
-        let regular = std::fs::metadata(path).map_or(true, |m| m.is_file());
-        let partial = regular.then(|| partial_beside(path));
+        // As `--dbn-out` does; `/dev/stdout` or a pipe is written as it is.
+        let partial = regular_or_new(path).then(|| beside(path, ".partial"));
         let file = File::create(partial.as_deref().unwrap_or(path)).map_err(|source| {
             ParquetOutError::Io {
                 path: path.to_path_buf(),
