@@ -810,8 +810,7 @@ impl MoldRecovery {
                     missing_at_send,
                     ..
                 } if now >= timeout_at
-                    && self.missing_in(gap.range) < missing_at_send
-                    && self.holes(gap.range).next().is_some() =>
+                    && (1..missing_at_send).contains(&self.missing_in(gap.range)) =>
                 {
                     // Answered in part and gone quiet: the server sent what one reply
                     // holds. The rest is asked for at once; the try was no failure.
@@ -948,7 +947,6 @@ impl MoldRecovery {
         self.gaps[i].lost = true;
     }
 
-    /// The parts of `range` neither delivered nor stored, in order.
     /// Messages of `range` still missing.
     fn missing_in(&self, range: GapRange) -> u64 {
         // Saturating: a hostile header can announce a gap of 2^64 messages.
@@ -957,6 +955,7 @@ impl MoldRecovery {
         })
     }
 
+    /// The parts of `range` neither delivered nor stored, in order.
     fn holes(&self, range: GapRange) -> impl Iterator<Item = GapRange> + '_ {
         let mut from = range.first.max(self.next_expected.unwrap_or(0));
         let mut stored = self.index.iter().map(|&slot| self.slot_info[slot]);
