@@ -601,8 +601,9 @@ fn session_once(
         return Ok(ControlFlow::Break(()));
     }
     // Symbols the server did not know yet (a client started before the session's stock
-    // directory): asked for again every ASK_AGAIN until they exist; the caller hears of each
-    // once. The heartbeats wake the loop when nothing else comes.
+    // directory): asked for again every ASK_AGAIN until their image comes (an answer lost or
+    // expired is asked again too); the caller hears of each once. The heartbeats wake the
+    // loop when nothing else comes.
     let mut not_yet: Vec<([u8; 8], Instant)> = Vec::new();
     session.return_heartbeats(true);
     while !stop.load(Ordering::Relaxed) {
@@ -637,8 +638,7 @@ fn session_once(
         let now = Instant::now();
         for (symbol, due) in &mut not_yet {
             if *due <= now {
-                // Far in the future until the answer comes (an image, or `N` again).
-                *due = now + Duration::from_secs(3600);
+                *due = now + ASK_AGAIN;
                 let text = String::from_utf8_lossy(symbol).trim_end().to_owned();
                 session.subscribe(&text, config.timeout)?;
             }
