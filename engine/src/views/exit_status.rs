@@ -86,10 +86,6 @@ impl ExitStatus {
                 )
                 || matches!(
                     e.downcast_ref(),
-                    Some(SampleError::DbnDepth { .. } | SampleError::NoDate { .. })
-                )
-                || matches!(
-                    e.downcast_ref(),
                     Some(ParquetOutError::NotFromDbnInput { .. } | ParquetOutError::NoDate { .. })
                 );
             if asked_wrong {
