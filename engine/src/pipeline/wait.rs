@@ -41,6 +41,8 @@ const SPINS: u32 = 256;
 /// no longer keeps a core busy in the kernel (`--pace recorded` across an hour-long pause in
 /// its file: 53 s of system time in 60 s).
 const YIELDS: u32 = 20_000;
+/// The nap of a parked stage: bounds the latency a parked stage adds.
+const NAP: Duration = Duration::from_micros(50);
 
 /// What one wait does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,8 +61,6 @@ fn step(strategy: WaitStrategy, idle: u32) -> Step {
         WaitStrategy::SpinYield | WaitStrategy::Park => Step::Nap,
     }
 }
-/// The nap of a parked stage: bounds the latency a parked stage adds.
-const NAP: Duration = Duration::from_micros(50);
 
 /// A stage's waiting state: call [`Waiter::wait`] after each empty poll and
 /// [`Waiter::reset`] after each useful one.
