@@ -30,7 +30,7 @@ use ticklane_engine::pipeline::{
 };
 use ticklane_engine::snapshot::{LineState, SnapshotHeader, SnapshotReader, SnapshotWriter};
 use ticklane_engine::views::line_run_status;
-use ticklane_feed::moldudp64::{GapRange, RecoveryConfig, Session};
+use ticklane_feed::moldudp64::{GapRange, LossReason, LostRange, RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::resilience::{BackoffConfig, BreakerConfig};
 use ticklane_feed::sim::{GenConfig, MessageLog, MoldSimConfig, MoldSimulator, Rate};
@@ -371,9 +371,12 @@ fn a_late_join_with_start_sequence_1_and_no_server_is_declared_lost_and_exits_3(
     assert_eq!(dropped, joined - 1, "the relay's count of what it dropped");
     assert_eq!(
         m.lost.ranges(),
-        [GapRange {
-            first: 1,
-            last: joined - 1
+        [LostRange {
+            range: GapRange {
+                first: 1,
+                last: joined - 1
+            },
+            reason: LossReason::NoServer
         }]
     );
     assert_eq!(run.report.book.messages, log.len() as u64 - dropped);

@@ -120,7 +120,7 @@ fn encode_lines(encoder: &mut DescriptorEncoder, state: &AdminState) -> fmt::Res
         .map(|f| (vec![("feed", f.name.clone())], f.line.load()))
         .collect();
     type Pick = fn(&crate::pipeline::LineCountsNow) -> u64;
-    let counters: [(&str, &str, Pick); 15] = [
+    let counters: [(&str, &str, Pick); 16] = [
         (
             "messages_total",
             "Messages the reader pushed to the book thread.",
@@ -185,6 +185,11 @@ fn encode_lines(encoder: &mut DescriptorEncoder, state: &AdminState) -> fmt::Res
             "Changes of the adaptive limit on requests in flight.",
             |c| c.limit_changes,
         ),
+        (
+            "reorder_store_packets_deferred_total",
+            "Packets the full reorder store let go, asked for again once it has room (never a loss).",
+            |c| c.packets_deferred,
+        ),
         ("reconnects_total", "SoupBinTCP reconnects.", |c| {
             c.reconnects
         }),
@@ -215,6 +220,20 @@ fn encode_lines(encoder: &mut DescriptorEncoder, state: &AdminState) -> fmt::Res
         "The adaptive limit on retransmission requests in flight.",
         None,
         gauge(|c| c.adaptive_limit),
+    )?;
+    family(
+        encoder,
+        "reorder_store_packets",
+        "Packets waiting in the reorder store behind a gap.",
+        None,
+        gauge(|c| c.store_packets),
+    )?;
+    family(
+        encoder,
+        "reorder_store_capacity_packets",
+        "Packets the reorder store can hold (feed.reorder_store_packets).",
+        None,
+        gauge(|c| c.store_capacity),
     )?;
     let timeouts = lines
         .iter()

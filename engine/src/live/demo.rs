@@ -229,7 +229,8 @@ pub fn run_demo(config: DemoConfig, stop: &AtomicBool) -> Result<DemoReport, Dem
     // Interrupted or not, that is a prefix of the day with the declared-lost ranges left out.
     let delivered = match &report.source {
         LineSourceReport::Mold(r) => {
-            Some(delivered_sequences(report.book.messages, r.lost.ranges()).collect::<Vec<u64>>())
+            let lost: Vec<GapRange> = r.lost.ranges().iter().map(|l| l.range).collect();
+            Some(delivered_sequences(report.book.messages, &lost).collect::<Vec<u64>>())
         }
         LineSourceReport::Soup(_) => None,
     };

@@ -40,6 +40,9 @@ pub struct LineCounters {
     adaptive_limit: AtomicU64,
     limit_changes: AtomicU64,
     reply_timeout_ns: AtomicU64,
+    store_packets: AtomicU64,
+    store_capacity: AtomicU64,
+    packets_deferred: AtomicU64,
     reconnects: AtomicU64,
 }
 
@@ -80,6 +83,12 @@ pub struct LineCountsNow {
     pub limit_changes: u64,
     /// The reply timeout the next retransmission request gets (ns).
     pub reply_timeout_ns: u64,
+    /// Packets waiting in the reorder store behind a gap now.
+    pub store_packets: u64,
+    /// Packets the reorder store can hold.
+    pub store_capacity: u64,
+    /// Packets the full reorder store let go, to be asked for again.
+    pub packets_deferred: u64,
     /// Reconnects (SoupBinTCP: connections after the first).
     pub reconnects: u64,
 }
@@ -113,6 +122,9 @@ impl LineCounters {
             &self.reply_timeout_ns,
             u64::try_from(stats.reply_timeout.as_nanos()).unwrap_or(u64::MAX),
         );
+        set(&self.store_packets, stats.store_packets as u64);
+        set(&self.store_capacity, stats.store_capacity as u64);
+        set(&self.packets_deferred, stats.packets_deferred);
     }
 
     /// Copies a SoupBinTCP reader's report in (TCP has no gaps: sequence numbers are
@@ -146,6 +158,9 @@ impl LineCounters {
             adaptive_limit: get(&self.adaptive_limit),
             limit_changes: get(&self.limit_changes),
             reply_timeout_ns: get(&self.reply_timeout_ns),
+            store_packets: get(&self.store_packets),
+            store_capacity: get(&self.store_capacity),
+            packets_deferred: get(&self.packets_deferred),
             reconnects: get(&self.reconnects),
         }
     }
@@ -226,6 +241,9 @@ mod tests {
             limit_changes: 24,
             reply_timeout: Duration::from_millis(25),
             continuations: 26,
+            store_packets: 27,
+            store_capacity: 28,
+            packets_deferred: 29,
             ..RecoveryStats::default()
         };
         c.store_mold(&stats, 10);
@@ -249,6 +267,9 @@ mod tests {
                 limit_changes: 24,
                 reply_timeout_ns: 25_000_000,
                 continuations: 26,
+                store_packets: 27,
+                store_capacity: 28,
+                packets_deferred: 29,
                 reconnects: 0,
             }
         );

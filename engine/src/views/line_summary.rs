@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use crate::overload::OverloadCounters;
-use ticklane_feed::moldudp64::{GapRange, LostRanges};
+use ticklane_feed::moldudp64::{LostRange, LostRanges};
 
 use crate::pipeline::{KernelOverruns, MoldSourceReport, Percentiles, SoupSourceReport};
 
@@ -68,6 +68,15 @@ pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Resu
             group(s.gaps_recovered),
             s.recover_p50.as_secs_f64() * 1e3,
             s.recover_max.as_secs_f64() * 1e3
+        )?;
+    }
+    if s.packets_deferred > 0 {
+        writeln!(
+            out,
+            "  store        full ({} packets): {} packets ({} messages) let go and asked for again",
+            group(s.store_capacity as u64),
+            group(s.packets_deferred),
+            group(s.messages_deferred)
         )?;
     }
     if r.recv_errors.total() > 0 || r.request_send_errors.total() > 0 {
@@ -156,13 +165,14 @@ pub fn write_lost_ranges(out: &mut impl Write, lost: &LostRanges) -> io::Result<
         group(lost.messages()),
         group(ranges.len() as u64)
     )?;
-    let write_range = |out: &mut dyn Write, g: &GapRange| {
+    let write_range = |out: &mut dyn Write, g: &LostRange| {
         writeln!(
             out,
-            "  LOST         sequences {} ..= {} ({})",
-            g.first,
-            g.last,
-            group(g.len())
+            "  LOST         sequences {} ..= {} ({}): {}",
+            g.range.first,
+            g.range.last,
+            group(g.range.len()),
+            g.reason
         )
     };
     if ranges.len() <= LOST_LISTED_IN_FULL {
@@ -176,7 +186,7 @@ pub fn write_lost_ranges(out: &mut impl Write, lost: &LostRanges) -> io::Result<
     for g in head {
         write_range(out, g)?;
     }
-    let unlisted: u64 = middle.iter().map(GapRange::len).sum();
+    let unlisted: u64 = middle.iter().map(|g| g.range.len()).sum();
     writeln!(
         out,
         "  LOST         ... {} more ranges ({} messages) not listed ...",
@@ -206,12 +216,12 @@ pub fn write_soup_source(out: &mut impl Write, r: &SoupSourceReport) -> io::Resu
 mod tests {
     use super::*;
     use crate::pipeline::SourceEnd;
-    use ticklane_feed::moldudp64::RecoveryStats;
+    use ticklane_feed::moldudp64::{GapRange, LossReason, RecoveryStats};
 
     fn lost(ranges: &[(u64, u64)]) -> LostRanges {
         let mut l = LostRanges::default();
         for &(first, last) in ranges {
-            l.push(GapRange { first, last });
+            l.push(GapRange { first, last }, LossReason::Deadline);
         }
         l
     }
@@ -267,8 +277,8 @@ mod tests {
              in 1 one-second checks from 2.000 s: the reader could not keep up; their gaps \
              were recovered or declared lost\n\
              \x20 DECLARED LOST 7 messages in 2 ranges\n\
-             \x20 LOST         sequences 10 ..= 12 (3)\n\
-             \x20 LOST         sequences 50 ..= 53 (4)\n\
+             \x20 LOST         sequences 10 ..= 12 (3): its gap deadline passed\n\
+             \x20 LOST         sequences 50 ..= 53 (4): its gap deadline passed\n\
              \x20 ended        end of session\n"
         );
     }
@@ -281,13 +291,13 @@ mod tests {
         assert_eq!(
             text,
             "  DECLARED LOST 40 messages in 20 ranges\n\
-             \x20 LOST         sequences 1 ..= 2 (2)\n\
-             \x20 LOST         sequences 11 ..= 12 (2)\n\
-             \x20 LOST         sequences 21 ..= 22 (2)\n\
+             \x20 LOST         sequences 1 ..= 2 (2): its gap deadline passed\n\
+             \x20 LOST         sequences 11 ..= 12 (2): its gap deadline passed\n\
+             \x20 LOST         sequences 21 ..= 22 (2): its gap deadline passed\n\
              \x20 LOST         ... 14 more ranges (28 messages) not listed ...\n\
-             \x20 LOST         sequences 171 ..= 172 (2)\n\
-             \x20 LOST         sequences 181 ..= 182 (2)\n\
-             \x20 LOST         sequences 191 ..= 192 (2)\n"
+             \x20 LOST         sequences 171 ..= 172 (2): its gap deadline passed\n\
+             \x20 LOST         sequences 181 ..= 182 (2): its gap deadline passed\n\
+             \x20 LOST         sequences 191 ..= 192 (2): its gap deadline passed\n"
         );
     }
 

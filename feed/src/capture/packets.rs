@@ -12,7 +12,7 @@ use super::link::{self, Skip};
 use super::window::Window;
 use super::{CaptureStats, Located};
 use crate::moldudp64::{
-    Delivered, GapRange, MoldRecovery, Origin, Packet, RecoveryConfig, RecoverySink,
+    Delivered, GapRange, LossReason, MoldRecovery, Origin, Packet, RecoveryConfig, RecoverySink,
     RetransmitRequest, MAX_MESSAGES,
 };
 /// One captured frame, still in the window.
@@ -130,7 +130,7 @@ impl RecoverySink for Delivery {
         });
     }
 
-    fn lost(&mut self, gap: GapRange) {
+    fn lost(&mut self, gap: GapRange, _: LossReason) {
         self.lost.push(gap);
     }
 

@@ -42,7 +42,7 @@
 //! struct Got(Vec<(Option<u64>, Vec<u8>)>);
 //! impl RecoverySink for Got {
 //!     fn message(&mut self, m: Delivered<'_>) { self.0.push((m.seq, m.bytes.to_vec())) }
-//!     fn lost(&mut self, _: GapRange) {}
+//!     fn lost(&mut self, _: GapRange, _: LossReason) {}
 //!     fn request(&mut self, _: RetransmitRequest) {}
 //! }
 //! let packet = Packet::parse(&buf[..len]).unwrap();
@@ -53,18 +53,20 @@
 //! assert_eq!(seq.next_expected(), Some(9));
 //! ```
 
+mod lost;
 mod packet;
 mod recovery;
 mod recovery_times;
 mod request;
 mod writer;
 
+pub use lost::{LossReason, LostRange, LostRanges};
 pub use packet::{
     Messages, MoldError, Packet, PacketKind, Session, END_OF_SESSION_COUNT, HEADER_LEN,
     HEARTBEAT_COUNT, MAX_MESSAGES, SESSION_LEN,
 };
 pub use recovery::{Delivered, MoldRecovery, Origin, RecoveryConfig, RecoverySink, RecoveryStats};
-pub use request::{GapRange, LostRanges, RetransmitRequest, RetransmitRequests};
+pub use request::{GapRange, RetransmitRequest, RetransmitRequests};
 pub use writer::{encode_end_of_session, encode_heartbeat, EncodeError, PacketWriter};
 
 /// Packets laid out for the tests of every file in this module.

@@ -4,14 +4,19 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::lost::{LossReason, LostRanges};
 use super::packet::{Packet, PacketKind, Session, HEADER_LEN, MAX_MESSAGES};
 use super::recovery_times::RecoveryTimes;
-use super::request::{GapRange, LostRanges, RetransmitRequest};
+use super::request::{GapRange, RetransmitRequest};
 use crate::resilience::{
     AdaptiveLimit, AdaptiveLimitConfig, Backoff, BackoffConfig, Breaker, BreakerConfig,
     BreakerState, CallOutcome, ReplyTimeout, ReplyTimeoutConfig, RetryBudget, RetryBudgetConfig,
 };
 use crate::rng::SplitMix64;
+
+/// The reorder store's default size in packets: at 10 messages a packet, 1.6 s of a
+/// 100 k msg/s line, or a burst of 16 k packets lost at once, held without asking again.
+pub const DEFAULT_STORE_PACKETS: usize = 16_384;
 
 /// The most request datagrams one try of one gap sends: enough for any gap a real line
 /// opens, and a bound on the work a gap of absurd width (a damaged header) can cause.
@@ -25,10 +30,9 @@ pub trait RecoverySink {
     /// with no gaps except those announced by [`RecoverySink::lost`] just before;
     /// unsequenced ones (`seq: None`) as their packets arrive.
     fn message(&mut self, message: Delivered<'_>);
-    /// Messages `gap.first ..= gap.last` will never come: the retransmission did not
-    /// answer in time or the reorder store overflowed. The next message delivered is
-    /// `gap.last + 1`.
-    fn lost(&mut self, gap: GapRange);
+    /// Messages `gap.first ..= gap.last` will never come, for `reason`. The next message
+    /// delivered is `gap.last + 1`.
+    fn lost(&mut self, gap: GapRange, reason: LossReason);
     /// Send this request to the retransmission server.
     fn request(&mut self, request: RetransmitRequest);
 }
@@ -64,7 +68,10 @@ pub struct Origin {
 /// Settings of a [`MoldRecovery`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecoveryConfig {
-    /// Packets the reorder store holds while a gap is open.
+    /// Packets the reorder store holds while a gap is open. With retransmission on, a full
+    /// store declares nothing lost: the packets farthest ahead give way and are asked for
+    /// again once it has room ([`RecoveryStats::packets_deferred`]). Without it, the oldest
+    /// gap is declared lost to make room.
     pub store_packets: usize,
     /// Longest packet the store holds (the path's MTU payload); a longer packet that must
     /// wait forces the open gap to be declared lost, since it cannot be kept.
@@ -121,7 +128,8 @@ pub struct RecoveryConfig {
 }
 
 impl Default for RecoveryConfig {
-    /// 4096 packets of up to 1500 bytes (6 MiB); a first reply timeout of 100 ms, then
+    /// [`DEFAULT_STORE_PACKETS`] packets of up to 1500 bytes (24 MiB of address space, touched
+    /// only as far as the store ever fills); a first reply timeout of 100 ms, then
     /// measured, between 5 ms and 2 s; 3 retries, backing off from 10 ms up to 1 s with
     /// full jitter, within a budget of 20 % of first requests plus 10 per 1 s window; a gap
     /// given up 5 s after it was detected; the limit's defaults
@@ -130,7 +138,7 @@ impl Default for RecoveryConfig {
     /// arbitration wait (one line).
     fn default() -> Self {
         RecoveryConfig {
-            store_packets: 4096,
+            store_packets: DEFAULT_STORE_PACKETS,
             max_packet_len: 1500,
             retransmit_timeout: Duration::from_millis(100),
             reply_timeout_bounds: (Duration::from_millis(5), Duration::from_secs(2)),
@@ -224,9 +232,20 @@ pub struct RecoveryStats {
     pub duplicates: u64,
     /// The most packets the reorder store held at once.
     pub store_high_water: usize,
-    /// Times the store (or the gap table) was full and an open gap was declared lost to
-    /// make room.
+    /// Packets in the reorder store now.
+    pub store_packets: usize,
+    /// Packets the reorder store can hold ([`RecoveryConfig::store_packets`]).
+    pub store_capacity: usize,
+    /// Without retransmission: times the store was full and the oldest open gap was
+    /// declared lost to make room. With retransmission the store never declares a loss
+    /// (see [`RecoveryStats::packets_deferred`]); a packet too long for a slot still does.
     pub store_overflows: u64,
+    /// Packets that found the store full (or lay past the packets it had already let go)
+    /// and were dropped, or stored ones let go for a nearer packet: the farthest ahead give
+    /// way, and their messages are asked for again once the store has room.
+    pub packets_deferred: u64,
+    /// The messages those packets carried.
+    pub messages_deferred: u64,
     /// Times a packet named a different session.
     pub session_changes: u64,
     /// The sequence the first sequenced packet carried (its first message, or the next
@@ -269,12 +288,22 @@ enum Phase {
         answered: bool,
         /// Messages of the gap still missing when it was sent.
         missing_at_send: u64,
+        /// Request datagrams the try sent.
+        datagrams: u64,
+        /// The first message it asked for.
+        first_asked: u64,
     },
     /// Timed out; retried (budget allowing) at `until`.
     BackingOff { until: Duration },
     /// Its request (of kind `kind`) was refused by the breaker: it waits until the breaker
     /// admits calls again, or its deadline.
     Refused { kind: TryKind },
+    /// The deferred tail: what lies past the packets the full store let go. Only the last
+    /// record is ever deferred, it reaches up to the highest sequence seen, and nothing at
+    /// or past its first sequence is stored. It is not asked for until the store is half
+    /// empty again (then it is a first request like any other); its deadline runs from the
+    /// earliest detection among what it holds.
+    Deferred,
 }
 
 /// What a request is to the retry budget.
@@ -298,8 +327,16 @@ struct GapRecord {
     phase: Phase,
     /// Requests repeated so far.
     retries: u32,
-    /// Given up on: its holes are skipped (and announced) when delivery reaches them.
-    lost: bool,
+    /// The retry budget refused its latest retry (cleared when a try goes out): a deadline
+    /// that passes now is the budget's doing.
+    budget_refused: bool,
+    /// Counted in [`RecoveryStats::gaps`]: from its detection, or once its arbitration wait
+    /// passed with something still missing. One never counted (filled within the wait) is
+    /// no gap: its fill is neither a recovery nor a gap filled.
+    counted: bool,
+    /// Given up on, and why: its holes are skipped (and announced) when delivery reaches
+    /// them.
+    lost: Option<LossReason>,
 }
 
 /// Where a stored packet lies: its slot and the sequence numbers it carries.
@@ -343,7 +380,13 @@ struct StoredPacket {
 ///   range is kept ([`MoldRecovery::lost_ranges`]); with retransmission off, a gap is
 ///   declared lost only as below;
 /// - this is the one layer that retries: the caller sends each request once;
-/// - when the store is full, the oldest open gap is declared lost to make room;
+/// - when the store is full and retransmission is on, nothing is declared lost: the packet
+///   farthest ahead (the one arriving, or the farthest stored, whichever lies farther) is
+///   let go, and everything from it to the highest sequence seen becomes the *deferred
+///   tail*, a gap not asked for until the store is half empty again, then asked for like
+///   any other (its deadline running from its earliest detection); later packets past it are
+///   let go too and counted ([`RecoveryStats::packets_deferred`]). Without retransmission
+///   the oldest open gap is declared lost to make room;
 /// - [`MoldRecovery::end_of_input`] declares every open gap lost and delivers the rest;
 /// - messages already delivered or stored are duplicates, skipped and counted;
 /// - heartbeats and end of session carry the next sequence, so they reveal gaps too;
@@ -364,7 +407,7 @@ struct StoredPacket {
 /// struct Sink { got: Vec<u64>, lost: Vec<GapRange>, asked: Vec<RetransmitRequest> }
 /// impl RecoverySink for Sink {
 ///     fn message(&mut self, m: Delivered<'_>) { self.got.extend(m.seq) }
-///     fn lost(&mut self, gap: GapRange) { self.lost.push(gap) }
+///     fn lost(&mut self, gap: GapRange, _: LossReason) { self.lost.push(gap) }
 ///     fn request(&mut self, r: RetransmitRequest) { self.asked.push(r) }
 /// }
 /// let packet = |buf: &mut [u8], seq| {
@@ -404,7 +447,7 @@ pub struct MoldRecovery {
     free: Vec<usize>,
     /// Stored slots ordered by first sequence.
     index: VecDeque<usize>,
-    /// Open gaps ordered by first sequence, never overlapping. Capacity `store_packets`.
+    /// Open gaps ordered by first sequence, never overlapping. Capacity `store_packets + 1`.
     gaps: VecDeque<GapRecord>,
     /// Every range declared lost, adjacent ones merged.
     lost_ranges: LostRanges,
@@ -420,6 +463,10 @@ pub struct MoldRecovery {
     /// The latest time the caller gave (a packet's arrival, a timer): when a gap is
     /// seen filled.
     now: Duration,
+    /// The most messages the server was seen to answer one request with, when it answered
+    /// less than asked (0 until then): a server sends so many messages a request (Nasdaq's
+    /// one packet's worth), so a request for more only waits for a continuation.
+    reply_size: u64,
 }
 
 impl MoldRecovery {
@@ -441,7 +488,8 @@ impl MoldRecovery {
             slot_info: vec![StoredPacket::default(); n].into_boxed_slice(),
             free: (0..n).rev().collect(),
             index: VecDeque::with_capacity(n),
-            gaps: VecDeque::with_capacity(n),
+            // One record per stored packet at most, and the deferred tail.
+            gaps: VecDeque::with_capacity(n + 1),
             lost_ranges: LostRanges::with_capacity(64),
             reply_timeout: ReplyTimeout::new(ReplyTimeoutConfig {
                 initial: config.retransmit_timeout,
@@ -456,6 +504,7 @@ impl MoldRecovery {
             stats: RecoveryStats::default(),
             times: RecoveryTimes::default(),
             now: Duration::ZERO,
+            reply_size: 0,
             config,
         }
         .with_fresh_stats(Duration::ZERO)
@@ -541,7 +590,7 @@ impl MoldRecovery {
             (current, _) => {
                 if current.is_some() {
                     self.stats.session_changes += 1;
-                    self.finish_session(sink);
+                    self.finish_session(LossReason::SessionChanged, sink);
                 }
                 self.stats.joined_at.get_or_insert(first);
                 let start = self.config.start_sequence.unwrap_or(first);
@@ -647,11 +696,12 @@ impl MoldRecovery {
         let Some(session) = self.session.filter(|_| self.config.retransmission) else {
             return;
         };
+        self.undefer_if_room();
         let admits = self.breaker.as_ref().is_none_or(|b| b.admits(now));
         for i in 0..self.gaps.len() {
             let gap = self.gaps[i];
             let kind = match gap.phase {
-                _ if gap.lost => continue,
+                _ if gap.lost.is_some() => continue,
                 Phase::WantFirst => TryKind::First,
                 Phase::WantRetry => TryKind::Retry,
                 Phase::WantMore => TryKind::More,
@@ -680,6 +730,7 @@ impl MoldRecovery {
                     if self.budget.try_retry(now).is_err() {
                         self.limit.release();
                         self.stats.retries_refused += 1;
+                        self.gaps[i].budget_refused = true;
                         let delay = self.backoff.delay(gap.retries, &mut self.jitter);
                         self.gaps[i].phase = Phase::BackingOff {
                             until: now.saturating_add(delay),
@@ -706,8 +757,9 @@ impl MoldRecovery {
             // hostile header can span 2^64 sequence numbers, and asking for all of it at
             // once would never finish. What stays missing is asked for on the retries.
             let mut datagrams = 0;
+            let per_request = self.per_request();
             'ask: for hole in self.holes(gap.range) {
-                for request in hole.requests(session, self.config.max_per_request) {
+                for request in hole.requests(session, per_request) {
                     if datagrams == MAX_REQUESTS_PER_TRY {
                         break 'ask;
                     }
@@ -716,14 +768,30 @@ impl MoldRecovery {
                 }
             }
             self.stats.requests_sent += datagrams;
+            self.gaps[i].budget_refused = false;
+            let first_asked = self.holes(gap.range).next().map_or(0, |h| h.first);
+            let missing_at_send = self.missing_in(gap.range);
             self.gaps[i].phase = Phase::InFlight {
                 sent_at: now,
                 timeout_at: now.saturating_add(self.reply_timeout.timeout()),
                 answered: false,
-                missing_at_send: self.missing_in(gap.range),
+                missing_at_send,
+                datagrams,
+                first_asked,
             };
         }
         self.refresh_stats(now);
+    }
+
+    /// Messages one request asks for: `max_per_request`, or fewer once the server was seen
+    /// to answer a request with fewer ([`MoldRecovery::reply_size`]).
+    fn per_request(&self) -> u16 {
+        let max = self.config.max_per_request;
+        match u16::try_from(self.reply_size) {
+            Ok(0) => max,
+            Ok(seen) => seen.min(max),
+            Err(_) => max,
+        }
     }
 
     /// The gap at `i` leaves flight (if it was in flight) without a measurement.
@@ -735,8 +803,8 @@ impl MoldRecovery {
         };
         let mut newly_lost = false;
         for i in 0..self.gaps.len() {
-            if !self.gaps[i].lost && now >= self.gaps[i].detected_at.saturating_add(wait) {
-                self.give_up(i);
+            if self.gaps[i].lost.is_none() && now >= self.gaps[i].detected_at.saturating_add(wait) {
+                self.give_up(i, LossReason::NoServer);
                 newly_lost = true;
             }
         }
@@ -757,7 +825,7 @@ impl MoldRecovery {
     /// heard of every sequence number up to the highest one seen.
     pub fn end_of_input(&mut self, sink: &mut impl RecoverySink) {
         if self.session.is_some() {
-            self.finish_session(sink);
+            self.finish_session(LossReason::InputEnded, sink);
         }
     }
 
@@ -777,7 +845,7 @@ impl MoldRecovery {
         let mut newly_lost = false;
         for i in 0..self.gaps.len() {
             let gap = self.gaps[i];
-            if gap.lost {
+            if gap.lost.is_some() {
                 continue;
             }
             if now >= gap.detected_at.saturating_add(self.config.gap_deadline) {
@@ -790,17 +858,24 @@ impl MoldRecovery {
                 ) {
                     self.record_fault(now);
                 }
-                self.give_up(i);
+                let reason = match gap.phase {
+                    Phase::Refused { .. } => LossReason::BreakerRefused,
+                    _ if gap.budget_refused => LossReason::BudgetRefused,
+                    _ => LossReason::Deadline,
+                };
+                self.give_up(i, reason);
                 newly_lost = true;
                 continue;
             }
             match gap.phase {
                 Phase::Settling { until } if now >= until => {
                     if self.holes(gap.range).next().is_none() {
-                        self.stats.gaps_arbitrated += 1;
+                        // Filled within the wait, though what filled it may still wait in
+                        // the store behind an earlier gap: no gap, counted when delivered.
                         self.gaps[i].phase = Phase::Idle;
                     } else {
                         self.stats.gaps += 1;
+                        self.gaps[i].counted = true;
                         self.gaps[i].phase = Phase::WantFirst;
                     }
                 }
@@ -808,12 +883,23 @@ impl MoldRecovery {
                     timeout_at,
                     answered: true,
                     missing_at_send,
+                    datagrams,
+                    first_asked,
                     ..
                 } if now >= timeout_at
                     && (1..missing_at_send).contains(&self.missing_in(gap.range)) =>
                 {
                     // Answered in part and gone quiet: the server sent what one reply
-                    // holds. The rest is asked for at once; the try was no failure.
+                    // holds. The rest is asked for at once; the try was no failure. When
+                    // the answer began where the try did, what each request brought is
+                    // what the server answers a request with: the largest seen sizes the
+                    // requests from now on, so the next try asks for as many of those as
+                    // it may send at once, not for one large range answered in part.
+                    let still_first = self.holes(gap.range).next().map(|h| h.first);
+                    if still_first != Some(first_asked) {
+                        let brought = missing_at_send - self.missing_in(gap.range);
+                        self.reply_size = self.reply_size.max(brought / datagrams.max(1));
+                    }
                     self.limit.release();
                     self.gaps[i].phase = Phase::WantMore;
                 }
@@ -833,7 +919,7 @@ impl MoldRecovery {
                         self.gaps[i].phase = Phase::Idle;
                     } else if gap.retries >= self.config.max_retries {
                         self.gaps[i].phase = Phase::Idle;
-                        self.gaps[i].lost = true;
+                        self.gaps[i].lost = Some(LossReason::RetriesExhausted);
                         newly_lost = true;
                     } else {
                         let delay = self.backoff.delay(gap.retries, &mut self.jitter);
@@ -851,6 +937,8 @@ impl MoldRecovery {
         self.pump(now, sink);
         if newly_lost {
             self.drain(sink);
+            // What that delivered may have emptied the store enough to ask for the tail.
+            self.pump(now, sink);
         }
     }
 
@@ -871,13 +959,13 @@ impl MoldRecovery {
             return self
                 .gaps
                 .iter()
-                .filter(|g| !g.lost)
+                .filter(|g| g.lost.is_none())
                 .map(|g| g.detected_at.saturating_add(wait))
                 .min();
         }
         self.gaps
             .iter()
-            .filter(|g| !g.lost && g.phase != Phase::Idle)
+            .filter(|g| g.lost.is_none() && g.phase != Phase::Idle)
             .map(|g| {
                 let deadline = g.detected_at.saturating_add(self.config.gap_deadline);
                 match g.phase {
@@ -896,6 +984,12 @@ impl MoldRecovery {
     }
 
     fn open_gap(&mut self, range: GapRange, now: Duration) {
+        if let Some(tail) = self.deferred_tail_mut() {
+            // Past what the full store let go: it joins the tail, asked for with it.
+            tail.range.last = tail.range.last.max(range.last);
+            self.stats.gaps += 1;
+            return;
+        }
         let phase = if !self.config.retransmission {
             Phase::Idle
         } else if self.config.arbitration_wait.is_zero() {
@@ -905,7 +999,8 @@ impl MoldRecovery {
                 until: now.saturating_add(self.config.arbitration_wait),
             }
         };
-        if !matches!(phase, Phase::Settling { .. }) {
+        let counted = !matches!(phase, Phase::Settling { .. });
+        if counted {
             self.stats.gaps += 1;
         }
         let full = self.gaps.len() == self.gaps.capacity();
@@ -916,7 +1011,8 @@ impl MoldRecovery {
             // is asked for with the record's next request.
             Some(newest) if full => {
                 newest.range.last = range.last;
-                if newest.phase == Phase::Idle && !newest.lost {
+                newest.counted |= counted;
+                if newest.phase == Phase::Idle && newest.lost.is_none() {
                     newest.phase = phase;
                 }
             }
@@ -925,26 +1021,120 @@ impl MoldRecovery {
                 detected_at: now,
                 phase,
                 retries: 0,
-                lost: false,
+                budget_refused: false,
+                counted,
+                lost: None,
             }),
         }
     }
 
-    fn lose_oldest_gap(&mut self, sink: &mut impl RecoverySink) {
-        if let Some(i) = self.gaps.iter().position(|g| !g.lost) {
-            self.give_up(i);
+    /// The deferred tail, if there is one ([`Phase::Deferred`]).
+    fn deferred_tail_mut(&mut self) -> Option<&mut GapRecord> {
+        self.gaps
+            .back_mut()
+            .filter(|g| g.phase == Phase::Deferred && g.lost.is_none())
+    }
+
+    /// The store is full and a packet of `first .. end` must wait behind a gap, with
+    /// retransmission on: nothing is declared lost for want of room. The farthest ahead
+    /// gives way: the farthest stored packet, if it lies past this one (its slot is freed
+    /// for this one), else this one. What gave way joins the deferred tail, asked for again
+    /// once the store has room. True when a slot is now free for the packet.
+    fn defer_farthest(&mut self, first: u64, end: u64) -> bool {
+        let farthest = self.index.back().map(|&slot| self.slot_info[slot]);
+        let (from, freed) = match farthest {
+            Some(f) if f.first > first => {
+                self.release_back();
+                self.stats.messages_deferred += f.end - f.first;
+                (f.first, true)
+            }
+            _ => {
+                self.stats.messages_deferred += end - first;
+                (first, false)
+            }
+        };
+        self.stats.packets_deferred += 1;
+        self.defer_from(from);
+        freed
+    }
+
+    /// Makes everything from `from` up to the highest sequence seen the deferred tail:
+    /// records wholly past `from` join it (leaving flight: replies still coming for them are
+    /// let go like any packet past the tail), a record reaching past `from` is cut there.
+    /// The caller made sure nothing at or past `from` is stored.
+    fn defer_from(&mut self, from: u64) {
+        let last = self.highest.saturating_sub(1);
+        if let Some(tail) = self.deferred_tail_mut() {
+            if tail.range.first <= from {
+                tail.range.last = tail.range.last.max(last);
+                return;
+            }
+        }
+        let mut detected_at = self.now;
+        let mut counted = false;
+        while let Some(&back) = self.gaps.back() {
+            if back.range.first < from {
+                break;
+            }
+            detected_at = detected_at.min(back.detected_at);
+            counted |= back.counted;
+            self.leave_flight(self.gaps.len() - 1);
+            self.gaps.pop_back();
+        }
+        if let Some(back) = self.gaps.back_mut() {
+            if back.range.last >= from {
+                back.range.last = from - 1;
+            }
+        }
+        let tail = GapRecord {
+            range: GapRange { first: from, last },
+            detected_at,
+            phase: Phase::Deferred,
+            retries: 0,
+            budget_refused: false,
+            // What the store let go was received, not missed: only a gap it absorbed
+            // makes the tail one.
+            counted,
+            lost: None,
+        };
+        let full = self.gaps.len() == self.gaps.capacity();
+        match self.gaps.back_mut() {
+            // The table is full: the newest record takes the tail in, asked for with it
+            // (rather than grow the table on the hot path).
+            Some(newest) if full => {
+                newest.range.last = last;
+                newest.counted |= counted;
+            }
+            _ => self.gaps.push_back(tail),
+        }
+    }
+
+    /// The deferred tail becomes a gap like any other once the store is half empty again:
+    /// its replies are delivered as they come (it is next in line by then, or close), and
+    /// live packets can wait in the store behind it.
+    fn undefer_if_room(&mut self) {
+        let room = self.free.len() >= self.config.store_packets / 2;
+        if let Some(tail) = self.deferred_tail_mut().filter(|_| room) {
+            tail.phase = Phase::WantFirst;
+        }
+    }
+
+    fn lose_oldest_gap(&mut self, reason: LossReason, sink: &mut impl RecoverySink) {
+        if let Some(i) = self.gaps.iter().position(|g| g.lost.is_none()) {
+            self.give_up(i, reason);
         }
         self.drain(sink);
     }
 
-    /// The gap at `i` is given up: out of flight, and counted now if it was still within
-    /// its arbitration wait (a gap given up is a gap, however young).
-    fn give_up(&mut self, i: usize) {
-        if matches!(self.gaps[i].phase, Phase::Settling { .. }) {
+    /// The gap at `i` is given up for `reason`: out of flight, and counted now if it was
+    /// still within its arbitration wait (a gap given up is a gap, however young).
+    fn give_up(&mut self, i: usize, reason: LossReason) {
+        if !self.gaps[i].counted {
             self.stats.gaps += 1;
+            self.gaps[i].counted = true;
         }
         self.leave_flight(i);
-        self.gaps[i].lost = true;
+        self.gaps[i].lost = Some(reason);
     }
 
     /// Messages of `range` still missing.
@@ -1039,9 +1229,9 @@ impl MoldRecovery {
             let Some(gap) = self.gaps.iter().find(|g| g.range.last >= expected) else {
                 break;
             };
-            if !gap.lost || gap.range.first > expected {
+            let Some(reason) = gap.lost.filter(|_| gap.range.first <= expected) else {
                 break;
-            }
+            };
             let stored_from = self.index.front().map(|&s| self.slot_info[s].first);
             let last = match stored_from {
                 Some(first) => (first - 1).min(gap.range.last),
@@ -1053,16 +1243,16 @@ impl MoldRecovery {
             };
             self.stats.gaps_lost += 1;
             self.stats.messages_lost += hole.len();
-            self.lost_ranges.push(hole);
-            sink.lost(hole);
+            self.lost_ranges.push(hole, reason);
+            sink.lost(hole, reason);
             expected = last + 1;
         }
         self.next_expected = Some(expected);
         while let Some(&gap) = self.gaps.front().filter(|g| g.range.last < expected) {
-            if matches!(gap.phase, Phase::Settling { .. }) {
-                // Filled before its arbitration wait was over: no gap at all.
+            if !gap.counted {
+                // Filled within its arbitration wait: no gap at all.
                 self.stats.gaps_arbitrated += 1;
-            } else if !gap.lost {
+            } else if gap.lost.is_none() {
                 self.times.record(self.now.saturating_sub(gap.detected_at));
             }
             self.leave_flight(0);
@@ -1079,8 +1269,15 @@ impl MoldRecovery {
         }
     }
 
-    /// Copies a packet that cannot be delivered yet into the store, making room by
-    /// declaring the oldest gap lost if the store is full.
+    fn release_back(&mut self) {
+        if let Some(slot) = self.index.pop_back() {
+            self.free.push(slot);
+        }
+    }
+
+    /// Copies a packet that cannot be delivered yet into the store. When the store is full:
+    /// with retransmission on, the farthest packet gives way ([`MoldRecovery::defer_farthest`]);
+    /// without, the oldest gap is declared lost to make room.
     fn store(&mut self, packet: &Packet<'_>, origin: Origin, sink: &mut impl RecoverySink) {
         let first = packet.sequence();
         let end = packet.next_sequence();
@@ -1093,15 +1290,36 @@ impl MoldRecovery {
             self.stats.duplicates += end - first;
             return;
         }
+        if let Some(tail) = self
+            .deferred_tail_mut()
+            .filter(|tail| tail.range.first <= first)
+        {
+            // Past what the store already let go: it is asked for with the tail.
+            tail.range.last = tail.range.last.max(end - 1);
+            self.stats.packets_deferred += 1;
+            self.stats.messages_deferred += end - first;
+            return;
+        }
+        let fits = bytes.len() <= self.config.max_packet_len;
+        if self.free.is_empty() && fits && self.config.retransmission {
+            if !self.defer_farthest(first, end) {
+                return;
+            }
+        }
         while self.free.is_empty() || bytes.len() > self.config.max_packet_len {
-            if self.gaps.iter().all(|g| g.lost) {
+            if self.gaps.iter().all(|g| g.lost.is_some()) {
                 // Nothing left to give up. Unreachable while every missing message is in
                 // a gap record, but a loop must not depend on that: count and drop.
                 self.stats.messages_lost += end - first;
                 return;
             }
             self.stats.store_overflows += 1;
-            self.lose_oldest_gap(sink);
+            let reason = if fits {
+                LossReason::NoServer
+            } else {
+                LossReason::PacketTooLong
+            };
+            self.lose_oldest_gap(reason, sink);
             let expected = self.next_expected.unwrap_or(first);
             if first <= expected {
                 // Giving up the gap in front of it made the packet next in line.
@@ -1135,10 +1353,10 @@ impl MoldRecovery {
 
     /// The old session is over: deliver what is stored and declare lost what is missing,
     /// so the sink sees the whole of it before the new one starts.
-    fn finish_session(&mut self, sink: &mut impl RecoverySink) {
+    fn finish_session(&mut self, reason: LossReason, sink: &mut impl RecoverySink) {
         for i in 0..self.gaps.len() {
-            if !self.gaps[i].lost {
-                self.give_up(i);
+            if self.gaps[i].lost.is_none() {
+                self.give_up(i, reason);
             }
         }
         self.drain(sink);
@@ -1172,6 +1390,12 @@ impl MoldRecovery {
         self.next_expected
     }
 
+    /// True once a packet announced the end of the session (whatever is still missing
+    /// before it).
+    pub fn end_announced(&self) -> bool {
+        self.end_of_session.is_some()
+    }
+
     /// True once end of session was announced and every message before it was delivered
     /// or declared lost.
     pub fn ended(&self) -> bool {
@@ -1195,6 +1419,8 @@ impl MoldRecovery {
             gaps_recovered: self.times.count(),
             recover_p50: self.times.p50(),
             recover_max: self.times.max(),
+            store_packets: self.index.len(),
+            store_capacity: self.config.store_packets,
             ..self.stats
         }
     }
@@ -1246,11 +1472,11 @@ fn deliver_messages(
     };
     let from = from.max(first);
     stats.delivered += end.saturating_sub(from);
-    // A gap still within its arbitration wait was never one: its fill is not a recovery.
+    // A gap filled within its arbitration wait was never one: its fill is not a recovery.
     for gap in gaps
         .iter()
         .take_while(|g| g.range.first < end)
-        .filter(|g| !matches!(g.phase, Phase::Settling { .. }))
+        .filter(|g| g.counted)
     {
         let lo = gap.range.first.max(from);
         let hi = gap.range.last.saturating_add(1).min(end);
@@ -1262,7 +1488,7 @@ fn deliver_messages(
 mod tests {
     use super::*;
     use crate::moldudp64::test_packets::{heartbeat, packet_bytes, session};
-    use crate::moldudp64::{encode_end_of_session, HEADER_LEN};
+    use crate::moldudp64::{encode_end_of_session, LostRange, HEADER_LEN};
     use crate::resilience::{AdaptiveLimitConfig, BreakerConfig, BreakerState, RetryBudgetConfig};
     use proptest::prelude::*;
 
@@ -1276,6 +1502,8 @@ mod tests {
     #[derive(Default)]
     struct Recorder {
         seen: Vec<Seen>,
+        /// The reason of each `Seen::Lost`, in order.
+        reasons: Vec<LossReason>,
         unsequenced: Vec<Vec<u8>>,
         requests: Vec<RetransmitRequest>,
     }
@@ -1287,8 +1515,9 @@ mod tests {
                 None => self.unsequenced.push(m.bytes.to_vec()),
             }
         }
-        fn lost(&mut self, gap: GapRange) {
+        fn lost(&mut self, gap: GapRange, reason: LossReason) {
             self.seen.push(Seen::Lost(gap));
+            self.reasons.push(reason);
         }
         fn request(&mut self, request: RetransmitRequest) {
             self.requests.push(request);
@@ -1408,7 +1637,13 @@ mod tests {
         assert_eq!((st.first_requests, st.retries, st.timeouts), (1, 3, 4));
         assert_eq!((st.replies, st.retries_refused), (0, 0));
         assert_eq!(st.reply_timeout, 1600 * MS);
-        assert_eq!(r.lost_ranges().ranges(), [GapRange { first: 4, last: 6 }]);
+        assert_eq!(
+            r.lost_ranges().ranges(),
+            [LostRange {
+                range: GapRange { first: 4, last: 6 },
+                reason: LossReason::RetriesExhausted
+            }]
+        );
         assert_eq!(st.store_high_water, 2);
         assert_eq!(r.next_deadline(), None);
         assert_eq!(r.open_gaps(), 0);
@@ -1524,6 +1759,51 @@ mod tests {
             (1, 2, 8, 2)
         );
         assert_eq!((st.continuations, st.retries, st.timeouts), (1, 1, 2));
+    }
+
+    #[test]
+    fn once_the_server_answers_requests_in_part_each_try_asks_for_many_reply_sizes() {
+        // A server that answers each request datagram with its first 100 messages at most.
+        // The first try asks for the whole 20,000-message gap in one request and gets 100;
+        // from then on each try sends up to 64 requests of 100, so the gap takes a few
+        // tries rather than 200.
+        const REPLY: u64 = 100;
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            max_retries: 0,
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        let mut now = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 1), now, &mut sink);
+        feed(&mut r, &data(s, 20_002, 1), now, &mut sink);
+        let (mut tries, mut served) = (0, 0);
+        while r.open_gaps() > 0 {
+            if sink.requests.len() > served {
+                tries += 1;
+                for q in sink.requests[served..].to_vec() {
+                    let end = q.first_seq + u64::from(q.count).min(REPLY);
+                    feed(
+                        &mut r,
+                        &data(s, q.first_seq, end - q.first_seq),
+                        now + MS,
+                        &mut sink,
+                    );
+                }
+                served = sink.requests.len();
+            }
+            let Some(at) = r.next_deadline() else {
+                break;
+            };
+            now = at;
+            r.poll_timers(now, &mut sink);
+            assert!(tries <= 10, "{tries} tries: {:?}", r.stats());
+        }
+        assert_eq!(sink.delivered(), msgs(1..=20_002));
+        assert_eq!(sink.requests[1].count, 100, "sized from the first answer");
+        assert!((4..=6).contains(&tries), "{tries} tries");
+        let st = r.stats();
+        assert_eq!((st.retries, st.timeouts, st.messages_lost), (0, 0, 0));
     }
 
     #[test]
@@ -1653,6 +1933,31 @@ mod tests {
     }
 
     #[test]
+    fn a_gap_filled_within_its_wait_is_no_gap_even_when_its_fill_waits_in_the_store() {
+        let s = session(b"AB");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            arbitration_wait: MS,
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        feed(&mut r, &data(s, 1, 1), Duration::ZERO, &mut sink);
+        feed(&mut r, &data(s, 3, 1), Duration::ZERO, &mut sink);
+        r.poll_timers(2 * MS, &mut sink); // 2 is a gap: counted and asked for
+        feed(&mut r, &data(s, 5, 1), 2 * MS, &mut sink);
+        // 4 comes within its wait, but waits in the store behind 2.
+        feed(&mut r, &data(s, 4, 1), 2 * MS + MS / 2, &mut sink);
+        r.poll_timers(3 * MS, &mut sink);
+        feed(&mut r, &data(s, 2, 1), 4 * MS, &mut sink); // the reply
+        assert_eq!(sink.delivered(), msgs(1..=5));
+        let st = r.stats();
+        assert_eq!(
+            (st.gaps, st.gaps_recovered, st.gaps_arbitrated, st.recovered),
+            (1, 1, 1, 1),
+            "one gap, filled, with one message recovered: {st:?}"
+        );
+    }
+
+    #[test]
     fn duplicated_packets_are_skipped_and_counted() {
         let s = session(b"LIVE");
         let mut r = MoldRecovery::new(RecoveryConfig::default());
@@ -1676,7 +1981,7 @@ mod tests {
     }
 
     #[test]
-    fn full_store_declares_the_oldest_gap_lost() {
+    fn a_full_store_declares_nothing_while_retransmission_is_on() {
         let s = session(b"LIVE");
         let mut r = MoldRecovery::new(RecoveryConfig {
             store_packets: 2,
@@ -1688,26 +1993,111 @@ mod tests {
         feed(&mut r, &data(s, 3, 1), t, &mut sink);
         feed(&mut r, &data(s, 5, 1), t, &mut sink);
         assert_eq!(r.stored_packets(), 2);
+        // Two more waiting packets do not fit: they are let go, nothing is declared.
+        feed(&mut r, &data(s, 7, 1), t, &mut sink);
+        feed(&mut r, &data(s, 9, 1), t, &mut sink);
+        assert!(sink.lost().is_empty(), "{:?}", sink.lost());
+        assert_eq!(sink.delivered(), [1]);
+        assert!(
+            sink.requests.iter().all(|q| q.first_seq < 7),
+            "nothing the store let go is asked for yet: {:?}",
+            sink.requests
+        );
+        // A reply nearer than the farthest stored packet takes that packet's slot.
+        feed(&mut r, &data(s, 4, 1), t + MS, &mut sink);
+        assert_eq!(r.stored_packets(), 2);
+        assert_eq!(r.stats().packets_deferred, 3);
+        assert_eq!(r.stats().messages_deferred, 3);
+        // The front gap fills: the store empties, and what it let go is asked for at once.
+        feed(&mut r, &data(s, 2, 1), t + 2 * MS, &mut sink);
+        assert_eq!(sink.delivered(), [1, 2, 3, 4]);
+        let last = sink.requests.last().expect("asked");
+        assert_eq!((last.first_seq, last.count), (5, 5));
+        feed(&mut r, &data(s, 5, 5), t + 3 * MS, &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=9));
+        sink.assert_accounts_for(1, 10);
+        let st = r.stats();
+        assert_eq!(
+            (st.store_overflows, st.gaps_lost, st.messages_lost),
+            (0, 0, 0)
+        );
+        assert_eq!(r.open_gaps(), 0);
+    }
+
+    #[test]
+    fn what_the_full_store_let_go_is_declared_only_at_its_deadline() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            store_packets: 1,
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        feed(&mut r, &data(s, 1, 1), Duration::ZERO, &mut sink);
+        feed(&mut r, &data(s, 3, 1), Duration::ZERO, &mut sink);
+        feed(&mut r, &data(s, 4, 1), 10 * MS, &mut sink);
+        // The server never answers: the front gap runs out of retries, and the tail, never
+        // asked for while the store stays full, waits for its deadline.
+        run_timers(&mut r, &mut sink, Duration::from_secs(10));
+        sink.assert_accounts_for(1, 5);
+        assert_eq!(
+            sink.lost(),
+            [
+                GapRange { first: 2, last: 2 },
+                GapRange { first: 4, last: 4 }
+            ]
+        );
+        assert_eq!(sink.reasons[0], LossReason::RetriesExhausted);
+        assert!(
+            matches!(
+                sink.reasons[1],
+                LossReason::Deadline | LossReason::RetriesExhausted | LossReason::BudgetRefused
+            ),
+            "{:?}",
+            sink.reasons
+        );
+        assert_eq!(r.stats().store_overflows, 0);
+    }
+
+    #[test]
+    fn without_retransmission_a_full_store_declares_the_oldest_gap_lost() {
+        let s = session(b"LIVE");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            store_packets: 2,
+            retransmission: false,
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        let t = Duration::ZERO;
+        feed(&mut r, &data(s, 1, 1), t, &mut sink);
+        feed(&mut r, &data(s, 3, 1), t, &mut sink);
+        feed(&mut r, &data(s, 5, 1), t, &mut sink);
+        assert_eq!(r.stored_packets(), 2);
         // A third waiting packet does not fit: the gap at 2 is given up.
         feed(&mut r, &data(s, 7, 1), t, &mut sink);
         assert_eq!(sink.lost(), [GapRange { first: 2, last: 2 }]);
+        assert_eq!(sink.reasons, [LossReason::NoServer]);
         assert_eq!(sink.delivered(), [1, 3]);
         assert_eq!(r.stored_packets(), 2);
         assert_eq!(r.stats().store_overflows, 1);
-        // The other gaps are still being recovered.
+        // The other gaps still wait for late packets.
         feed(&mut r, &data(s, 4, 1), t, &mut sink);
         feed(&mut r, &data(s, 6, 1), t, &mut sink);
         assert_eq!(sink.delivered(), [1, 3, 4, 5, 6, 7]);
         sink.assert_accounts_for(1, 8);
-        // A packet too long for a slot forces the gap in front of it to be given up too.
+    }
+
+    #[test]
+    fn a_packet_too_long_for_a_slot_gives_up_the_gap_in_front_of_it() {
+        let s = session(b"LIVE");
         let mut small = MoldRecovery::new(RecoveryConfig {
             max_packet_len: 40,
             ..RecoveryConfig::default()
         });
         let mut sink = Recorder::default();
-        feed(&mut small, &data(s, 1, 1), t, &mut sink);
-        feed(&mut small, &data(s, 3, 3), t, &mut sink);
+        feed(&mut small, &data(s, 1, 1), Duration::ZERO, &mut sink);
+        feed(&mut small, &data(s, 3, 3), Duration::ZERO, &mut sink);
         assert_eq!(sink.lost(), [GapRange { first: 2, last: 2 }]);
+        assert_eq!(sink.reasons, [LossReason::PacketTooLong]);
         sink.assert_accounts_for(1, 6);
     }
 
@@ -1780,6 +2170,20 @@ mod tests {
     /// Publishes `total` messages through a lossy, reordering, duplicating network, with a
     /// retransmission server that answers (over the same kind of network) when `answers`.
     fn simulate(seed: u64, total: u64, answers: bool, drop: f64) -> (Recorder, RecoveryStats) {
+        simulate_with(seed, total, answers, drop, 512, 1)
+    }
+
+    /// [`simulate`] with a reorder store of `store_packets`, for a handler that joins the
+    /// line when message `joins_at` is published: everything before it was never heard
+    /// live, and is asked for as one opening gap.
+    fn simulate_with(
+        seed: u64,
+        total: u64,
+        answers: bool,
+        drop: f64,
+        store_packets: usize,
+        joins_at: u64,
+    ) -> (Recorder, RecoveryStats) {
         let s = session(b"SIM");
         let mut net = LossyNet {
             rng: crate::rng::SplitMix64::new(seed),
@@ -1789,7 +2193,7 @@ mod tests {
             dup: 0.05,
         };
         let mut r = MoldRecovery::new(RecoveryConfig {
-            store_packets: 512,
+            store_packets,
             retransmit_timeout: 10 * MS,
             max_retries: if answers { 12 } else { 2 },
             max_per_request: 4,
@@ -1803,8 +2207,9 @@ mod tests {
         for tick in 0..20_000u32 {
             if next <= total {
                 let count = (1 + net.rng.below(4)).min(total - next + 1);
-                let bytes = data(s, next, count);
-                net.send(now, bytes);
+                if next + count > joins_at {
+                    net.send(now, data(s, next, count));
+                }
                 next += count;
             } else if tick % 5 == 0 {
                 let mut eos = vec![0u8; HEADER_LEN];
@@ -1860,6 +2265,19 @@ mod tests {
     }
 
     #[test]
+    fn a_late_join_larger_than_the_store_is_recovered_whole() {
+        // The opening gap is 300 messages, some 120 packets; the store holds 16.
+        let (sink, st) = simulate_with(5, 1500, true, 0.05, 16, 300);
+        assert_eq!(sink.delivered(), msgs(1..=1500));
+        assert_eq!(
+            (st.messages_lost, st.gaps_lost, st.store_overflows),
+            (0, 0, 0)
+        );
+        assert!(st.packets_deferred > 0, "the store never filled: {st:?}");
+        assert_eq!(st.store_capacity, 16);
+    }
+
+    #[test]
     fn lossy_network_without_retransmission_declares_every_loss() {
         let (sink, st) = simulate(7, 2000, false, 0.1);
         sink.assert_accounts_for(1, 2001);
@@ -1907,6 +2325,18 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 24, rng_seed: proptest::test_runner::RngSeed::Fixed(3), ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_full_store_loses_nothing_while_the_server_answers(
+            seed in any::<u64>(),
+            drop in 0.0f64..0.2,
+            store in 2usize..32,
+            joins_at in 1u64..400,
+        ) {
+            let (sink, st) = simulate_with(seed, 800, true, drop, store, joins_at);
+            prop_assert_eq!(sink.delivered(), msgs(1..=800));
+            prop_assert_eq!((st.messages_lost, st.gaps_lost), (0, 0));
+        }
 
         #[test]
         fn recovery_never_reorders_or_drops_silently(seed in any::<u64>(), answers in any::<bool>(), drop in 0.0f64..0.3) {
@@ -2029,7 +2459,7 @@ mod tests {
                 let seq = m.seq.expect("sequenced");
                 self.0.push((seq, m.origin.offset, m.offset, m.from_store));
             }
-            fn lost(&mut self, _: GapRange) {}
+            fn lost(&mut self, _: GapRange, _: LossReason) {}
             fn request(&mut self, _: RetransmitRequest) {}
         }
         let mut sink = Origins::default();

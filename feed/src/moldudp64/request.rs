@@ -88,60 +88,6 @@ impl fmt::Display for GapRange {
     }
 }
 
-/// Ranges declared lost, in the order declared, each merged with the one before when they
-/// touch: a compact list of every loss however many there are (a line that drops a
-/// contiguous burst keeps one entry, not one per declaration).
-///
-/// ```
-/// use ticklane_feed::moldudp64::{GapRange, LostRanges};
-///
-/// let mut l = LostRanges::default();
-/// l.push(GapRange { first: 4, last: 6 });
-/// l.push(GapRange { first: 7, last: 7 }); // touches: merged
-/// l.push(GapRange { first: 10, last: 12 });
-/// assert_eq!(l.ranges(), [GapRange { first: 4, last: 7 }, GapRange { first: 10, last: 12 }]);
-/// assert_eq!(l.messages(), 7);
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LostRanges {
-    ranges: Vec<GapRange>,
-    messages: u64,
-}
-
-impl LostRanges {
-    /// An empty list with room for `n` ranges before it allocates again.
-    pub fn with_capacity(n: usize) -> Self {
-        LostRanges {
-            ranges: Vec::with_capacity(n),
-            messages: 0,
-        }
-    }
-
-    /// Adds a range declared lost.
-    pub fn push(&mut self, gap: GapRange) {
-        self.messages = self.messages.saturating_add(gap.len());
-        match self.ranges.last_mut() {
-            Some(last) if last.last.checked_add(1) == Some(gap.first) => last.last = gap.last,
-            _ => self.ranges.push(gap),
-        }
-    }
-
-    /// The ranges, merged where they touch.
-    pub fn ranges(&self) -> &[GapRange] {
-        &self.ranges
-    }
-
-    /// Messages in all of them.
-    pub fn messages(&self) -> u64 {
-        self.messages
-    }
-
-    /// True when nothing was declared lost.
-    pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
-    }
-}
-
 /// The requests that cover one [`GapRange`], in order; see [`GapRange::requests`].
 #[derive(Clone, Debug)]
 pub struct RetransmitRequests {

@@ -81,17 +81,36 @@ impl UdpFeed {
     }
 
     /// A non-blocking socket on an ephemeral port of `local`, for sending requests
-    /// (retransmission requests) and reading their replies; `key` names the configuration
-    /// key `local` came from, if any.
+    /// (retransmission requests) and reading their replies, with the data socket's large
+    /// receive buffer: a try asks for up to 64 ranges at once, and their replies come as
+    /// one burst. `key` names the configuration key `local` came from, if any.
     ///
     /// # Errors
     ///
     /// [`NetError`] naming the address (and key) if the socket cannot be bound.
     pub fn ephemeral(local: Ipv4Addr, key: Option<&'static str>) -> Result<Self, NetError> {
         let addr = SocketAddr::V4(SocketAddrV4::new(local, 0));
-        let socket = mio::net::UdpSocket::bind(addr)
-            .map_err(|e| NetError::new(SocketOp::Bind { addr }, [key, None], e))?;
-        Ok(UdpFeed { socket })
+        let bind_key = [key, None];
+        let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))
+            .map_err(|e| NetError::new(SocketOp::CreateUdp { addr }, bind_key, e))?;
+        // Best effort: the kernel caps it at net.core.rmem_max.
+        let _ = socket.set_recv_buffer_size(UdpFeedConfig::default().recv_buffer_bytes);
+        socket.set_nonblocking(true).map_err(|e| {
+            NetError::new(
+                SocketOp::SetOption {
+                    option: "O_NONBLOCK",
+                    addr,
+                },
+                bind_key,
+                e,
+            )
+        })?;
+        socket
+            .bind(&addr.into())
+            .map_err(|e| NetError::new(SocketOp::Bind { addr }, bind_key, e))?;
+        Ok(UdpFeed {
+            socket: mio::net::UdpSocket::from_std(socket.into()),
+        })
     }
 
     /// The bound address.

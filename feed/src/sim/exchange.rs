@@ -1213,7 +1213,8 @@ impl RetransmitServer {
 mod tests {
     use super::*;
     use crate::moldudp64::{
-        Delivered, GapRange, MoldRecovery, Packet, PacketKind, RecoveryConfig, RecoverySink,
+        Delivered, GapRange, LossReason, MoldRecovery, Packet, PacketKind, RecoveryConfig,
+        RecoverySink,
     };
     use crate::sim::clock::VirtualClock;
     use crate::sim::{BurstLoss, GenConfig, Interruption};
@@ -1277,7 +1278,7 @@ mod tests {
                 self.missing -= 1;
             }
         }
-        fn lost(&mut self, gap: GapRange) {
+        fn lost(&mut self, gap: GapRange, _: LossReason) {
             self.lost.push(gap);
         }
         fn request(&mut self, request: RetransmitRequest) {
