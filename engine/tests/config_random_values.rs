@@ -257,6 +257,15 @@ const KEYS: &[(&str, &str, Scope, Rule)] = &[
     ),
     (
         "feed",
+        "reorder_store_packets",
+        Scope::Mold,
+        Rule::Int {
+            min: 64,
+            max: 1_048_576,
+        },
+    ),
+    (
+        "feed",
         "server",
         Scope::Soup,
         Rule::Addr { connectable: true },

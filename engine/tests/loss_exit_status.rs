@@ -306,3 +306,77 @@ fn replay_of_the_real_capture_with_a_gap_exits_3_and_lists_it() {
         .expect("replay");
     assert_eq!(clean.status.code(), Some(0), "{clean:?}");
 }
+
+#[test]
+fn after_the_end_of_session_a_line_waits_for_its_gaps_however_silent_then_exits_3() {
+    // A gap whose recovery outlasts the silence timeout: the retransmission server never
+    // answers, and its retries (800 ms apart and more) outlast a 1 s silence after the end
+    // of session. The silence must not end the line as silent (exit 1): it waits for the
+    // gap's retries or deadline, then declares it (exit 3).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = free_port();
+    let silent_server = UdpSocket::bind("127.0.0.1:0").expect("a server that never answers");
+    let config = dir.path().join("line.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[engine]\nmax_orders = 262144\nmax_books = 256\nlevels_per_side = 2048\n\n\
+             [feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:{data}\"\n\
+             request_server = \"{}\"\nsilence_timeout_s = 1.0\nretransmit_timeout_ms = 800\n\
+             gap_deadline_ms = 5000\nmax_duration_s = 60.0\n",
+            silent_server.local_addr().expect("address")
+        ),
+    )
+    .expect("write config");
+    let (run, _, lines) = run_ready(&config);
+
+    // A relay that drops the fifth data packet and forwards the rest.
+    let relay_socket = UdpSocket::bind("127.0.0.1:0").expect("relay socket");
+    let relay_addr = relay_socket.local_addr().expect("relay address");
+    let to: SocketAddr = format!("127.0.0.1:{data}").parse().expect("address");
+    let relay_thread = std::thread::spawn(move || {
+        relay_socket
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("read timeout");
+        let mut buf = vec![0u8; 65_536];
+        let mut data_packets = 0;
+        while let Ok(n) = relay_socket.recv(&mut buf) {
+            let count = u16::from_be_bytes(buf[18..20].try_into().expect("2 bytes"));
+            if count != 0 && count != END_OF_SESSION {
+                data_packets += 1;
+                if data_packets == 5 {
+                    continue;
+                }
+            }
+            relay_socket.send_to(&buf[..n], to).expect("forward");
+            if count == END_OF_SESSION {
+                break;
+            }
+        }
+    });
+    let sim = ticklane()
+        .args(["sim", "--udp", &relay_addr.to_string()])
+        .args(["--messages", "10000", "--seed", "5", "--rate", "100000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start sim");
+    let started = Instant::now();
+    let out = wait_bounded(run, Duration::from_secs(60));
+    relay_thread.join().expect("relay");
+    let _ = wait_bounded(sim, Duration::from_secs(60));
+    let summary: Vec<String> = lines.try_iter().collect();
+    let summary = summary.join("\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(DECLARED_LOST),
+        "{summary}\n{stderr}"
+    );
+    assert!(summary.contains("ended        end of session"), "{summary}");
+    assert_eq!(printed_ranges(&summary).len(), 1, "{summary}");
+    assert!(
+        started.elapsed() > Duration::from_secs(1),
+        "the line waited out its gap's retries"
+    );
+}

@@ -220,6 +220,14 @@ pub const GAP_DEADLINE_MS: Allowed = Allowed::Integer {
     max: 3_600_000,
 };
 
+/// `feed.reorder_store_packets`: packets held behind an open gap (slots of 1,500 bytes,
+/// allocated at start and touched only as far as the store fills). Fewer than 64 cannot
+/// hold one reply's worth of packets; 1 M packets is 1.5 GB.
+pub const REORDER_STORE_PACKETS: Allowed = Allowed::Integer {
+    min: 64,
+    max: 1_048_576,
+};
+
 /// `feed.start_sequence`: 1 (a missing first packet or a late join is a gap from 1) or
 /// "join" (start at the first packet seen).
 pub const START_SEQUENCE: Allowed = Allowed::OneOf(&["1", "join"]);

@@ -134,6 +134,7 @@ pub struct RawFeed {
     pub limit_max: RawValue,
     pub gap_deadline_ms: RawValue,
     pub start_sequence: RawValue,
+    pub reorder_store_packets: RawValue,
     // Both kinds: the line's circuit breaker.
     pub breaker_window_ms: RawValue,
     pub breaker_min_calls: RawValue,
@@ -157,7 +158,7 @@ pub struct RawFeed {
 
 impl RawFeed {
     /// The keys only a MoldUDP64 line has, by full name.
-    pub fn mold_only(&self) -> [(&'static str, &RawValue); 16] {
+    pub fn mold_only(&self) -> [(&'static str, &RawValue); 17] {
         [
             ("feed.bind", &self.bind),
             ("feed.multicast_group", &self.multicast_group),
@@ -175,6 +176,7 @@ impl RawFeed {
             ("feed.limit_max", &self.limit_max),
             ("feed.gap_deadline_ms", &self.gap_deadline_ms),
             ("feed.start_sequence", &self.start_sequence),
+            ("feed.reorder_store_packets", &self.reorder_store_packets),
         ]
     }
 

@@ -126,7 +126,7 @@ pub fn with_slow_below(raw: &RawFeed, config: BreakerConfig, timeout: Duration) 
 
 /// MoldUDP64 recovery's keys over `base`: `feed.retry_budget_percent`,
 /// `feed.retry_budget_window_ms`, `feed.limit_min`, `feed.limit_max`,
-/// `feed.gap_deadline_ms` and `feed.start_sequence`.
+/// `feed.gap_deadline_ms`, `feed.start_sequence` and `feed.reorder_store_packets`.
 ///
 /// # Errors
 ///
@@ -187,11 +187,19 @@ pub fn recovery(
         base.gap_deadline,
     )?;
     let start_sequence = start_sequence(check, &raw.start_sequence)?;
+    let store_packets = check.integer(
+        "feed.reorder_store_packets",
+        &raw.reorder_store_packets,
+        &limits::REORDER_STORE_PACKETS,
+        base.store_packets as u64,
+    )?;
     Ok(RecoveryConfig {
         retry_budget,
         limit,
         gap_deadline,
         start_sequence,
+        // Within REORDER_STORE_PACKETS, so it fits any usize.
+        store_packets: usize::try_from(store_packets).unwrap_or(base.store_packets),
         ..base
     })
 }

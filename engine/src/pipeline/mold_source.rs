@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::moldudp64::{
-    Delivered, GapRange, LostRanges, MoldError, MoldRecovery, Packet, PacketKind, RecoveryConfig,
-    RecoverySink, RecoveryStats, RetransmitRequest,
+    Delivered, GapRange, LossReason, LostRanges, MoldError, MoldRecovery, Packet, PacketKind,
+    RecoveryConfig, RecoverySink, RecoveryStats, RetransmitRequest,
 };
 use ticklane_feed::net::{
     FeedKeys, NetError, OsError, SocketError, SocketErrorCounts, UdpFeed, UdpFeedConfig,
@@ -308,7 +308,7 @@ impl<Q: FrameProducer> RecoverySink for Sink<'_, Q> {
         self.lines.on_delivered(m.origin);
     }
 
-    fn lost(&mut self, gap: GapRange) {
+    fn lost(&mut self, gap: GapRange, _: LossReason) {
         self.declare(gap);
         // The recovery machine keeps every declared range; the report takes them at the end.
     }
@@ -407,7 +407,13 @@ impl FrameSource for MoldSource {
             if recovery.ended() && recovery.open_gaps() == 0 && tail.may_stop(now_ns) {
                 break SourceEnd::EndOfSession;
             }
-            if now_ns - last_heard > self.config.silence_timeout.as_nanos() as u64 {
+            // After the end of session the feed is silent by design: a line with gaps still
+            // open waits for them (filled by their replies, or declared by their retries and
+            // deadlines) before any silence ends it.
+            let waits_for_gaps = recovery.end_announced() && recovery.open_gaps() > 0;
+            if !waits_for_gaps
+                && now_ns - last_heard > self.config.silence_timeout.as_nanos() as u64
+            {
                 break SourceEnd::Silent(self.config.silence_timeout);
             }
             if self.data_b.is_some() {
