@@ -168,7 +168,9 @@ mod tests {
     fn wait_for_end_of_session(socket: &UdpSocket) {
         let mut buf = [0u8; 2048];
         loop {
-            let (len, _) = socket.recv_from(&mut buf).expect("a packet within the timeout");
+            let (len, _) = socket
+                .recv_from(&mut buf)
+                .expect("a packet within the timeout");
             let packet = Packet::parse(&buf[..len]).expect("MoldUDP64");
             if packet.kind() == PacketKind::EndOfSession {
                 return;
@@ -186,7 +188,10 @@ mod tests {
         let sink = UdpSocket::bind("127.0.0.1:0").expect("sink");
         sink.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
-        let config = mold_only(sink.local_addr().expect("sink address"), Duration::from_secs(60));
+        let config = mold_only(
+            sink.local_addr().expect("sink address"),
+            Duration::from_secs(60),
+        );
         let sim = ExchangeSim::start(&log, config).expect("start");
         let request = sim.request_addr().expect("a retransmission server");
         let stop = Arc::new(AtomicBool::new(false));
@@ -216,7 +221,9 @@ mod tests {
         };
         asker.send_to(&ask.to_bytes(), request).expect("ask");
         let mut buf = [0u8; 2048];
-        let (len, _) = asker.recv_from(&mut buf).expect("answered after the end of session");
+        let (len, _) = asker
+            .recv_from(&mut buf)
+            .expect("answered after the end of session");
         let reply = Packet::parse(&buf[..len]).expect("MoldUDP64");
         assert_eq!((reply.sequence(), reply.message_count()), (1, 10));
 
@@ -228,7 +235,10 @@ mod tests {
             "a stop ends the linger at once, not after 60 s: {:?}",
             stopping.elapsed()
         );
-        assert_eq!(report.mold.expect("MoldUDP64 ran").messages_retransmitted, 10);
+        assert_eq!(
+            report.mold.expect("MoldUDP64 ran").messages_retransmitted,
+            10
+        );
     }
 
     #[test]
