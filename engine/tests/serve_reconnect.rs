@@ -17,6 +17,7 @@ use serve_util::SharedModel;
 use ticklane_engine::serve::client::{run_subscriber, ClientConfig, ClientError, SubscriberEvent};
 use ticklane_engine::serve::protocol::{encode_server, Reason, ServerMessage};
 use ticklane_engine::serve::{start_server, AdmitAll, ServeConfig};
+use ticklane_engine::views::write_subscriber_event;
 use ticklane_feed::resilience::{Backoff, BackoffConfig};
 
 fn config(addr: SocketAddr) -> ClientConfig {
@@ -156,6 +157,7 @@ fn after_a_graceful_restart_the_client_resubscribes_and_gets_a_fresh_image() {
     let mut images = 0;
     let mut told = Vec::new();
     let mut pauses = Vec::new();
+    let mut connected = Vec::new();
     let result = run_subscriber(
         &config(addr),
         &AtomicBool::new(false),
@@ -166,6 +168,11 @@ fn after_a_graceful_restart_the_client_resubscribes_and_gets_a_fresh_image() {
         },
         &mut |event| {
             match event {
+                SubscriberEvent::Connected { .. } => {
+                    let mut line = Vec::new();
+                    write_subscriber_event(&mut line, &event).unwrap();
+                    connected.push(String::from_utf8(line).unwrap());
+                }
                 SubscriberEvent::Message(ServerMessage::BookImage { header, .. }) => {
                     assert_eq!(&header.symbol, b"AAPL    ");
                     images += 1;
@@ -196,6 +203,8 @@ fn after_a_graceful_restart_the_client_resubscribes_and_gets_a_fresh_image() {
     ));
     assert!((2000..=5000).contains(&delay.as_millis()));
     assert_eq!(pauses, [delay]);
+    // Neither connection came after a failed attempt: the first session ended, cleanly.
+    assert_eq!(connected, ["connected\n", "connected\n"]);
     drop(second);
 }
 

@@ -1,11 +1,11 @@
 //! `ticklane sim`: the exchange simulator serving one day as MoldUDP64 (with its
-//! retransmission server) and/or over SoupBinTCP, until the MoldUDP64 stream has ended or a
-//! stop is requested.
+//! retransmission server) and/or over SoupBinTCP, until a linger after the MoldUDP64 stream
+//! has ended, or a stop is requested.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ticklane_feed::moldudp64::Session;
 use ticklane_feed::sim::{
@@ -39,12 +39,16 @@ pub struct ExchangeSimConfig {
     pub line_b: Option<LineB>,
     /// SoupBinTCP: close the connection after this many messages.
     pub disconnect_after: Option<u64>,
+    /// How long the servers stay up after the MoldUDP64 end of session: a line that ends
+    /// the day with gaps open asks for them after it, as from a real request server.
+    pub linger: Duration,
 }
 
 /// A running simulator.
 pub struct ExchangeSim {
     mold: Option<MoldSimulator>,
     soup: Option<SoupSimulator>,
+    linger: Duration,
 }
 
 /// What the simulator sent.
@@ -89,7 +93,11 @@ impl ExchangeSim {
             }
             None => None,
         };
-        Ok(ExchangeSim { mold, soup })
+        Ok(ExchangeSim {
+            mold,
+            soup,
+            linger: config.linger,
+        })
     }
 
     /// The retransmission server's address, when MoldUDP64 is served.
@@ -102,8 +110,15 @@ impl ExchangeSim {
         self.soup.as_ref().map(SoupSimulator::local_addr)
     }
 
-    /// Serves until the MoldUDP64 stream has ended (its end of session sent) or `stop` is
-    /// set, then stops both servers. A SoupBinTCP-only simulator serves until `stop`.
+    /// The MoldUDP64 stream's counters now, when it is served.
+    pub fn mold_stats(&self) -> Option<SimStats> {
+        self.mold.as_ref().map(MoldSimulator::stats)
+    }
+
+    /// Serves until the MoldUDP64 stream has ended (its end of session sent) and the linger
+    /// after it has passed, or until `stop` is set; then stops both servers. Through the
+    /// linger the retransmission server goes on answering. A SoupBinTCP-only simulator
+    /// serves until `stop`.
     ///
     /// # Errors
     ///
@@ -113,6 +128,14 @@ impl ExchangeSim {
             && !self.mold.as_ref().is_some_and(MoldSimulator::is_finished)
         {
             std::thread::sleep(POLL);
+        }
+        let linger_ends = Instant::now() + self.linger;
+        while !stop.load(Ordering::Relaxed) {
+            let left = linger_ends.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(POLL));
         }
         let soup = self.soup.map(SoupSimulator::stop);
         let mold = self.mold.map(MoldSimulator::stop).transpose()?;
@@ -124,7 +147,99 @@ impl ExchangeSim {
 mod tests {
     use super::*;
     use std::net::UdpSocket;
+    use ticklane_feed::moldudp64::{Packet, PacketKind, RetransmitRequest};
     use ticklane_feed::sim::GenConfig;
+
+    fn mold_only(destination: SocketAddr, linger: Duration) -> ExchangeSimConfig {
+        ExchangeSimConfig {
+            udp: Some(destination),
+            request: "127.0.0.1:0".parse().expect("address"),
+            tcp: None,
+            rate: Rate::Max,
+            faults: Faults::default(),
+            line_b: None,
+            disconnect_after: None,
+            linger,
+        }
+    }
+
+    /// Reads `socket` until a MoldUDP64 end of session comes (each read bounded by the
+    /// socket's timeout).
+    fn wait_for_end_of_session(socket: &UdpSocket) {
+        let mut buf = [0u8; 2048];
+        loop {
+            let (len, _) = socket
+                .recv_from(&mut buf)
+                .expect("a packet within the timeout");
+            let packet = Packet::parse(&buf[..len]).expect("MoldUDP64");
+            if packet.kind() == PacketKind::EndOfSession {
+                return;
+            }
+        }
+    }
+
+    #[test]
+    fn the_request_server_answers_through_the_linger_and_a_stop_ends_it() {
+        let log = Arc::new(MessageLog::from_generator(GenConfig {
+            messages: 2_000,
+            seed: 6,
+            ..GenConfig::default()
+        }));
+        let sink = UdpSocket::bind("127.0.0.1:0").expect("sink");
+        sink.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let config = mold_only(
+            sink.local_addr().expect("sink address"),
+            Duration::from_secs(60),
+        );
+        let sim = ExchangeSim::start(&log, config).expect("start");
+        let request = sim.request_addr().expect("a retransmission server");
+        let stop = Arc::new(AtomicBool::new(false));
+        let serving = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || sim.serve(&stop))
+        };
+        wait_for_end_of_session(&sink);
+        // Well past the poll after which the simulator used to stop serving.
+        let ended = Instant::now();
+        while ended.elapsed() < 5 * POLL {
+            assert!(
+                !serving.is_finished(),
+                "the simulator stopped serving {:?} after its end of session",
+                ended.elapsed()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let asker = UdpSocket::bind("127.0.0.1:0").expect("asker");
+        asker
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let ask = RetransmitRequest {
+            session: Session::new(SESSION).expect("fits"),
+            first_seq: 1,
+            count: 10,
+        };
+        asker.send_to(&ask.to_bytes(), request).expect("ask");
+        let mut buf = [0u8; 2048];
+        let (len, _) = asker
+            .recv_from(&mut buf)
+            .expect("answered after the end of session");
+        let reply = Packet::parse(&buf[..len]).expect("MoldUDP64");
+        assert_eq!((reply.sequence(), reply.message_count()), (1, 10));
+
+        let stopping = Instant::now();
+        stop.store(true, Ordering::Relaxed);
+        let report = serving.join().expect("serve thread").expect("serve");
+        assert!(
+            stopping.elapsed() < Duration::from_secs(10),
+            "a stop ends the linger at once, not after 60 s: {:?}",
+            stopping.elapsed()
+        );
+        assert_eq!(
+            report.mold.expect("MoldUDP64 ran").messages_retransmitted,
+            10
+        );
+    }
 
     #[test]
     fn neither_protocol_is_refused() {
@@ -140,6 +255,7 @@ mod tests {
             faults: Faults::default(),
             line_b: None,
             disconnect_after: None,
+            linger: Duration::ZERO,
         };
         assert!(matches!(
             ExchangeSim::start(&log, config),
@@ -155,15 +271,7 @@ mod tests {
             ..GenConfig::default()
         }));
         let sink = UdpSocket::bind("127.0.0.1:0").expect("sink");
-        let config = ExchangeSimConfig {
-            udp: Some(sink.local_addr().expect("sink address")),
-            request: "127.0.0.1:0".parse().expect("address"),
-            tcp: None,
-            rate: Rate::Max,
-            faults: Faults::default(),
-            line_b: None,
-            disconnect_after: None,
-        };
+        let config = mold_only(sink.local_addr().expect("sink address"), Duration::ZERO);
         let sim = ExchangeSim::start(&log, config).expect("start");
         assert!(sim.request_addr().is_some());
         assert!(sim.soup_addr().is_none());

@@ -479,10 +479,12 @@ impl ClientConfig {
 /// What [`run_subscriber`] reports as it goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SubscriberEvent<'a> {
-    /// Logged in and subscribed; `attempt` is the backoff's count (0 after a stable session).
+    /// Logged in and subscribed.
     Connected {
-        /// Connection attempts in a row before this one succeeded.
-        attempt: u32,
+        /// Connection attempts that failed in a row (no session: refused, timed out, login
+        /// turned away) just before this one. A session that ended, however briefly it
+        /// lasted, is no failed attempt: after a server's clean restart this is 0.
+        failed_attempts: u32,
     },
     /// A message from the server.
     Message(ServerMessage<'a>),
@@ -518,16 +520,24 @@ pub fn run_subscriber(
     on_event: &mut dyn FnMut(SubscriberEvent<'_>) -> ControlFlow<()>,
 ) -> Result<(), ClientError> {
     let mut reconnect = Reconnect::new(config);
+    // Not the backoff's count, which also grows over sessions that ended before they were
+    // stable: this counts only attempts that got no session.
+    let mut failed_attempts = 0u32;
     while !stop.load(Ordering::Relaxed) {
         let started = Instant::now();
         let mut accepted = false;
-        let outcome = session_once(config, reconnect.attempt(), stop, &mut accepted, on_event);
+        let outcome = session_once(config, failed_attempts, stop, &mut accepted, on_event);
         let why = match outcome {
             Ok(ControlFlow::Break(())) => return Ok(()),
             Ok(ControlFlow::Continue(())) => return Ok(()),
             Err(ClientError::Ended { why, .. }) => Some(why),
             Err(ClientError::Io { .. } | ClientError::Decode { .. }) => None,
             Err(e) => return Err(e),
+        };
+        failed_attempts = if accepted {
+            0
+        } else {
+            failed_attempts.saturating_add(1)
         };
         let accepted_for = accepted.then(|| started.elapsed());
         let (delay, server_asked) =
@@ -587,7 +597,7 @@ const ASK_AGAIN: Duration = Duration::from_secs(1);
 /// One session: connect, subscribe to everything, stream until it ends.
 fn session_once(
     config: &ClientConfig,
-    attempt: u32,
+    failed_attempts: u32,
     stop: &AtomicBool,
     accepted: &mut bool,
     on_event: &mut dyn FnMut(SubscriberEvent<'_>) -> ControlFlow<()>,
@@ -597,7 +607,7 @@ fn session_once(
     for symbol in &config.symbols {
         session.subscribe(symbol, config.timeout)?;
     }
-    if on_event(SubscriberEvent::Connected { attempt }).is_break() {
+    if on_event(SubscriberEvent::Connected { failed_attempts }).is_break() {
         return Ok(ControlFlow::Break(()));
     }
     // Symbols the server did not know yet (a client started before the session's stock

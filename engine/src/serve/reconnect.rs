@@ -84,8 +84,8 @@ impl Reconnect {
         }
     }
 
-    /// The backoff's attempt count of the attempt about to be made (what
-    /// [`SubscriberEvent::Connected`](super::client::SubscriberEvent::Connected) reports).
+    /// The backoff's attempt count of the attempt about to be made: 0 at first and after a
+    /// stable session, one more after each attempt (a session that ended early included).
     pub fn attempt(&self) -> u32 {
         self.attempt
     }

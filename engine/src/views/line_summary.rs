@@ -51,9 +51,21 @@ pub fn write_overload(out: &mut impl Write, counters: Option<&OverloadCounters>)
 /// Whatever `out` returns.
 pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Result<()> {
     let s = &r.recovery;
+    // `recovered` counts what filled a gap whatever carried it; on an A/B line the
+    // arbitration counts by carrier, so the part that came from the lines is said here
+    // rather than left as a disagreement with its `retransmitted`.
+    let carriers = match &r.lines {
+        Some(l) => format!(
+            " ({} retransmitted, {} from the lines' late copies)",
+            group(l.retransmitted_won),
+            group(s.recovered.saturating_sub(l.retransmitted_won))
+        ),
+        None => String::new(),
+    };
     writeln!(
         out,
-        "  packets      {:>14}   gaps {}   recovered {}   lost {}   duplicates {}   requests {}",
+        "  packets      {:>14}   gaps {}   recovered {}{carriers}   lost {}   duplicates {}   \
+         requests {}",
         group(s.packets),
         s.gaps,
         group(s.recovered),
@@ -280,6 +292,37 @@ mod tests {
              \x20 LOST         sequences 10 ..= 12 (3): its gap deadline passed\n\
              \x20 LOST         sequences 50 ..= 53 (4): its gap deadline passed\n\
              \x20 ended        end of session\n"
+        );
+    }
+
+    #[test]
+    fn an_ab_line_says_which_recovered_messages_were_retransmitted() {
+        let report = MoldSourceReport {
+            recovery: RecoveryStats {
+                packets: 9_000,
+                gaps: 50,
+                recovered: 2_076,
+                requests_sent: 50,
+                ..RecoveryStats::default()
+            },
+            lines: Some(crate::pipeline::ArbitrationReport {
+                retransmitted_won: 2_034,
+                ..Default::default()
+            }),
+            end: SourceEnd::EndOfSession,
+            ..MoldSourceReport::default()
+        };
+        let text = text(|out| write_mold_source(out, &report));
+        assert!(
+            text.starts_with(
+                "  packets               9,000   gaps 50   recovered 2,076 (2,034 retransmitted, \
+                 42 from the lines' late copies)   lost 0   duplicates 0   requests 50\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("retransmitted 2,034 = delivered"),
+            "the arbitration line's figure is the same: {text}"
         );
     }
 

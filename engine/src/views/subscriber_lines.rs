@@ -33,9 +33,11 @@ fn symbol(s: &[u8; 8]) -> String {
 /// If `out` fails.
 pub fn write_subscriber_event(out: &mut impl Write, event: &SubscriberEvent<'_>) -> io::Result<()> {
     match *event {
-        SubscriberEvent::Connected { attempt } => {
-            writeln!(out, "connected (after {attempt} failed attempts in a row)")
-        }
+        SubscriberEvent::Connected { failed_attempts } => match failed_attempts {
+            0 => writeln!(out, "connected"),
+            1 => writeln!(out, "connected (after 1 failed attempt)"),
+            n => writeln!(out, "connected (after {n} failed attempts in a row)"),
+        },
         SubscriberEvent::Gap { expected, got } => {
             writeln!(out, "GAP: expected sequence {expected}, got {got}")
         }
@@ -165,6 +167,19 @@ fn write_message(out: &mut impl Write, message: &ServerMessage<'_>) -> io::Resul
 mod tests {
     use super::*;
     use ticklane_feed::itch::Price;
+
+    #[test]
+    fn a_connection_says_how_many_attempts_failed_before_it_in_good_english() {
+        let said = |failed_attempts| {
+            let mut out = Vec::new();
+            write_subscriber_event(&mut out, &SubscriberEvent::Connected { failed_attempts })
+                .unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(said(0), "connected\n");
+        assert_eq!(said(1), "connected (after 1 failed attempt)\n");
+        assert_eq!(said(3), "connected (after 3 failed attempts in a row)\n");
+    }
 
     #[test]
     fn a_trade_and_a_level_print_as_one_line_each() {

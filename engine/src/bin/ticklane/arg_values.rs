@@ -14,6 +14,18 @@ pub fn fraction(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `--linger-s`: seconds, `0 ..= 3600` (fractions allowed), as a duration.
+pub fn linger_seconds(text: &str) -> Result<std::time::Duration, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds (0 ..= 3600)"))?;
+    if (0.0..=3600.0).contains(&value) {
+        Ok(std::time::Duration::from_secs_f64(value))
+    } else {
+        Err(format!("{text} is outside 0 ..= 3600 seconds"))
+    }
+}
+
 /// `user:password` for SoupBinTCP (at most 6 and 10 characters).
 pub fn login(text: &str) -> Result<ticklane_feed::soupbintcp::Credentials, String> {
     let (user, pass) = text

@@ -31,7 +31,7 @@ use ticklane_feed::capture::ReadOptions;
 use ticklane_feed::sim::{BurstLoss, Faults, GenConfig, Interruption, LineB, MessageLog, Rate};
 use ticklane_feed::soupbintcp::Credentials;
 
-use super::arg_values::{fraction, login, sim_rate, DEFAULT_SIM_RATE};
+use super::arg_values::{fraction, linger_seconds, login, sim_rate, DEFAULT_SIM_RATE};
 use super::serve_command;
 
 /// `ticklane run`.
@@ -146,6 +146,11 @@ pub struct SimArgs {
     /// Disconnect after this many messages (UDP: silence for a second; TCP: close).
     #[arg(long)]
     pub disconnect_after: Option<u64>,
+    /// Seconds the servers stay up after the MoldUDP64 end of session, answering
+    /// retransmission requests for the gaps a line still has open, as a real request
+    /// server does; then the simulator exits (Ctrl-C stops it sooner). 0 exits at once.
+    #[arg(long = "linger-s", default_value = "5", value_parser = linger_seconds, value_name = "SECONDS")]
+    pub linger: Duration,
 }
 
 /// `ticklane record`.
@@ -431,6 +436,7 @@ pub fn sim(args: &SimArgs) -> Result<ExitStatus> {
             },
         }),
         disconnect_after: args.disconnect_after,
+        linger: args.linger,
     };
     let unpaced = config.rate == Rate::Max;
     let sim = ExchangeSim::start(&log, config)?;
@@ -451,7 +457,16 @@ pub fn sim(args: &SimArgs) -> Result<ExitStatus> {
     if let Some(tcp) = sim.soup_addr() {
         println!("SoupBinTCP on {tcp}");
     }
-    println!("serving {} messages; Ctrl-C stops", group(log.len() as u64));
+    if args.udp.is_some() {
+        println!(
+            "serving {} messages; retransmissions answered until {:.1} s after the end of \
+             session; Ctrl-C stops",
+            group(log.len() as u64),
+            args.linger.as_secs_f64()
+        );
+    } else {
+        println!("serving {} messages; Ctrl-C stops", group(log.len() as u64));
+    }
     let report = sim.serve(&stop)?;
     let mut out = io::stdout().lock();
     if let Some(s) = &report.mold {
