@@ -276,3 +276,31 @@ fn a_running_engine_serves_lint_clean_metrics_health_and_guarded_admin_calls() {
     }
     assert!(err.contains("POST /feeds/nasdaq/isolate -> 403"), "{err}");
 }
+
+#[test]
+fn a_token_variable_the_file_would_refuse_stops_run_with_exit_2_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("line.toml");
+    write_config(&config, free_port(), free_port());
+    for refused in ["x", "short-secret"] {
+        let child = ticklane()
+            .args(["run", "--config", config.to_str().expect("utf-8")])
+            .env("TICKLANE_ADMIN_TOKEN", refused)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start ticklane");
+        let out = wait_bounded(child, Duration::from_secs(10));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(2), "{refused}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("TICKLANE_ADMIN_TOKEN") && stderr.contains("16 to 256 printable"),
+            "{stderr}"
+        );
+        assert!(!stdout.contains("ready"), "started anyway:\n{stdout}");
+        assert!(!stderr.contains(&format!("= {refused}")), "{stderr}");
+    }
+}
