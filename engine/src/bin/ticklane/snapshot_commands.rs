@@ -137,17 +137,42 @@ fn flags_warning(header: &SnapshotHeader, flagged: &FlaggedBooks) -> Option<Stri
 
 /// `ticklane top --snapshot PATH`.
 pub fn top(args: &TopArgs) -> Result<ExitStatus> {
-    let reader = SnapshotReader::open(&args.snapshot)?;
+    let mut reader = SnapshotReader::open(&args.snapshot)?;
     let frames = if args.once { Some(1) } else { args.iterations };
     // Clearing the screen only makes sense on a terminal; piped frames follow each other.
     let clear = !args.once && io::stdout().is_terminal();
     let mut top = TopFrames::new();
+    let mut shown = 0u64;
     loop {
+        // A restarted writer renames a new file over the path: follow it, or the frames
+        // would show the dead writer's books for good.
+        let mut notice = None;
+        let old_pid = reader.header().writer_pid;
+        match reader.reopen_if_replaced() {
+            Ok(false) => {}
+            Ok(true) => {
+                // Publication counts start again in the new file.
+                top = TopFrames::new();
+                notice = Some(format!(
+                    "reopened: a new writer (pid {}, was {old_pid}) replaced the file",
+                    reader.header().writer_pid
+                ));
+            }
+            Err(e) => {
+                notice = Some(format!(
+                    "the file was replaced but cannot be opened ({e}); showing the old one"
+                ));
+            }
+        }
         let first = top.frames() == 0;
         let rows = top.read(&reader);
+        shown += 1;
         let mut out = BufWriter::new(io::stdout().lock());
         if clear {
             write!(out, "\x1b[H\x1b[2J")?;
+        }
+        if let Some(notice) = notice {
+            writeln!(out, "ticklane top: {notice}")?;
         }
         let (path, header) = (reader.path(), reader.header());
         write_top_frame(
@@ -160,7 +185,7 @@ pub fn top(args: &TopArgs) -> Result<ExitStatus> {
             wall_clock_ns(),
         )?;
         out.flush()?;
-        if frames.is_some_and(|n| top.frames() >= n) {
+        if frames.is_some_and(|n| shown >= n) {
             return Ok(ExitStatus::Success);
         }
         std::thread::sleep(Duration::from_millis(args.interval_ms));
