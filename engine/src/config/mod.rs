@@ -946,7 +946,7 @@ mod tests {
     fn the_token_variable_is_held_to_the_token_rule_and_never_printed() {
         let file = mold_with("[admin]\ntoken = \"file-token-0123456789\"\n").expect("valid");
         for bad in [
-            "x",
+            "xyzzy",
             "short-secret",
             "sixteen-chars-\u{e9}",
             "tab\tinside-a-long-token",
