@@ -13,6 +13,12 @@ order, which x86-64 does. On weakly ordered CPUs (ARM), use the Rust reader.
 
     python3 snapshot_reader.py SNAPSHOT --csv [--depth N]   # every book, as `--book-out` CSV
     python3 snapshot_reader.py SNAPSHOT STOCK               # one book
+    python3 snapshot_reader.py SNAPSHOT --watch [--interval-ms N] [--iterations K]
+                                                # the header's status, once per interval
+
+A writer that restarts on the path (after `kill -9` too) renames a new file over it; a
+mapping of the old file keeps showing the dead writer's books. Snapshot.replaced() tells, by
+the path's device and inode, and reopen_if_replaced() follows it, as --watch does.
 
 With --csv, a slot that cannot be read (a writer killed mid-write leaves its sequence odd)
 does not hide the others: every readable book is printed, each unreadable slot is named on
@@ -21,6 +27,7 @@ stderr, and the exit status is 1.
 
 import argparse
 import mmap
+import os
 import struct
 import sys
 import time
@@ -38,7 +45,7 @@ PAYLOAD = struct.Struct("=8sHBBI QQQQQ II IIQ IIQ IIQQQ")  # 128 bytes
 LEVEL = struct.Struct("=IIQ")  # price, orders, qty
 WORD = struct.Struct("=Q")
 
-INSTRUMENTS_OFFSET = 64
+HEARTBEAT_OFFSET, INSTRUMENTS_OFFSET = 56, 64
 FLAGS_OFFSET = 72
 STALE_SINCE_OFFSET, LINE_STATE_OFFSET = 88, 96
 MAYBE_BAD_SINCE_OFFSET, LOST_OFFSET, FULL_OFFSET = 104, 112, 120
@@ -62,7 +69,10 @@ class Snapshot:
     """A read-only view of a snapshot file."""
 
     def __init__(self, path):
+        self.path = path
         with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            self.identity = (st.st_dev, st.st_ino)
             self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         if len(self.map) < HEADER_SIZE:
             raise SnapshotError(f"{path}: {len(self.map)} bytes, shorter than a header")
@@ -89,6 +99,19 @@ class Snapshot:
             if found != expected:
                 raise SnapshotError(f"{path}: {field} is {found}, expected {expected}")
         self.slot_size, self.capacity, self.depth, self.pid = slot_size, capacity, depth, pid
+
+    def replaced(self):
+        """Whether the path names another file than the one mapped (a restarted writer renamed
+        its new file over it). A path that names nothing now is not a replacement."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        return (st.st_dev, st.st_ino) != self.identity
+
+    def heartbeat(self):
+        """The writer's last heartbeat, wall-clock ns since the Unix epoch."""
+        return WORD.unpack_from(self.map, HEARTBEAT_OFFSET)[0]
 
     def instruments(self):
         """Slots in use now: slots 0 .. instruments - 1 hold an instrument."""
@@ -167,6 +190,35 @@ class Snapshot:
         }
 
 
+def reopen_if_replaced(snap):
+    """The snapshot at snap's path: a new Snapshot if a restarted writer replaced the file,
+    else snap itself."""
+    return Snapshot(snap.path) if snap.replaced() else snap
+
+
+def watch(snap, interval_ms, iterations, out):
+    """One status line per interval (`pid P  N instruments  heartbeat H  STATUS`), following
+    a writer that replaces the file: the first line after says `reopened`."""
+    shown = 0
+    while iterations is None or shown < iterations:
+        try:
+            fresh = reopen_if_replaced(snap)
+        except (OSError, SnapshotError) as e:
+            print(f"snapshot_reader: the file was replaced but cannot be opened ({e}); "
+                  "showing the old one", file=sys.stderr)
+            fresh = snap
+        if fresh is not snap:
+            out.write(f"reopened: a new writer (pid {fresh.pid}, was {snap.pid}) "
+                      "replaced the file\n")
+            snap.map.close()
+            snap = fresh
+        out.write(f"pid {snap.pid}  {snap.instruments()} instruments  "
+                  f"heartbeat {snap.heartbeat()}  {snap.status()}\n")
+        out.flush()
+        shown += 1
+        time.sleep(interval_ms / 1000)
+
+
 def read_all(snap):
     """Every slot in use: the states read, and (slot, reason) for each slot that was not."""
     states, unreadable = [], []
@@ -232,11 +284,17 @@ def main():
     parser.add_argument("stock", nargs="?")
     parser.add_argument("--csv", action="store_true", help="every book as --book-out CSV")
     parser.add_argument("--depth", type=int, help="levels per side (default: the file's)")
+    parser.add_argument("--watch", action="store_true",
+                        help="print the header's status every interval, following a restart")
+    parser.add_argument("--interval-ms", type=int, default=1000, help="--watch's interval")
+    parser.add_argument("--iterations", type=int, help="--watch's lines (default: forever)")
     args = parser.parse_args()
     try:
         snap = Snapshot(args.snapshot)
         depth = min(args.depth or snap.depth, snap.depth)
-        if args.csv:
+        if args.watch:
+            watch(snap, args.interval_ms, args.iterations, sys.stdout)
+        elif args.csv:
             unreadable = write_csv(snap, depth, sys.stdout)
             sys.stdout.flush()
             for _slot, reason in unreadable:

@@ -3,8 +3,10 @@
 //!
 //! Where it comes from: `TICKLANE_ADMIN_TOKEN` in the environment wins over `admin.token` in
 //! the configuration file, so that a deployment can keep the secret out of a file checked
-//! into version control, and rotate it without editing the file. With neither, admin calls
-//! are refused (the server answers 503: the interface is not configured).
+//! into version control, and rotate it without editing the file. Both are held to the same
+//! rule (`RunConfig::with_environment` applies the variable: a value the file's key would
+//! refuse is a configuration error naming the variable). With neither, admin calls are
+//! refused (the server answers 503: the interface is not configured).
 
 use core::fmt;
 
@@ -33,15 +35,6 @@ impl AdminToken {
     pub fn new(secret: impl Into<String>) -> Option<Self> {
         let secret = secret.into();
         (!secret.is_empty()).then_some(AdminToken(secret))
-    }
-
-    /// The token in effect: the environment's `TICKLANE_ADMIN_TOKEN` if set and not empty,
-    /// else `configured` (the file's `admin.token`).
-    pub fn from_env_or(configured: Option<AdminToken>) -> Option<AdminToken> {
-        std::env::var(TOKEN_ENV)
-            .ok()
-            .and_then(AdminToken::new)
-            .or(configured)
     }
 
     /// Whether `offered` is this token, in time that depends on the lengths only, never on

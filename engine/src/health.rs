@@ -3,6 +3,22 @@
 //! (after SIGTERM). The stages raise and clear *conditions*, each with its since-when and a
 //! count; the state is the worst severity among the raised ones, computed when asked.
 //!
+//! Which conditions make the process Unhealthy (HTTP 503, so that a load balancer or a
+//! failover stops sending readers here): those where the books are not live and nothing the
+//! engine is doing will make them live again. That is
+//!
+//! - [`Condition::LineSilent`]: a MoldUDP64 line that heard nothing, not even a heartbeat,
+//!   for its stale bound (two missed heartbeats, at most 2 s). UDP has no reconnect to try
+//!   and no one to ask: a peer engine that still hears the feed serves better books. Cleared
+//!   by the next packet.
+//! - [`Condition::LineEnded`]: a line that ended in error or past its silence timeout.
+//!
+//! Everything else is Degraded (200): a SoupBinTCP line disconnected, reconnecting or whose
+//! server went quiet (a reconnect is under way, and if reconnects run out the line ends), a
+//! line isolated by hand (an operator's choice), an open breaker, declared loss (`MAYBE_BAD`
+//! books are still the best there are), a contract violation, and publications missed
+//! because the snapshot is full (every book that has a slot still publishes).
+//!
 //! Shared between threads as `Arc<Health>`: every field is an atomic, so raising a condition
 //! from a reader thread never blocks and never allocates. Nothing here is on the per-message
 //! path: conditions change when a line changes state, not per packet.
@@ -49,6 +65,9 @@ pub enum Condition {
     Starting,
     /// A line silent, disconnected or reconnecting: its books are flagged `STALE`. Degraded.
     LineStale,
+    /// A MoldUDP64 line silent past its stale bound (not even a heartbeat): nothing the
+    /// engine can do brings the books back. Unhealthy, until the next packet.
+    LineSilent,
     /// A line isolated by hand (the admin's `isolate`): Degraded.
     LineIsolated,
     /// A dependency's circuit breaker is open (a retransmission server, a line's login
@@ -70,9 +89,10 @@ pub enum Condition {
 
 impl Condition {
     /// Every condition, in the order `/health` lists them.
-    pub const ALL: [Condition; 8] = [
+    pub const ALL: [Condition; 9] = [
         Condition::Starting,
         Condition::LineStale,
+        Condition::LineSilent,
         Condition::LineIsolated,
         Condition::BreakerOpen,
         Condition::MessagesLost,
@@ -91,7 +111,7 @@ impl Condition {
             | Condition::MessagesLost
             | Condition::ContractViolation
             | Condition::PublicationsMissed => HealthState::Degraded,
-            Condition::LineEnded => HealthState::Unhealthy,
+            Condition::LineSilent | Condition::LineEnded => HealthState::Unhealthy,
         }
     }
 
@@ -100,6 +120,7 @@ impl Condition {
         match self {
             Condition::Starting => "starting",
             Condition::LineStale => "line_stale",
+            Condition::LineSilent => "line_silent",
             Condition::LineIsolated => "line_isolated",
             Condition::BreakerOpen => "breaker_open",
             Condition::MessagesLost => "messages_lost",
@@ -115,6 +136,10 @@ impl Condition {
             Condition::Starting => "not yet connected (staggered start or first connect)",
             Condition::LineStale => {
                 "the line is silent, disconnected or reconnecting: books are flagged STALE"
+            }
+            Condition::LineSilent => {
+                "the UDP line hears nothing, not even heartbeats: no reconnect can help, \
+                 the books are not live"
             }
             Condition::LineIsolated => "the line was isolated by hand",
             Condition::BreakerOpen => "a dependency's circuit breaker is open",

@@ -276,3 +276,135 @@ fn a_running_engine_serves_lint_clean_metrics_health_and_guarded_admin_calls() {
     }
     assert!(err.contains("POST /feeds/nasdaq/isolate -> 403"), "{err}");
 }
+
+#[test]
+fn a_token_variable_the_file_would_refuse_stops_run_with_exit_2_naming_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("line.toml");
+    write_config(&config, free_port(), free_port());
+    for refused in ["x", "short-secret"] {
+        let child = ticklane()
+            .args(["run", "--config", config.to_str().expect("utf-8")])
+            .env("TICKLANE_ADMIN_TOKEN", refused)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start ticklane");
+        let out = wait_bounded(child, Duration::from_secs(10));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_eq!(out.status.code(), Some(2), "{refused}: {stdout}{stderr}");
+        assert!(
+            stderr.contains("TICKLANE_ADMIN_TOKEN") && stderr.contains("16 to 256 printable"),
+            "{stderr}"
+        );
+        assert!(!stdout.contains("ready"), "started anyway:\n{stdout}");
+        assert!(!stderr.contains(&format!("= {refused}")), "{stderr}");
+    }
+}
+
+/// A MoldUDP64 heartbeat (message count 0) of session `HEALTH`, next sequence 1.
+fn mold_heartbeat() -> Vec<u8> {
+    let mut packet = b"HEALTH    ".to_vec();
+    packet.extend(1u64.to_be_bytes());
+    packet.extend(0u16.to_be_bytes());
+    packet
+}
+
+/// `/health`'s status, state and raised conditions.
+fn health_of(addr: SocketAddr) -> (u16, String, Vec<String>) {
+    let (status, body) = http(addr, "GET", "/health", None);
+    let health: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    let state = health["state"].as_str().expect("state").to_owned();
+    let conditions = health["reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .map(|r| r["condition"].as_str().expect("condition").to_owned())
+        .collect();
+    (status, state, conditions)
+}
+
+/// Polls `/health` (doing `each` before every poll) until it answers `status` and `state`,
+/// at most `limit`; returns the conditions then.
+fn wait_health(
+    addr: SocketAddr,
+    status: u16,
+    state: &str,
+    limit: Duration,
+    mut each: impl FnMut(),
+) -> Vec<String> {
+    let deadline = Instant::now() + limit;
+    loop {
+        each();
+        let seen = health_of(addr);
+        if seen.0 == status && seen.1 == state {
+            return seen.2;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {status} {state} within {limit:?}; last {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_silent_udp_line_turns_health_unhealthy_503_and_a_packet_brings_it_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("line.toml");
+    let data = free_port();
+    // The stale bound is half the silence timeout, at most 2 s: 2 s here, with 28 s more
+    // before the line would end.
+    let toml = format!(
+        "[engine]\nmax_orders = 1024\nmax_books = 16\nlevels_per_side = 16\n\n\
+         [feed]\nkind = \"moldudp64\"\nname = \"nasdaq\"\nbind = \"127.0.0.1:{data}\"\n\
+         silence_timeout_s = 30.0\nmax_duration_s = 60.0\n\n\
+         [admin]\nlisten = \"127.0.0.1:0\"\n"
+    );
+    std::fs::write(&config, toml).expect("write config");
+    let (run, lines) =
+        spawn_watched(ticklane().args(["run", "--config", config.to_str().expect("utf-8")]));
+    let admin_line = wait_line(&lines, "ticklane run: admin on http://", READY_WITHIN);
+    let addr: SocketAddr = admin_line
+        .trim_start_matches("ticklane run: admin on http://")
+        .split(' ')
+        .next()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {admin_line:?}"));
+    wait_line(&lines, "ticklane run: ready (", READY_WITHIN);
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").expect("sender");
+    let beat = || {
+        sender
+            .send_to(&mold_heartbeat(), ("127.0.0.1", data))
+            .expect("send a heartbeat");
+    };
+    let within = Duration::from_secs(15);
+
+    // Nothing heard since the start: past the stale bound the line is silent.
+    let raised = wait_health(addr, 503, "Unhealthy", within, || {});
+    assert!(raised.contains(&"line_silent".to_owned()), "{raised:?}");
+    // Heartbeats: live again, nothing raised.
+    let raised = wait_health(addr, 200, "Healthy", within, beat);
+    assert!(raised.is_empty(), "{raised:?}");
+    // Silent again: Unhealthy again, and a heartbeat ends it.
+    let raised = wait_health(addr, 503, "Unhealthy", within, || {});
+    assert_eq!(raised, ["line_stale", "line_silent"]);
+    let raised = wait_health(addr, 200, "Healthy", within, beat);
+    assert!(raised.is_empty(), "{raised:?}");
+
+    assert!(Command::new("kill")
+        .args(["-TERM", &run.id().to_string()])
+        .status()
+        .expect("kill")
+        .success());
+    let out = wait_bounded(run, Duration::from_secs(10));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

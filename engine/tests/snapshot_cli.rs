@@ -188,3 +188,88 @@ fn python_reader_prints_the_same_csv() {
     let view = stdout_of(&python(&[&symbol]));
     assert!(view.starts_with(&format!("{symbol} (locate")), "{view}");
 }
+
+#[test]
+fn book_csv_of_a_flagged_snapshot_warns_on_stderr_and_keeps_stdout_the_csv() {
+    use ticklane_engine::snapshot::{read_all, LineState};
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (clean, books) = published(dir.path(), 10);
+    let clean = ticklane(&[
+        "book",
+        "--snapshot",
+        clean.to_str().expect("UTF-8"),
+        "--csv",
+    ]);
+    assert_eq!(stdout_of(&clean), book_csv(&books, 10));
+    assert_eq!(
+        String::from_utf8_lossy(&clean.stderr),
+        "",
+        "nothing to warn of"
+    );
+
+    // One instrument stale on its own: named, with the count.
+    let one = dir.path().join("one-stale.snap");
+    let mut writer = SnapshotWriter::create(&one, 64, 10).expect("create");
+    let books = publish_day(&day(40_000, 5, 9, true), &mut writer);
+    let locate = books.locates()[0];
+    assert!(writer.set_instrument_stale(locate, true));
+    let symbol = String::from_utf8(books.symbol(locate).to_vec()).expect("ASCII");
+    writer.close().expect("close");
+    let output = ticklane(&["book", "--snapshot", one.to_str().expect("UTF-8"), "--csv"]);
+    assert_eq!(
+        stdout_of(&output),
+        book_csv(&books, 10),
+        "stdout stays the CSV"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let all = SnapshotReader::open(&one).expect("open").slots().len();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("ticklane: warning: ")
+            && stderr.contains(&format!("STALE (line feed down; last known books, not live) on 1 of {all} books: {symbol}\n"))
+            && !stderr.contains("MAYBE_BAD"),
+        "{stderr}"
+    );
+
+    // A declared loss and a silent line: both flags on every book, in one line.
+    let lossy = dir.path().join("lossy.snap");
+    let mut writer = SnapshotWriter::create(&lossy, 64, 10).expect("create");
+    let books = publish_day(&day(40_000, 5, 9, true), &mut writer);
+    writer.declare_loss(7, 1);
+    writer.set_line_state(LineState::Silent, 1);
+    writer.close().expect("close");
+    let output = ticklane(&[
+        "book",
+        "--snapshot",
+        lossy.to_str().expect("UTF-8"),
+        "--csv",
+    ]);
+    assert_eq!(
+        stdout_of(&output),
+        book_csv(&books, 10),
+        "stdout stays the CSV"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // Named in locate order, as the CSV lists them.
+    let mut states = read_all(&SnapshotReader::open(&lossy).expect("open"))
+        .into_complete()
+        .expect("every slot");
+    states.sort_by_key(|s| s.locate);
+    let all = states.len();
+    assert!(all <= 10, "few enough to be named");
+    let symbols: Vec<String> = states
+        .iter()
+        .map(|s| String::from_utf8(s.symbol().to_vec()).expect("ASCII"))
+        .collect();
+    assert!(
+        stderr.contains(&format!(
+            "MAYBE_BAD (7 messages declared lost; books may be wrong) on {all} of {all} books: {}; \
+             STALE (line silent; last known books, not live) on {all} of {all} books: {}\n",
+            symbols.join(" "),
+            symbols.join(" ")
+        )),
+        "{stderr}"
+    );
+}

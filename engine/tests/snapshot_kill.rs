@@ -1,17 +1,23 @@
 //! A writer killed with `kill -9` leaves a file that readers still read consistently; a slot it
-//! left mid-write is reported by every reader (Rust, CLI, Python), never waited on.
+//! left mid-write is reported by every reader (Rust, CLI, Python), never waited on; and a
+//! running reader (`ticklane top`, the Python reader's `--watch`) follows the writer restarted
+//! on the same path.
 
+mod process_util;
 mod snapshot_util;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Output, Stdio};
+use std::io::{BufRead, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use process_util::{ticklane, Watched};
 use snapshot_util::{check_state, day, expected_states, publish_pass};
 use ticklane_engine::snapshot::{wall_clock_ns, ReadError, SnapshotReader, SnapshotWriter};
 use ticklane_feed::itch::Locate;
 
 const CHILD_ENV: &str = "TICKLANE_SNAPSHOT_KILLED_WRITER";
+const RESTARTED_ENV: &str = "TICKLANE_SNAPSHOT_RESTARTED_WRITER";
 const DEPTH: usize = 4;
 
 fn the_day() -> Vec<u8> {
@@ -157,4 +163,134 @@ fn a_slot_left_mid_write_is_reported_by_every_reader() {
         "{}",
         String::from_utf8_lossy(&book.stderr)
     );
+}
+
+/// Starts a writer child on `path` that publishes a pass, says READY, then heartbeats until
+/// it is killed; returns it once it is READY.
+fn start_heartbeating_writer(path: &Path) -> Child {
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "heartbeating_writer_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(RESTARTED_ENV, path)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn writer");
+    let lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let ready = lines
+        .map_while(Result::ok)
+        .any(|line| line.ends_with("READY"));
+    assert!(ready, "the writer child should publish a pass");
+    child
+}
+
+/// The writer side of the restart test: runs only as its child, until it is killed.
+#[test]
+fn heartbeating_writer_child() {
+    let Some(path) = std::env::var_os(RESTARTED_ENV) else {
+        return;
+    };
+    let mut writer = SnapshotWriter::create(&path, 16, DEPTH).expect("create");
+    publish_pass(&the_day(), &mut writer, |_| {});
+    writer.heartbeat(wall_clock_ns());
+    println!("READY");
+    // Bounded in case the parent dies first: a killed parent cannot kill us.
+    let until = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < until {
+        writer.heartbeat(wall_clock_ns());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// `python3`, if it runs; `None` (said where a person sees it) if not, and a failure under
+/// `CI=true`, where the oracle must be there.
+fn python3() -> Option<Command> {
+    let runs = Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if runs {
+        return Some(Command::new("python3"));
+    }
+    assert!(
+        !std::env::var("CI").is_ok_and(|v| v == "true"),
+        "python3 is not installed: the Python reader cannot be checked"
+    );
+    let _ = std::io::stderr()
+        .write_all(b"\n!!!! SKIPPED the Python reader's restart check: python3 is not installed\n");
+    None
+}
+
+#[test]
+fn running_readers_follow_a_writer_restarted_after_kill_9() {
+    const WITHIN: Duration = Duration::from_secs(20);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("restarted.snap");
+    let path_str = path.to_str().expect("UTF-8");
+    let mut first = start_heartbeating_writer(&path);
+    let first_pid = first.id();
+
+    // Bounded: 5,000 frames of 20 ms, far past the test's own deadlines.
+    let mut top = Watched::spawn(ticklane().args([
+        "top",
+        "--snapshot",
+        path_str,
+        "--interval-ms",
+        "20",
+        "--iterations",
+        "5000",
+    ]));
+    let top_frame = |pid: u32| format!("ticklane top  {path_str}  pid {pid}  ");
+    top.wait_for_line(&top_frame(first_pid), WITHIN);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/snapshot_reader.py");
+    let mut python = python3().map(|mut python| {
+        let mut watched = Watched::spawn(python.args([
+            script,
+            path_str,
+            "--watch",
+            "--interval-ms",
+            "20",
+            "--iterations",
+            "5000",
+        ]));
+        watched.wait_for_line(&format!("pid {first_pid}  "), WITHIN);
+        watched
+    });
+
+    first.kill().expect("SIGKILL");
+    assert!(!first.wait().expect("reap").success());
+    let mut second = start_heartbeating_writer(&path);
+    let second_pid = second.id();
+    assert_ne!(first_pid, second_pid);
+
+    let said = top.wait_for_line("ticklane top: reopened", WITHIN);
+    assert_eq!(
+        said,
+        format!(
+            "ticklane top: reopened: a new writer (pid {second_pid}, was {first_pid}) replaced \
+             the file"
+        )
+    );
+    let frame = top.wait_for_line("ticklane top  ", WITHIN);
+    assert!(frame.starts_with(&top_frame(second_pid)), "{frame}");
+    assert!(!frame.contains("WRITER SILENT"), "{frame}");
+    if let Some(python) = python.as_mut() {
+        let said = python.wait_for_line("reopened", WITHIN);
+        assert_eq!(
+            said,
+            format!("reopened: a new writer (pid {second_pid}, was {first_pid}) replaced the file")
+        );
+        let line = python.wait_for_line("pid ", WITHIN);
+        assert!(line.starts_with(&format!("pid {second_pid}  ")), "{line}");
+    }
+
+    for mut reader in [Some(top), python].into_iter().flatten() {
+        reader.child.kill().expect("stop the reader");
+        let _ = reader.child.wait();
+    }
+    second.kill().expect("stop the writer");
+    let _ = second.wait();
 }

@@ -3,6 +3,9 @@
 //! dropped connection with its typed reason. Each case goes through the library as
 //! `ticklane run --config` does: parse the file, open the line, run it.
 //!
+//! Two `ticklane run` processes on one unicast address: the second is refused at its bind
+//! (exit 1, naming the key), never handed the port to share.
+//!
 //! The addresses are chosen so the OS answers at once and nothing leaves the host:
 //! 192.0.2.1 is TEST-NET-1 (RFC 5737), which no host of ours has (bound only, never sent
 //! to), and a loopback port that was just released refuses connections.
@@ -12,12 +15,16 @@ use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use ticklane_engine::config::{FeedConfig, RunConfig};
 use ticklane_engine::live::{run_line, LineSource, LineSourceReport, FEED_KEYS};
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::pipeline::{DropReason, SourceEnd, SourceError};
 use ticklane_feed::net::{NetError, SocketOp};
+
+mod process_util;
+use process_util::{free_port, ticklane, wait_bounded, Watched, READY_WITHIN};
 
 /// Small books, so a run that fails at once does not first allocate the default tables.
 const ENGINE: &str = "[engine]\nring_slots = 1024\nmax_orders = 1024\nmax_books = 16\n\
@@ -195,4 +202,89 @@ fn the_line_keys_are_keys_the_configuration_knows() {
             .expect_err("a bad value");
         assert_eq!(err.key(), key, "{err}");
     }
+}
+
+/// A MoldUDP64 line's configuration file in `dir`, named `name`, with `feed` keys, that
+/// waits long enough in silence for a second process to be started beside it.
+fn line_file(dir: &Path, name: &str, feed: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let text = format!(
+        "{ENGINE}[feed]\nkind = \"moldudp64\"\n{feed}silence_timeout_s = 30\nmax_duration_s = 60\n"
+    );
+    std::fs::write(&path, text).expect("write the configuration");
+    path
+}
+
+/// Starts `ticklane run --config FILE` and waits until it says it is ready: its sockets are
+/// bound.
+fn running_line(config: &Path) -> Watched {
+    let mut run = Watched::spawn(ticklane().args(["run", "--config"]).arg(config));
+    run.wait_for_line("ticklane run: ready (", READY_WITHIN);
+    run
+}
+
+/// Runs `ticklane run --config FILE`, expected to fail at once; its exit status and stderr.
+fn refused_line(config: &Path) -> (Option<i32>, String) {
+    let child = ticklane()
+        .args(["run", "--config"])
+        .arg(config)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start ticklane");
+    let out = wait_bounded(child, Duration::from_secs(10));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_second_process_on_the_same_unicast_address_is_refused_at_its_bind() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let port = free_port();
+    let feed = format!("bind = \"127.0.0.1:{port}\"\n");
+    let first = running_line(&line_file(dir.path(), "first.toml", &feed));
+    let (code, stderr) = refused_line(&line_file(dir.path(), "second.toml", &feed));
+    // EADDRINUSE is 98 on Linux.
+    let in_use = io::Error::from_raw_os_error(98).to_string();
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot bind a UDP socket to 127.0.0.1:{port} (config key feed.bind)"
+        )) && stderr.contains(&in_use),
+        "{stderr}"
+    );
+    // The first still holds its port and runs on.
+    let mut first = first;
+    assert_eq!(first.child.try_wait().expect("poll the first"), None);
+    first.child.kill().expect("stop the first");
+    let _ = first.child.wait();
+}
+
+#[test]
+fn line_b_on_an_address_in_use_is_refused_naming_feed_b_bind() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (a, b, other) = (free_port(), free_port(), free_port());
+    let first = running_line(&line_file(
+        dir.path(),
+        "first.toml",
+        &format!("bind = \"127.0.0.1:{a}\"\nb_bind = \"127.0.0.1:{b}\"\n"),
+    ));
+    let (code, stderr) = refused_line(&line_file(
+        dir.path(),
+        "second.toml",
+        &format!("bind = \"127.0.0.1:{other}\"\nb_bind = \"127.0.0.1:{b}\"\n"),
+    ));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot bind a UDP socket to 127.0.0.1:{b} (config key feed.b_bind)"
+        )) && stderr.contains(&io::Error::from_raw_os_error(98).to_string()),
+        "{stderr}"
+    );
+    let mut first = first;
+    assert_eq!(first.child.try_wait().expect("poll the first"), None);
+    first.child.kill().expect("stop the first");
+    let _ = first.child.wait();
 }

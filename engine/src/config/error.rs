@@ -279,6 +279,20 @@ pub enum ConfigError {
         /// The kind the key belongs to.
         belongs_to: &'static str,
     },
+    /// An environment variable that stands in for a key (`TICKLANE_ADMIN_TOKEN` for
+    /// `admin.token`) holds a value that key would refuse. The value is a secret: never shown.
+    #[error(
+        "the environment variable {variable} (it replaces {key}) = \"<redacted>\" is refused; \
+         allowed: {allowed}"
+    )]
+    Environment {
+        /// The variable.
+        variable: &'static str,
+        /// The key it replaces, whose rule it is held to.
+        key: &'static str,
+        /// What the key accepts.
+        allowed: Allowed,
+    },
     /// Two values each in range that cannot be used together.
     #[error("{place}: {conflict}")]
     Conflict {
@@ -290,11 +304,13 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    /// The full dotted path of the key at fault (the first, for a conflict); `None` when the
-    /// file could not be read or parsed.
+    /// The full dotted path of the key at fault (the first, for a conflict; for an
+    /// environment variable, the variable's name); `None` when the file could not be read or
+    /// parsed.
     pub fn key(&self) -> Option<&'static str> {
         match self {
             ConfigError::Read { .. } | ConfigError::Syntax { .. } => None,
+            ConfigError::Environment { variable, .. } => Some(variable),
             ConfigError::Missing { key, .. }
             | ConfigError::Value { key, .. }
             | ConfigError::OtherKindKey { key, .. } => Some(key),
@@ -305,7 +321,7 @@ impl ConfigError {
     /// Line and column in the file, where the error has one.
     pub fn location(&self) -> Option<Location> {
         match self {
-            ConfigError::Read { .. } => None,
+            ConfigError::Read { .. } | ConfigError::Environment { .. } => None,
             ConfigError::Syntax { at, .. } => *at,
             ConfigError::Missing { place, .. }
             | ConfigError::Value { place, .. }

@@ -38,6 +38,7 @@ pub use error::{ConfigError, Conflict, Location, Place};
 pub use instance::{Instance, NAME_INDICES};
 pub use serve_keys::ServeSection;
 
+use std::ffi::OsStr;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -47,7 +48,7 @@ use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::resilience::BackoffConfig;
 use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
 
-use crate::admin_token::AdminToken;
+use crate::admin_token::{AdminToken, TOKEN_ENV};
 use crate::book::BookConfig;
 use crate::pipeline::{
     MoldFeedConfig, PipelineConfig, SoupFeedConfig, WaitStrategy, DEFAULT_LINE_BREAKER,
@@ -189,8 +190,9 @@ pub const DEFAULT_FEED_NAME: &str = "feed";
 pub struct AdminSection {
     /// Where the HTTP server listens (health, metrics, admin calls); no server when absent.
     pub listen: Option<SocketAddr>,
-    /// The bearer token the admin calls need (`TICKLANE_ADMIN_TOKEN` wins over it); admin
-    /// calls are refused when neither is set. Its `Debug` is redacted.
+    /// The bearer token the admin calls need: the file's, or `TICKLANE_ADMIN_TOKEN`'s once
+    /// [`RunConfig::with_environment`] applied it (both held to the same rule); admin calls
+    /// are refused when neither is set. Its `Debug` is redacted.
     pub token: Option<AdminToken>,
 }
 
@@ -294,6 +296,38 @@ impl RunConfig {
             web,
             file: path.to_path_buf(),
         })
+    }
+
+    /// This configuration with the environment applied: `TICKLANE_ADMIN_TOKEN`, when set and
+    /// not empty, replaces `admin.token`, held to the same rule (an empty variable counts as
+    /// unset). Call it once, before anything starts, where the environment is meant to count
+    /// (`ticklane run`).
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Environment`] naming the variable (never its value) if `admin.token`
+    /// would refuse it, or if it is not UTF-8.
+    pub fn with_environment(self) -> Result<Self, ConfigError> {
+        self.with_admin_token_env(std::env::var_os(TOKEN_ENV).as_deref())
+    }
+
+    /// [`RunConfig::with_environment`], with the variable's value given.
+    fn with_admin_token_env(mut self, value: Option<&OsStr>) -> Result<Self, ConfigError> {
+        let Some(value) = value.filter(|v| !v.is_empty()) else {
+            return Ok(self);
+        };
+        let rule = limits::ADMIN_TOKEN;
+        let token = value
+            .to_str()
+            .filter(|t| rule.admits_text(t))
+            .and_then(AdminToken::new)
+            .ok_or(ConfigError::Environment {
+                variable: TOKEN_ENV,
+                key: "admin.token",
+                allowed: rule,
+            })?;
+        self.admin.token = Some(token);
+        Ok(self)
     }
 
     /// The file this configuration was read from.
@@ -911,6 +945,46 @@ mod tests {
         assert!(!shown.contains("short-secret"), "{shown}");
         let c = mold_with("[admin]\ntoken = \"a-long-enough-secret\"\n").expect("valid");
         assert!(!format!("{c:?}").contains("a-long-enough-secret"));
+    }
+
+    #[test]
+    fn the_token_variable_is_held_to_the_token_rule_and_never_printed() {
+        let file = mold_with("[admin]\ntoken = \"file-token-0123456789\"\n").expect("valid");
+        for bad in [
+            "xyzzy",
+            "short-secret",
+            "sixteen-chars-\u{e9}",
+            "tab\tinside-a-long-token",
+        ] {
+            let err = file
+                .clone()
+                .with_admin_token_env(Some(OsStr::new(bad)))
+                .expect_err(bad);
+            assert_eq!(err.key(), Some("TICKLANE_ADMIN_TOKEN"), "{bad}");
+            let shown = format!("{err} {err:?}");
+            assert!(!shown.contains(bad), "{shown}");
+            assert!(shown.contains("admin.token"), "{shown}");
+        }
+        let long = "y".repeat(257);
+        assert!(file
+            .clone()
+            .with_admin_token_env(Some(OsStr::new(&long)))
+            .is_err());
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let not_utf8 = OsStr::from_bytes(b"\xff-not-utf8-but-long-enough");
+            assert!(file.clone().with_admin_token_env(Some(not_utf8)).is_err());
+        }
+        let env = file
+            .clone()
+            .with_admin_token_env(Some(OsStr::new("env-token-9876543210")))
+            .expect("a valid token");
+        assert_eq!(env.admin.token, AdminToken::new("env-token-9876543210"));
+        for unset in [None, Some(OsStr::new(""))] {
+            let kept = file.clone().with_admin_token_env(unset).expect("unset");
+            assert_eq!(kept.admin.token, AdminToken::new("file-token-0123456789"));
+        }
     }
 
     #[test]

@@ -223,6 +223,8 @@ pub fn run_served_line(
     health: Option<Arc<Health>>,
     subscribers: Option<EventFanout>,
 ) -> std::io::Result<LineRun> {
+    // A silent UDP line has no reconnect to try: Unhealthy (see `crate::health`).
+    let silence_unhealthy = matches!(source, LineSource::Mold(_));
     source.attach_counters(Arc::clone(&handles.counters));
     source.attach_guard(handles.guard(health.clone()));
     let violations = Arc::new(ContractViolations::new(health.clone()));
@@ -237,7 +239,8 @@ pub fn run_served_line(
             };
             let counters = publisher.shared_counters();
             let watched = HealthWatch::new(publisher, health, Arc::clone(&violations))
-                .with_overload(Arc::clone(&counters));
+                .with_overload(Arc::clone(&counters))
+                .silence_unhealthy(silence_unhealthy);
             let report = run_pipeline_with_latency(
                 pipeline,
                 source,
@@ -252,7 +255,8 @@ pub fn run_served_line(
             })
         }
         None => {
-            let watched = HealthWatch::new(NoPublisher, health, Arc::clone(&violations));
+            let watched = HealthWatch::new(NoPublisher, health, Arc::clone(&violations))
+                .silence_unhealthy(silence_unhealthy);
             let report = run_pipeline_with_latency(
                 pipeline,
                 source,

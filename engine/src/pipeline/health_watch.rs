@@ -7,12 +7,14 @@
 //! |---|---|
 //! | the first message, or the line going Live | clears `Starting` |
 //! | the line Silent, Disconnected or Reconnecting | raises `LineStale` (cleared when Live) |
+//! | a MoldUDP64 line Silent ([`HealthWatch::silence_unhealthy`]) | raises `LineSilent` too (cleared when Live) |
 //! | the line ended silent or in error | raises `LineEnded` and `LineStale` |
 //! | a declared loss | raises `MessagesLost` (the books stay `MAYBE_BAD`) |
 //! | a message that breaks ITCH 5.0 | counted in [`ContractViolations`] (`ContractViolation`) |
 //! | a publication refused for want of a snapshot slot | raises `PublicationsMissed` |
 //!
-//! A wrapper rather than code in the book stage, so that the stage stays one loop.
+//! A wrapper rather than code in the book stage, so that the stage stays one loop. Which of
+//! these conditions are Unhealthy, and why, is written in `crate::health`.
 
 use std::sync::Arc;
 
@@ -34,6 +36,8 @@ pub struct HealthWatch<P: Publisher> {
     overload: Option<Arc<SharedCounters>>,
     /// Whether `Starting` is still to be cleared.
     starting: bool,
+    /// Whether a Silent line has no way back but the feed itself (MoldUDP64).
+    silence_unhealthy: bool,
 }
 
 impl<P: Publisher> HealthWatch<P> {
@@ -49,7 +53,16 @@ impl<P: Publisher> HealthWatch<P> {
             violations,
             overload: None,
             starting: true,
+            silence_unhealthy: false,
         }
+    }
+
+    /// With `unhealthy`, raises `LineSilent` (Unhealthy) while the line is Silent, as well as
+    /// `LineStale`: for a MoldUDP64 line, whose silence no reconnect can end. A SoupBinTCP
+    /// line's silence leads to a reconnect, so it stays Degraded (`LineStale` only).
+    pub fn silence_unhealthy(mut self, unhealthy: bool) -> Self {
+        self.silence_unhealthy = unhealthy;
+        self
     }
 
     /// Also raises `PublicationsMissed` when `overload` counts a publication the snapshot
@@ -117,15 +130,21 @@ impl<P: Publisher> Publisher for HealthWatch<P> {
             match state {
                 FeedState::Live => {
                     h.clear(Condition::LineStale);
+                    h.clear(Condition::LineSilent);
                     if self.starting {
                         self.started();
                     }
                 }
-                // Isolated by hand: stale too (the guard raises LineIsolated itself).
-                FeedState::Silent
-                | FeedState::Disconnected
-                | FeedState::Reconnecting
-                | FeedState::Isolated => {
+                FeedState::Silent => {
+                    h.raise(Condition::LineStale, since_ns);
+                    if self.silence_unhealthy {
+                        h.raise(Condition::LineSilent, since_ns);
+                    }
+                }
+                // Isolated by hand: stale too (the guard raises LineIsolated itself), and
+                // not silent: packets may be arriving, only they are ignored.
+                FeedState::Disconnected | FeedState::Reconnecting | FeedState::Isolated => {
+                    h.clear(Condition::LineSilent);
                     h.raise(Condition::LineStale, since_ns);
                 }
                 FeedState::EndedSilent | FeedState::EndedError => {
@@ -206,6 +225,36 @@ mod tests {
         assert_eq!(h.report().reasons[0].since_ns, 30);
         w.line_state(&books, FeedState::EndedError, 40);
         assert_eq!(raised(&h), [Condition::LineStale, Condition::LineEnded]);
+    }
+
+    #[test]
+    fn a_silent_udp_line_is_unhealthy_until_a_packet_and_a_silent_tcp_line_degraded() {
+        use crate::health::HealthState;
+        let (w, h, books) = watch();
+        let mut udp = w.silence_unhealthy(true);
+        udp.line_state(&books, FeedState::Live, 1);
+        assert_eq!(h.report().state, HealthState::Healthy);
+        udp.line_state(&books, FeedState::Silent, 10);
+        assert_eq!(raised(&h), [Condition::LineStale, Condition::LineSilent]);
+        assert_eq!(h.report().state, HealthState::Unhealthy);
+        assert_eq!(h.report().http_status(), 503);
+        udp.line_state(&books, FeedState::Live, 20);
+        assert_eq!(raised(&h), []);
+        assert_eq!(h.report().http_status(), 200);
+        udp.line_state(&books, FeedState::Silent, 30);
+        udp.line_state(&books, FeedState::Isolated, 40);
+        assert_eq!(raised(&h), [Condition::LineStale], "isolated, not silent");
+        assert_eq!(h.report().state, HealthState::Degraded);
+
+        let (mut tcp, h, books) = watch();
+        tcp.line_state(&books, FeedState::Live, 1);
+        tcp.line_state(&books, FeedState::Silent, 10);
+        assert_eq!(raised(&h), [Condition::LineStale]);
+        assert_eq!(h.report().state, HealthState::Degraded);
+        tcp.line_state(&books, FeedState::Reconnecting, 20);
+        assert_eq!(h.report().http_status(), 200, "a reconnect is under way");
+        tcp.line_state(&books, FeedState::EndedError, 30);
+        assert_eq!(h.report().state, HealthState::Unhealthy);
     }
 
     #[test]

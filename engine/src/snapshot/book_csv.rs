@@ -73,8 +73,8 @@ pub fn read_all(reader: &SnapshotReader) -> SnapshotSlots {
     all
 }
 
-/// A book CSV written out of a snapshot: the sink, and the slots whose books are missing from
-/// it because they could not be read.
+/// A book CSV written out of a snapshot: the sink, the slots whose books are missing from
+/// it because they could not be read, and the books written that carry a warning flag.
 #[derive(Debug)]
 pub struct BookCsvExport<W> {
     /// The sink, every row written to it.
@@ -82,6 +82,44 @@ pub struct BookCsvExport<W> {
     /// The slots left out, in slot order. Not empty means the CSV is incomplete: a caller
     /// reports each one and fails.
     pub unreadable: Vec<UnreadableSlot>,
+    /// The books written whose slots say they may be wrong or out of date. The CSV has no
+    /// column for flags, so a caller says these beside it.
+    pub flagged: FlaggedBooks,
+}
+
+/// The books of an export that carry `MAYBE_BAD` or `STALE`, by symbol (trailing spaces
+/// removed; a book with no symbol yet is named by its locate), in locate order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlaggedBooks {
+    /// Books read (flagged or not).
+    pub books: usize,
+    /// Books flagged `MAYBE_BAD`: a loss was declared, any of them may be wrong.
+    pub maybe_bad: Vec<String>,
+    /// Books flagged `STALE`: their line is down, they are the last known state.
+    pub stale: Vec<String>,
+}
+
+impl FlaggedBooks {
+    /// The flagged books among `states`.
+    fn of(states: &[InstrumentState]) -> Self {
+        let name = |s: &InstrumentState| match s.symbol() {
+            [] => format!("locate {}", s.locate.0),
+            symbol => String::from_utf8_lossy(symbol).into_owned(),
+        };
+        let with = |flag: fn(&InstrumentState) -> bool| {
+            states.iter().filter(|s| flag(s)).map(name).collect()
+        };
+        FlaggedBooks {
+            books: states.len(),
+            maybe_bad: with(|s| s.flags.is_maybe_bad()),
+            stale: with(|s| s.flags.is_stale()),
+        }
+    }
+
+    /// Whether no book is flagged.
+    pub fn is_empty(&self) -> bool {
+        self.maybe_bad.is_empty() && self.stale.is_empty()
+    }
 }
 
 impl<W> BookCsvExport<W> {
@@ -132,7 +170,11 @@ pub fn export_snapshot_book_csv<W: Write>(
         }
     }
     let sink = out.finish().map_err(SnapshotError::Output)?;
-    Ok(BookCsvExport { sink, unreadable })
+    Ok(BookCsvExport {
+        sink,
+        unreadable,
+        flagged: FlaggedBooks::of(&states),
+    })
 }
 
 /// [`export_snapshot_book_csv`], failing when a slot was left out: the rows of every

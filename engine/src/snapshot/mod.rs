@@ -42,8 +42,8 @@ mod state;
 mod writer;
 
 pub use book_csv::{
-    export_snapshot_book_csv, read_all, write_snapshot_book_csv, BookCsvExport, SnapshotSlots,
-    UnreadableSlot,
+    export_snapshot_book_csv, read_all, write_snapshot_book_csv, BookCsvExport, FlaggedBooks,
+    SnapshotSlots, UnreadableSlot,
 };
 pub use clock::wall_clock_ns;
 pub use error::{PublishError, ReadError, SnapshotError};

@@ -1,8 +1,9 @@
 //! Another process's side of the snapshot: maps the file read-only, validates it, and copies
 //! slots out under their seqlocks.
 
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::ops::Range;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use memmap2::MmapOptions;
@@ -36,7 +37,26 @@ pub struct SnapshotReader {
     header: SnapshotHeader,
     geometry: Geometry,
     path: PathBuf,
+    /// The file mapped, as opened: the path may name another one later.
+    file: FileId,
     attempts: u32,
+}
+
+/// Which file a path named: a writer restarted on the path renames a new file over it, so
+/// the path's device and inode change while a reader's mapping still holds the old file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileId {
+    device: u64,
+    inode: u64,
+}
+
+impl FileId {
+    fn of(metadata: &Metadata) -> Self {
+        FileId {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+        }
+    }
 }
 
 impl SnapshotReader {
@@ -55,7 +75,8 @@ impl SnapshotReader {
             source,
         };
         let file = File::open(&path).map_err(io_err)?;
-        let len = file.metadata().map_err(io_err)?.len();
+        let metadata = file.metadata().map_err(io_err)?;
+        let len = metadata.len();
         let bad = |field: &'static str, found: u64, expected: u64| SnapshotError::BadHeader {
             path: path.clone(),
             field,
@@ -144,8 +165,52 @@ impl SnapshotReader {
             header,
             geometry,
             path,
+            file: FileId::of(&metadata),
             attempts: DEFAULT_READ_ATTEMPTS,
         })
+    }
+
+    /// Whether the path names another file than the one this reader maps: a writer that
+    /// (re)starts on the path, after a `kill -9` too, builds a new file and renames it over
+    /// the old one, so a reader that keeps its mapping keeps reading the old writer's books
+    /// (its heartbeat stopped) until it reopens. A path that names no file now (removed) is
+    /// not a replacement: the old mapping is all there is.
+    pub fn is_replaced(&self) -> bool {
+        std::fs::metadata(&self.path).is_ok_and(|m| FileId::of(&m) != self.file)
+    }
+
+    /// Reopens the path if [`SnapshotReader::is_replaced`]: `Ok(true)` when this reader now
+    /// maps the new file (with the same read bound), `Ok(false)` when nothing changed.
+    /// Cold: one `stat` of the path; call it between frames, not per read.
+    ///
+    /// # Errors
+    ///
+    /// As [`SnapshotReader::open`], for the new file; this reader keeps the old mapping then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("book.snap");
+    /// SnapshotWriter::create(&path, 16, 5)?.close()?;
+    /// let mut reader = SnapshotReader::open(&path)?;
+    /// assert!(!reader.reopen_if_replaced()?);
+    /// let restarted = SnapshotWriter::create(&path, 32, 5)?; // renamed over the old file
+    /// assert!(reader.is_replaced());
+    /// assert!(reader.reopen_if_replaced()?);
+    /// assert_eq!(reader.header().slot_capacity, 32);
+    /// assert!(!reader.header().is_closed(), "the new writer's file");
+    /// # drop(restarted);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reopen_if_replaced(&mut self) -> Result<bool, SnapshotError> {
+        if !self.is_replaced() {
+            return Ok(false);
+        }
+        *self = SnapshotReader::open(&self.path)?.with_read_attempts(self.attempts);
+        Ok(true)
     }
 
     /// Sets how many times a read tries a slot before reporting it (at least 1).

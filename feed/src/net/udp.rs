@@ -55,10 +55,16 @@ impl UdpFeed {
             .map_err(|e| NetError::new(SocketOp::CreateUdp { addr }, bind_key, e))?;
         let option =
             |option| move |e| NetError::new(SocketOp::SetOption { option, addr }, bind_key, e);
-        // Several listeners of one multicast group on a host must share the port.
-        socket
-            .set_reuse_address(true)
-            .map_err(option("SO_REUSEADDR"))?;
+        // Several listeners of one multicast group on a host must share the port, and each
+        // gets every datagram. A unicast port must not be shared: Linux would hand each
+        // datagram to one socket only (the newest), so a second process on the same address
+        // would silently take the feed from the first. Without SO_REUSEADDR its bind fails
+        // with "address in use" instead.
+        if is_multicast(config) {
+            socket
+                .set_reuse_address(true)
+                .map_err(option("SO_REUSEADDR"))?;
+        }
         // Best effort: the kernel caps it at net.core.rmem_max.
         let _ = socket.set_recv_buffer_size(config.recv_buffer_bytes);
         socket.set_nonblocking(true).map_err(option("O_NONBLOCK"))?;
@@ -186,6 +192,11 @@ impl UdpFeed {
     }
 }
 
+/// Whether `config` listens to a multicast group (joined, or the bind address itself).
+fn is_multicast(config: &UdpFeedConfig) -> bool {
+    config.multicast_group.is_some() || config.bind.ip().is_multicast()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,6 +226,40 @@ mod tests {
             }
         }
         assert_eq!(seen, vec![Err(SocketError::Truncated), Ok(vec![8u8; 10])]);
+    }
+
+    #[test]
+    fn a_unicast_address_in_use_is_refused_not_shared() {
+        let first = UdpFeed::open(&loopback(), &FeedKeys::NONE).expect("bind loopback");
+        let taken = UdpFeedConfig {
+            bind: first.local_addr().expect("local address"),
+            ..loopback()
+        };
+        let keys = FeedKeys {
+            bind: Some("feed.bind"),
+            ..FeedKeys::NONE
+        };
+        let Err(e) = UdpFeed::open(&taken, &keys) else {
+            panic!("a second socket bound {} too", taken.bind);
+        };
+        assert_eq!(e.op(), SocketOp::Bind { addr: taken.bind });
+        assert_eq!(e.io_error().kind(), io::ErrorKind::AddrInUse);
+        assert_eq!(e.keys().collect::<Vec<_>>(), ["feed.bind"]);
+    }
+
+    #[test]
+    fn only_multicast_listeners_share_a_port() {
+        let unicast = |ip: [u8; 4]| UdpFeedConfig {
+            bind: SocketAddr::from((ip, 9)),
+            ..loopback()
+        };
+        assert!(!is_multicast(&unicast([127, 0, 0, 1])));
+        assert!(!is_multicast(&unicast([0, 0, 0, 0])));
+        assert!(is_multicast(&unicast([239, 255, 0, 1])));
+        assert!(is_multicast(&UdpFeedConfig {
+            multicast_group: Some(Ipv4Addr::new(239, 255, 0, 1)),
+            ..unicast([0, 0, 0, 0])
+        }));
     }
 
     #[test]

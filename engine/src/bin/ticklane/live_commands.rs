@@ -11,7 +11,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use ticklane_engine::admin::{AdminServer, AdminState, FeedHandles, ServerLimits};
-use ticklane_engine::admin_token::AdminToken;
 use ticklane_engine::config::{ConfigError, Conflict, FeedConfig, Place, RunConfig};
 use ticklane_engine::health::Health;
 use ticklane_engine::live::{
@@ -170,7 +169,7 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
         let stop = install_shutdown()?;
         return demo(args, &stop);
     };
-    let config = RunConfig::load(path)?;
+    let config = RunConfig::load(path)?.with_environment()?;
     // `--web` and `--serve` read the snapshot, as the file's own keys do (those are refused
     // when the file is read): refused before anything starts.
     if config.snapshot.path.is_none() {
@@ -345,7 +344,7 @@ fn start_admin(
                 .then(|| Arc::clone(&handles.overload)),
             latency: Some(Arc::clone(&handles.latency)),
         }],
-        token: AdminToken::from_env_or(config.admin.token.clone()),
+        token: config.admin.token.clone(),
     });
     let admin_calls = if state.token.is_some() {
         "admin calls need the token"

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use ticklane_engine::snapshot::{export_snapshot_book_csv, wall_clock_ns, SnapshotReader};
+use ticklane_engine::snapshot::{
+    export_snapshot_book_csv, wall_clock_ns, FlaggedBooks, LineState, SnapshotHeader,
+    SnapshotReader,
+};
 use ticklane_engine::views::{write_book_view, write_top_frame, ExitStatus, TopFrames};
 
 /// Arguments of `ticklane book`.
@@ -69,6 +72,9 @@ pub fn book(args: &BookArgs) -> Result<ExitStatus> {
         for slot in &export.unreadable {
             eprintln!("ticklane: {slot}");
         }
+        if let Some(warning) = flags_warning(&reader.header(), &export.flagged) {
+            eprintln!("ticklane: warning: {}: {warning}", args.snapshot.display());
+        }
         return Ok(if export.unreadable.is_empty() {
             ExitStatus::Success
         } else {
@@ -93,19 +99,80 @@ pub fn book(args: &BookArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// Most symbols a warning names before it gives their count only.
+const NAMED_SYMBOLS: usize = 10;
+
+/// One line for stderr when the CSV's books may be wrong or out of date (the CSV has no
+/// column for flags, so a script would not know): each flag with the books that carry it,
+/// and the header's reason. `None` when neither the header nor any book is flagged.
+fn flags_warning(header: &SnapshotHeader, flagged: &FlaggedBooks) -> Option<String> {
+    let books = |symbols: &[String]| {
+        let of = format!("{} of {} books", symbols.len(), flagged.books);
+        if symbols.is_empty() || symbols.len() > NAMED_SYMBOLS {
+            of
+        } else {
+            format!("{of}: {}", symbols.join(" "))
+        }
+    };
+    let mut parts = Vec::new();
+    if header.is_maybe_bad() || !flagged.maybe_bad.is_empty() {
+        parts.push(format!(
+            "MAYBE_BAD ({} messages declared lost; books may be wrong) on {}",
+            header.lost_messages,
+            books(&flagged.maybe_bad)
+        ));
+    }
+    if header.is_stale() || !flagged.stale.is_empty() {
+        let why = header
+            .line()
+            .filter(|line| *line != LineState::Live)
+            .map_or("feed down", LineState::as_str);
+        parts.push(format!(
+            "STALE (line {why}; last known books, not live) on {}",
+            books(&flagged.stale)
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
 /// `ticklane top --snapshot PATH`.
 pub fn top(args: &TopArgs) -> Result<ExitStatus> {
-    let reader = SnapshotReader::open(&args.snapshot)?;
+    let mut reader = SnapshotReader::open(&args.snapshot)?;
     let frames = if args.once { Some(1) } else { args.iterations };
     // Clearing the screen only makes sense on a terminal; piped frames follow each other.
     let clear = !args.once && io::stdout().is_terminal();
     let mut top = TopFrames::new();
+    let mut shown = 0u64;
     loop {
+        // A restarted writer renames a new file over the path: follow it, or the frames
+        // would show the dead writer's books for good.
+        let mut notice = None;
+        let old_pid = reader.header().writer_pid;
+        match reader.reopen_if_replaced() {
+            Ok(false) => {}
+            Ok(true) => {
+                // Publication counts start again in the new file.
+                top = TopFrames::new();
+                notice = Some(format!(
+                    "reopened: a new writer (pid {}, was {old_pid}) replaced the file",
+                    reader.header().writer_pid
+                ));
+            }
+            Err(e) => {
+                notice = Some(format!(
+                    "the file was replaced but cannot be opened ({e}); showing the old one"
+                ));
+            }
+        }
         let first = top.frames() == 0;
         let rows = top.read(&reader);
+        shown += 1;
         let mut out = BufWriter::new(io::stdout().lock());
         if clear {
             write!(out, "\x1b[H\x1b[2J")?;
+        }
+        if let Some(notice) = notice {
+            writeln!(out, "ticklane top: {notice}")?;
         }
         let (path, header) = (reader.path(), reader.header());
         write_top_frame(
@@ -118,7 +185,7 @@ pub fn top(args: &TopArgs) -> Result<ExitStatus> {
             wall_clock_ns(),
         )?;
         out.flush()?;
-        if frames.is_some_and(|n| top.frames() >= n) {
+        if frames.is_some_and(|n| shown >= n) {
             return Ok(ExitStatus::Success);
         }
         std::thread::sleep(Duration::from_millis(args.interval_ms));
