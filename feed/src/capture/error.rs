@@ -193,6 +193,16 @@ pub enum CaptureErrorKind {
     /// The DBN metadata names a schema other than MBO.
     #[error("DBN schema is {0}, not mbo: replay reads market-by-order records only")]
     DbnSchema(String),
+    /// The DBN input ends at a record boundary but inside an event: the records from here
+    /// on have no `F_LAST` record after them, so the book they lead to is not one the venue
+    /// ever published (Databento: the book is consistent only at `F_LAST`).
+    #[error(
+        "the input ends inside an event: the {records} MBO record(s) from here have no F_LAST record after them"
+    )]
+    DbnEndsInsideEvent {
+        /// MBO records after the last one flagged `F_LAST`.
+        records: u64,
+    },
     /// The DBN input ends inside a record.
     #[error("truncated: the input ends {remain} bytes into a DBN record")]
     DbnTruncated {
