@@ -163,6 +163,20 @@ pub enum CaptureErrorKind {
         /// The first 4 bytes, read little-endian.
         magic: u32,
     },
+    /// The pcap file header or a pcapng section header carries a format version this
+    /// reader does not know (pcap 2.x, pcapng 1.x): its layout may differ, so its records
+    /// are not read as if it were the known one.
+    #[error("{what} says version {major}.{minor}; only {supported} is read")]
+    UnsupportedVersion {
+        /// Which header: "pcap file header", "pcapng section header".
+        what: &'static str,
+        /// The major version found.
+        major: u16,
+        /// The minor version found.
+        minor: u16,
+        /// The versions read: "2.x", "1.x".
+        supported: &'static str,
+    },
     /// A pcapng block's total length is under 12 or not a multiple of 4: the block
     /// structure is lost.
     #[error("pcapng: block total length {len} is under 12 or not a multiple of 4")]
