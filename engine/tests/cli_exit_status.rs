@@ -432,8 +432,9 @@ fn flags_that_would_hang_or_be_ignored_are_refused_naming_the_flag() {
     let udp = ["sim", "--udp", "127.0.0.1:9"];
     let with = |more: &[&'static str]| [&udp[..], more].concat();
     refused(&with(&["--udp-b", "127.0.0.1:0"]), "--udp-b");
-    for speed in ["0", "nan", "inf", "-2"] {
-        refused(&with(&["--speed", speed]), "--speed");
+    // `=` so that clap takes `-2` for a value, not a flag.
+    for speed in ["--speed=0", "--speed=nan", "--speed=inf", "--speed=-2"] {
+        refused(&with(&[speed]), "--speed");
     }
     refused(
         &with(&["--burst-probability", "0.1", "--burst-packets", "0"]),
