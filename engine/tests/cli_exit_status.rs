@@ -597,9 +597,7 @@ fn mold_frame(sequence: u64, count: u16) -> Vec<u8> {
 /// A little-endian microsecond pcap (version 2.4, Ethernet) of `frames`.
 fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
     let mut out = Vec::new();
-    for word in [0xa1b2_c3d4u32] {
-        out.extend_from_slice(&word.to_le_bytes());
-    }
+    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
     out.extend_from_slice(&[2, 0, 4, 0]);
     for word in [0u32, 0, 262_144, 1] {
         out.extend_from_slice(&word.to_le_bytes());
