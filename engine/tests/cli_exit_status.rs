@@ -5,16 +5,48 @@
 //! rather than taken from the code under test.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+mod process_util;
+use process_util::wait_bounded;
 
 const USAGE: i32 = 2;
 const FAILURE: i32 = 1;
+const DECLARED_LOST: i32 = 3;
 
 fn ticklane(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ticklane"))
         .args(args)
         .output()
         .expect("run ticklane")
+}
+
+/// How long a refusal may take: it happens before anything runs, so a command still running
+/// after this is one that was not refused (some used to run for ever).
+const REFUSED_WITHIN: Duration = Duration::from_secs(20);
+
+/// `ticklane args`, killed and failed if it runs past [`REFUSED_WITHIN`].
+fn ticklane_bounded(args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_ticklane"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run ticklane");
+    wait_bounded(child, REFUSED_WITHIN)
+}
+
+/// `ticklane args` is refused as a usage error (exit 2), in bounded time, with stderr
+/// naming `flag`, and nothing on stdout (nothing ran).
+fn refused(args: &[&str], flag: &str) {
+    let out = ticklane_bounded(args);
+    let stdout = exits(&out, USAGE, flag);
+    assert!(
+        stdout.is_empty(),
+        "{args:?}: refused before anything ran:\n{stdout}"
+    );
 }
 
 fn stderr(output: &Output) -> String {
@@ -364,5 +396,250 @@ fn a_dbn_input_refuses_the_itch_only_outputs_for_that_reason_and_dates_its_own_s
             .expect("sample written")
             .len()
             > 0
+    );
+}
+
+#[test]
+fn empty_filters_are_usage_errors_not_no_filter() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = generated_day(dir.path());
+    let day = day.as_str();
+    let bbo = dir.path().join("bbo.csv");
+    let bbo = bbo.to_str().expect("UTF-8");
+    for (flag, value) in [("--symbols", ""), ("--symbols", " "), ("--between", "")] {
+        refused(&["replay", day, "-q", "--bbo-out", bbo, flag, value], flag);
+        assert!(
+            !Path::new(bbo).exists(),
+            "{flag} {value:?}: nothing written"
+        );
+    }
+    refused(&["replay", day, "-q", "--symbols", ","], "--symbols");
+    for value in ["", ",", "A,,B", "TOOLONGSYMBOL"] {
+        refused(&["tail", "--capture", day, "--symbols", value], "--symbols");
+    }
+    let subscribe = ["subscribe", "--server", "127.0.0.1:1", "--symbols", ""];
+    refused(&subscribe, "--symbols");
+}
+
+#[test]
+fn flags_that_would_hang_or_be_ignored_are_refused_naming_the_flag() {
+    // The live demo: a rate of 0 ran for ever at about one message a second.
+    refused(&["run", "--rate", "0"], "--rate");
+    refused(&["run", "--messages", "0"], "--messages");
+    refused(&["demo", "--messages", "0"], "--messages");
+    // The simulator: a destination port of 0 failed every send and kept running.
+    refused(&["sim", "--udp", "127.0.0.1:0"], "--udp");
+    let udp = ["sim", "--udp", "127.0.0.1:9"];
+    let with = |more: &[&'static str]| [&udp[..], more].concat();
+    refused(&with(&["--udp-b", "127.0.0.1:0"]), "--udp-b");
+    // `=` so that clap takes `-2` for a value, not a flag.
+    for speed in ["--speed=0", "--speed=nan", "--speed=inf", "--speed=-2"] {
+        refused(&with(&[speed]), "--speed");
+    }
+    refused(
+        &with(&["--burst-probability", "0.1", "--burst-packets", "0"]),
+        "--burst-packets",
+    );
+    refused(
+        &with(&["--stall-after", "10", "--stall-ms", "0"]),
+        "--stall-ms",
+    );
+    // Options of line B without line B, and options of one protocol without it.
+    refused(&with(&["--drop-b", "0.1"]), "--udp-b");
+    refused(&with(&["--burst-probability-b", "0.1"]), "--udp-b");
+    refused(&with(&["--burst-packets", "5"]), "--burst-probability");
+    refused(&with(&["--stall-ms", "5"]), "--stall-after");
+    refused(&with(&["--login", "a:b"]), "--tcp");
+    let tcp = ["sim", "--tcp", "127.0.0.1:0"];
+    for fault in [
+        &["--drop", "0.1"][..],
+        &["--duplicate", "0.1"],
+        &["--reorder", "0.1"],
+        &["--burst-probability", "0.1"],
+        &["--stall-after", "5"],
+        &["--request", "127.0.0.1:0"],
+    ] {
+        refused(&[&tcp[..], fault].concat(), "--udp");
+    }
+    refused(
+        &[
+            "sim",
+            "day.itch50",
+            "--udp",
+            "127.0.0.1:9",
+            "--messages",
+            "5",
+        ],
+        "--messages",
+    );
+    // Replay: no depth of 0; --depth, --wait and the cores without what reads them.
+    refused(
+        &["replay", "x.itch50", "--book-out", "b.csv", "--depth", "0"],
+        "--depth",
+    );
+    let sample = [
+        "replay",
+        "x.itch50",
+        "--sample",
+        "1s",
+        "--sample-out",
+        "s.csv",
+    ];
+    refused(
+        &[&sample[..], &["--sample-depth", "0"]].concat(),
+        "--sample-depth",
+    );
+    refused(&["replay", "x.itch50", "--depth", "5"], "--depth");
+    for flag in [
+        ["--wait", "park"],
+        ["--reader-core", "0"],
+        ["--book-core", "0"],
+    ] {
+        refused(&[&["replay", "x.itch50"][..], &flag].concat(), "--pace");
+    }
+    refused(
+        &["replay", "x.itch50", "--pace", "max", "--wait", "sleep"],
+        "--wait",
+    );
+    // Subscribe: the login's account field is 16 printable ASCII bytes.
+    let subscribe = ["subscribe", "--server", "127.0.0.1:1", "--symbols", "AAPL"];
+    let sub = |more: &[&'static str]| [&subscribe[..], more].concat();
+    refused(&sub(&["--account", "seventeen-chars-x"]), "--account");
+    refused(&sub(&["--account", "caf\u{e9}"]), "--account");
+    refused(&sub(&["--account", ""]), "--account");
+    refused(&sub(&["--max-attempts", "0"]), "--max-attempts");
+    refused(&sub(&["--backoff-base-ms", "0"]), "--backoff-base-ms");
+    refused(
+        &sub(&["--backoff-base-ms", "100", "--backoff-cap-ms", "50"]),
+        "--backoff-cap-ms",
+    );
+    refused(
+        &["subscribe", "--server", "127.0.0.1:0", "--symbols", "AAPL"],
+        "--server",
+    );
+}
+
+#[test]
+fn engine_wait_beyond_its_documented_names_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for name in ["spin", "yield", "sleep"] {
+        let path = config(
+            dir.path(),
+            &format!("[engine]\nwait = \"{name}\"\n\n{GOOD_FEED}"),
+        );
+        refused(&["run", "--config", &path], "engine.wait");
+    }
+}
+
+#[test]
+fn an_output_in_a_folder_that_does_not_exist_is_refused_naming_its_flag() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = generated_day(dir.path());
+    let day = day.as_str();
+    let missing = dir.path().join("no/such/dir/out.x");
+    let missing = missing.to_str().expect("UTF-8");
+    for flag in [
+        "--bbo-out",
+        "--book-out",
+        "--summary-json",
+        "--parquet-out",
+        "--dbn-out",
+    ] {
+        let mut args = vec!["replay", day, "-q", flag, missing];
+        if flag == "--dbn-out" {
+            args.extend(["--date", "2019-01-30"]);
+        }
+        refused(&args, &format!("{flag} {missing}: the folder"));
+    }
+    refused(
+        &[
+            "replay",
+            day,
+            "-q",
+            "--sample",
+            "1s",
+            "--sample-out",
+            missing,
+        ],
+        "--sample-out",
+    );
+    refused(
+        &["replay", day, "-q", "--pace", "max", "--snapshot", missing],
+        "--snapshot",
+    );
+    let path = config(dir.path(), GOOD_FEED);
+    refused(&["record", "--config", &path, "--out", missing], "--out");
+}
+
+/// An Ethernet/IPv4/UDP frame carrying one MoldUDP64 packet of ITCH system events (`S`,
+/// 12 bytes each), laid out from the specifications.
+fn mold_frame(sequence: u64, count: u16) -> Vec<u8> {
+    let mut mold = b"SESSION001".to_vec();
+    mold.extend_from_slice(&sequence.to_be_bytes());
+    mold.extend_from_slice(&count.to_be_bytes());
+    for _ in 0..count {
+        mold.extend_from_slice(&12u16.to_be_bytes());
+        mold.extend_from_slice(&[b'S', 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, b'O']);
+    }
+    let udp_len = 8 + mold.len() as u16;
+    let mut frame = vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 0x08, 0x00];
+    frame.extend_from_slice(&[0x45, 0]);
+    frame.extend_from_slice(&(20 + udp_len).to_be_bytes());
+    frame.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1]);
+    frame.extend_from_slice(&26477u16.to_be_bytes());
+    frame.extend_from_slice(&26477u16.to_be_bytes());
+    frame.extend_from_slice(&udp_len.to_be_bytes());
+    frame.extend_from_slice(&[0, 0]);
+    frame.extend_from_slice(&mold);
+    frame
+}
+
+/// A little-endian microsecond pcap (version 2.4, Ethernet) of `frames`.
+fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    out.extend_from_slice(&[2, 0, 4, 0]);
+    for word in [0u32, 0, 262_144, 1] {
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+    for (i, frame) in frames.iter().enumerate() {
+        let len = frame.len() as u32;
+        for word in [1u32, i as u32, len, len] {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+        out.extend_from_slice(frame);
+    }
+    out
+}
+
+#[test]
+fn a_quiet_replay_that_declares_loss_says_so_on_stderr() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gap.pcap");
+    // Sequences 1 and 2, then 6: 3 ..= 5 never came.
+    std::fs::write(&path, pcap(&[mold_frame(1, 2), mold_frame(6, 1)])).expect("write pcap");
+    let path = path.to_str().expect("UTF-8");
+    let out = ticklane_bounded(&["replay", path, "-q"]);
+    let stdout = exits(&out, DECLARED_LOST, "3 messages declared lost");
+    assert!(stdout.is_empty(), "quiet:\n{stdout}");
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "one line:\n{err}");
+    assert!(err.contains(path), "{err}");
+}
+
+#[test]
+fn a_pcap_of_an_unknown_version_is_refused_naming_file_offset_and_version() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("v9.pcap");
+    let mut bytes = pcap(&[mold_frame(1, 1)]);
+    bytes[4] = 9;
+    std::fs::write(&path, bytes).expect("write pcap");
+    let path = path.to_str().expect("UTF-8");
+    let out = ticklane_bounded(&["replay", path, "-q"]);
+    exits(&out, FAILURE, path);
+    let err = stderr(&out);
+    assert!(
+        err.contains("byte 4") && err.contains("version 9.4"),
+        "{err}"
     );
 }

@@ -92,7 +92,7 @@ const KEYS: &[(&str, &str, Scope, Rule)] = &[
         "engine",
         "wait",
         Scope::Both,
-        Rule::OneOf(&["busy-spin", "spin-yield", "park", "spin", "yield", "sleep"]),
+        Rule::OneOf(&["busy-spin", "spin-yield", "park"]),
     ),
     ("engine", "reader_core", Scope::Both, Rule::Core),
     ("engine", "book_core", Scope::Both, Rule::Core),

@@ -311,3 +311,24 @@ fn the_staggered_start_and_shutdown_keys_are_checked_with_their_rules() {
     );
     assert!(named.engine.instance.index() < 1024);
 }
+
+#[test]
+fn engine_wait_takes_only_its_documented_names() {
+    for name in ["busy-spin", "spin-yield", "park"] {
+        let text = mold(&format!("wait = \"{name}\""), "", "");
+        RunConfig::parse(&text, Path::new("conf/case.toml"))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    // Names the wait strategy's own parser also takes, but the example file does not
+    // document: refused, so that a file means the same to every reader.
+    for name in ["spin", "yield", "sleep", "Park", ""] {
+        let e = refused(&mold(&format!("wait = \"{name}\""), "", ""));
+        let message = e.to_string();
+        assert_eq!(e.key(), Some("engine.wait"), "{message}");
+        assert_eq!(e.location().map(|l| l.line), Some(2), "{message}");
+        assert!(
+            message.contains("busy-spin") && message.contains("park"),
+            "{message}"
+        );
+    }
+}

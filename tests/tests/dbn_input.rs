@@ -387,6 +387,85 @@ fn an_error_far_past_the_read_ahead_comes_after_every_record_before_it() {
     assert_eq!(whole.messages, records.len() as u64);
 }
 
+/// A day that ends with a replace: order 1's cancel, then (`F_LAST`) its add at a new price,
+/// one event of two records.
+fn ending_in_a_replace() -> Vec<Rec> {
+    let mut cancel = rec(7, b'C', b'B', 1, 1_000_000, 100);
+    cancel.last = false;
+    let mut records = vec![
+        rec(7, b'A', b'B', 1, 1_000_000, 100),
+        rec(7, b'A', b'A', 2, 1_010_000, 50),
+        cancel,
+        rec(7, b'A', b'B', 1, 1_005_000, 100),
+    ];
+    for (i, r) in records.iter_mut().enumerate() {
+        r.seq = i as u32 + 1;
+    }
+    records[3].seq = records[2].seq;
+    records
+}
+
+#[test]
+fn an_input_cut_inside_an_event_applies_none_of_it_and_counts_it() {
+    let records = ending_in_a_replace();
+    let bytes = encode(&records);
+    let record_len = 56;
+    let cancel_at = bytes.len() - 2 * record_len;
+    let add_at = bytes.len() - record_len;
+    // Before the replace, as the venue published it: order 1 bid 100.00 x 100, order 2 ask
+    // 101.00 x 50.
+    let before = [
+        "locate,stock,side,level,price,qty,orders",
+        "7,AAPL,B,1,1000000,100,1",
+        "7,AAPL,S,1,1010000,50,1",
+    ];
+    // Cut inside the add's record, and exactly between the cancel and the add (which the
+    // decoder reads as a clean end).
+    for (cut, says) in [
+        (add_at + 20, format!("byte {add_at}, message 4")),
+        (add_at, format!("byte {cancel_at}, message 3")),
+    ] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let input = dir.path().join("cut.dbn");
+        std::fs::write(&input, &bytes[..cut]).expect("write dbn");
+        let (summary, book, bbo) = replay(&input, dir.path());
+        let error = summary.error.as_ref().expect("a cut input is an error");
+        let error = error.to_string();
+        assert!(error.contains(&says), "cut at {cut}: {error}");
+        assert_eq!(summary.exit_status(), ReplayExit::Failure, "cut at {cut}");
+        assert_eq!(book.lines().collect::<Vec<_>>(), before, "cut at {cut}");
+        let rows: Vec<&str> = bbo.lines().skip(1).collect();
+        assert_eq!(summary.bbo_rows, rows.len() as u64, "cut at {cut}: {bbo}");
+        let last = rows.last().expect("rows before the replace");
+        assert!(
+            last.ends_with(",7,AAPL,1000000,100,1,1010000,50,1"),
+            "cut at {cut}: the last row is the book before the replace: {bbo}"
+        );
+        let dbn = summary.dbn.as_ref().expect("DBN counts");
+        assert_eq!(dbn.incomplete_event_records, 1, "cut at {cut}");
+        assert_eq!(
+            summary.messages, 2,
+            "cut at {cut}: the cancel was not applied"
+        );
+        let json = std::fs::read_to_string(dir.path().join("summary.json")).expect("json");
+        assert!(json.contains("\"incomplete_event_records\":1"), "{json}");
+        assert!(
+            summary.to_text().contains("(not applied) 1"),
+            "{}",
+            summary.to_text()
+        );
+    }
+    // Whole, the replace moves order 1 to 100.50.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("whole.dbn");
+    std::fs::write(&input, &bytes).expect("write dbn");
+    let (summary, book, bbo) = replay(&input, dir.path());
+    assert!(summary.error.is_none(), "{:?}", summary.error);
+    assert!(book.contains("7,AAPL,B,1,1005000,100,1"), "{book}");
+    assert_eq!(summary.bbo_rows, bbo.lines().count() as u64 - 1, "{bbo}");
+    assert_eq!(summary.dbn.expect("DBN counts").incomplete_event_records, 0);
+}
+
 #[test]
 fn truncated_zstd_is_an_error_not_a_clean_end() {
     let bytes = std::fs::read(data("test_data.mbo.v3.dbn.zst")).expect("test file");

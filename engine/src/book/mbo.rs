@@ -238,6 +238,16 @@ impl<S: BboSink> MboApplier<S> {
         }
     }
 
+    /// Writes the last event's row if its `F_LAST` never came (an event longer than the
+    /// replay holds back), so that [`MboApplier::bbo_rows`] counts every row written.
+    ///
+    /// # Errors
+    ///
+    /// If the top-of-book stream cannot be written.
+    pub fn end_of_input(&mut self) -> io::Result<()> {
+        self.flush()
+    }
+
     /// What was counted so far.
     pub fn counts(&self) -> MboCounts {
         self.counts

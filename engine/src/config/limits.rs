@@ -96,8 +96,12 @@ pub const SHUTDOWN_TIMEOUT_S: Allowed = Allowed::Seconds {
     max: 600.0,
 };
 
-/// `engine.wait`: the names `WaitStrategy` parses (it also takes `spin`, `yield`, `sleep`).
-pub const WAIT: Allowed = Allowed::OneOf(&["busy-spin", "spin-yield", "park"]);
+/// `engine.wait`: the documented names. `WaitStrategy`'s parser also takes `spin`, `yield`
+/// and `sleep`; a file takes only these, so a file means the same to every reader of it.
+pub const WAIT_NAMES: &[&str] = &["busy-spin", "spin-yield", "park"];
+
+/// `engine.wait`, as a rule.
+pub const WAIT: Allowed = Allowed::OneOf(WAIT_NAMES);
 
 /// `feed.kind`.
 pub const KIND: Allowed = Allowed::OneOf(&["moldudp64", "soupbintcp"]);

@@ -330,7 +330,12 @@ impl<'a> Checker<'a> {
             raw,
             &limits::WAIT,
             WaitStrategy::default(),
-            |s| s.parse().ok(),
+            |s| {
+                limits::WAIT_NAMES
+                    .contains(&s)
+                    .then(|| s.parse().ok())
+                    .flatten()
+            },
         )
     }
 

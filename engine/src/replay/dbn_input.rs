@@ -22,7 +22,8 @@ use super::run::{
 };
 use super::summary::{DbnCounts, ReplaySummary};
 use crate::book::{
-    MboApplier, Touches, TouchesAhead, TypeCounts, PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR,
+    MboApplier, Touches, TouchesAhead, TypeCounts, F_LAST, PREFETCH_FAR, PREFETCH_MID,
+    PREFETCH_NEAR,
 };
 use crate::csv::write_book_csv_filtered;
 use crate::parquet_out::{BboParquet, ParquetOutError, ParquetSchema};
@@ -149,7 +150,10 @@ pub(super) fn replay_dbn(
         reader: reader.stats(),
         mbo: mbo.counts(),
         session_date,
+        incomplete_event_records: ahead.held_back,
     };
+    // Counted after the last row is out, so the summary says what the file holds.
+    mbo.end_of_input().map_err(bbo_error)?;
     let bbo_rows = mbo.bbo_rows();
     let (books, bbo) = mbo.into_parts().map_err(bbo_error)?;
     let parquet = bbo.map(ThreadedBboOutputs::finish).transpose()?.flatten();
@@ -228,20 +232,38 @@ fn refuse_for_dbn(
     }
 }
 
+/// Items a DBN input is read ahead while no `F_LAST` record is among them: the records of
+/// the longest event that is applied only once it is whole. Databento's events are a few
+/// records; the longest, a book snapshot, has one per resting order of one instrument. An
+/// event longer than this is applied as it is read.
+const MAX_EVENT_ITEMS: usize = 1 << 20;
+
 /// The items of a DBN input read ahead of the one being applied: as many as the farthest
-/// prefetch stage looks (allocated once), and how the input ended once that was read, which
-/// is reported only after every item before it.
+/// prefetch stage looks (allocated once), and further until the event being read is whole
+/// (its `F_LAST` record read); and how the input ended once that was read, which is
+/// reported only after every item before it.
+///
+/// An event the input ends inside is not applied: its MBO records are held back and
+/// counted ([`ReadAhead::held_back`]), so every output shows the book as the venue last
+/// published it, not one made of half an event (a replace's cancel without its add).
 struct ReadAhead {
     items: VecDeque<DbnItem>,
+    /// How many items at the front end with an `F_LAST` record (whole events); 0 when no
+    /// `F_LAST` record is among them.
+    whole: usize,
     /// `Some(Ok(()))` at the input's end, `Some(Err(_))` at a read error, until reported.
     ended: Option<Result<(), CaptureError>>,
+    /// MBO records of an event the input ended inside: not applied.
+    held_back: u64,
 }
 
 impl Default for ReadAhead {
     fn default() -> Self {
         ReadAhead {
             items: VecDeque::with_capacity(PREFETCH_FAR + 1),
+            whole: 0,
             ended: None,
+            held_back: 0,
         }
     }
 }
@@ -249,15 +271,37 @@ impl Default for ReadAhead {
 impl ReadAhead {
     /// The next item, in input order; the input's error once the items before it are out.
     fn next(&mut self, reader: &mut DbnMboReader) -> Result<Option<DbnItem>, CaptureError> {
-        while self.ended.is_none() && self.items.len() <= PREFETCH_FAR {
+        while self.ended.is_none()
+            && (self.items.len() <= PREFETCH_FAR
+                || (self.whole == 0 && self.items.len() < MAX_EVENT_ITEMS))
+        {
             match reader.next_item() {
-                Ok(Some(item)) => self.items.push_back(item),
+                Ok(Some(item)) => {
+                    let last = matches!(&item, DbnItem::Mbo(r) if r.flags & F_LAST != 0);
+                    self.items.push_back(item);
+                    if last {
+                        self.whole = self.items.len();
+                    }
+                }
                 Ok(None) => self.ended = Some(Ok(())),
                 Err(e) => self.ended = Some(Err(e)),
             }
         }
+        if self.whole == 0 && self.ended.is_some() {
+            // The input ended before this event's F_LAST: its records are held back. A symbol
+            // mapping among them changes no book and still takes effect.
+            while let Some(item) = self.items.pop_front() {
+                match item {
+                    DbnItem::Mbo(_) => self.held_back += 1,
+                    symbol @ DbnItem::Symbol { .. } => return Ok(Some(symbol)),
+                }
+            }
+        }
         match self.items.pop_front() {
-            Some(item) => Ok(Some(item)),
+            Some(item) => {
+                self.whole = self.whole.saturating_sub(1);
+                Ok(Some(item))
+            }
             None => match self.ended.replace(Ok(())) {
                 Some(Err(e)) => Err(e),
                 _ => Ok(None),

@@ -85,6 +85,9 @@ pub struct DbnCounts {
     /// The session the rows are stamped in (ns since its New York midnight), if one was
     /// found (`--date`, the metadata's `start`, or the first record).
     pub session_date: Option<crate::dbn_out::SessionDate>,
+    /// MBO records of an event the input ended inside (after the last `F_LAST` record): not
+    /// applied, so no output shows half an event.
+    pub incomplete_event_records: u64,
 }
 
 impl DbnCounts {
@@ -105,7 +108,8 @@ impl DbnCounts {
             "}},\"unknown_actions\":{},\"instrument_out_of_range\":{},\
              \"unrepresentable_prices\":{},\"modify_unknown_added\":{},\
              \"snapshot_records\":{},\"maybe_bad_book_records\":{},\
-             \"before_session_day\":{},\"after_session_day\":{},\"session_date\":",
+             \"before_session_day\":{},\"after_session_day\":{},\
+             \"incomplete_event_records\":{},\"session_date\":",
             m.unknown_actions,
             m.instrument_out_of_range,
             m.unrepresentable_prices,
@@ -114,6 +118,7 @@ impl DbnCounts {
             m.maybe_bad_book_records,
             m.before_session_day,
             m.after_session_day,
+            self.incomplete_event_records,
         );
         match self.session_date {
             Some(date) => {
@@ -142,11 +147,12 @@ impl DbnCounts {
         );
         let _ = writeln!(
             t,
-            "  DBN skipped  unknown actions {}   instrument ids over 65535 {}   prices not in 1e-4 {}   modify of unknown order added {}",
+            "  DBN skipped  unknown actions {}   instrument ids over 65535 {}   prices not in 1e-4 {}   modify of unknown order added {}   records of an event cut off by the input's end (not applied) {}",
             group(m.unknown_actions),
             group(m.instrument_out_of_range),
             group(m.unrepresentable_prices),
-            group(m.modify_unknown_added)
+            group(m.modify_unknown_added),
+            group(self.incomplete_event_records)
         );
         let session = self.session_date.map_or_else(
             || "none (stamped since the Unix epoch)".to_string(),

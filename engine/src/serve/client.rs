@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use ticklane_feed::resilience::BackoffConfig;
 
 use super::protocol::{
-    decode_server, encode_client, ClientMessage, DecodeError, Reason, ServerMessage, MAX_FRAME,
-    PROTOCOL_VERSION,
+    account_field, decode_server, encode_client, ClientMessage, DecodeError, Reason, ServerMessage,
+    MAX_FRAME, PROTOCOL_VERSION,
 };
 use super::reconnect::{NextAttempt, Reconnect};
 
@@ -70,6 +70,15 @@ pub enum ClientError {
         addr: SocketAddr,
         /// Why, as the server said or as seen.
         why: Ended,
+    },
+    /// The account is not one the protocol can carry (1 to 16 printable ASCII
+    /// characters): refused before connecting, since the server would refuse it for good.
+    #[error("account {account:?}: {why}")]
+    BadAccount {
+        /// The account given.
+        account: String,
+        /// What is wrong with it.
+        why: &'static str,
     },
     /// Reconnecting gave up after the configured number of attempts.
     #[error("gave up after {attempts} connection attempts")]
@@ -178,6 +187,7 @@ impl Session {
     ///
     /// # Errors
     ///
+    /// [`ClientError::BadAccount`] for an account the protocol cannot carry;
     /// [`ClientError::Io`] if the connection fails; [`ClientError::Ended`] with
     /// [`Ended::LoginRejected`] when the server refuses with a retry-after, and
     /// [`ClientError::Rejected`] when it refuses for good.
@@ -186,6 +196,10 @@ impl Session {
         account: &str,
         timeout: Duration,
     ) -> Result<Session, ClientError> {
+        let account_field = account_field(account).map_err(|why| ClientError::BadAccount {
+            account: account.to_string(),
+            why,
+        })?;
         let io = |source| ClientError::Io { addr, source };
         let stream = TcpStream::connect_timeout(&addr, timeout).map_err(io)?;
         stream.set_nodelay(true).map_err(io)?;
@@ -207,7 +221,7 @@ impl Session {
         };
         session.send(&ClientMessage::Login {
             version: PROTOCOL_VERSION,
-            account: padded_account(account),
+            account: account_field,
         })?;
         match session.recv()? {
             Received::Message(ServerMessage::LoginAccepted { heartbeat_ms, .. }) => {
@@ -512,7 +526,8 @@ pub enum SubscriberEvent<'a> {
 ///
 /// # Errors
 ///
-/// [`ClientError::Maintenance`], [`ClientError::Rejected`], [`ClientError::GaveUp`].
+/// [`ClientError::Maintenance`], [`ClientError::Rejected`], [`ClientError::GaveUp`],
+/// [`ClientError::BadAccount`].
 pub fn run_subscriber(
     config: &ClientConfig,
     stop: &AtomicBool,

@@ -37,6 +37,41 @@ pub const SYMBOLS_PER_FRAME: usize = 4096;
 /// Levels per side one image carries at most (the snapshot's depth is never above 1024).
 pub const MAX_IMAGE_LEVELS: usize = 1024;
 
+/// Bytes of a login's account field.
+pub const ACCOUNT_LEN: usize = 16;
+
+/// Whether a login's account field is one this protocol defines: printable ASCII (space to
+/// `~`), space padded, not blank. Anything else (a byte over 127, a control byte) is a
+/// client that does not speak the protocol, refused at login rather than keyed on.
+pub fn account_is_valid(account: &[u8; ACCOUNT_LEN]) -> bool {
+    account.iter().all(|b| (b' '..=b'~').contains(b)) && account.iter().any(|&b| b != b' ')
+}
+
+/// The login's account field for `name`: 1 to 16 printable ASCII characters, space padded.
+///
+/// # Errors
+///
+/// What is wrong with `name`: empty, longer than 16 bytes, a byte that is not printable
+/// ASCII, or a space at its end (which the padding would swallow).
+pub fn account_field(name: &str) -> Result<[u8; ACCOUNT_LEN], &'static str> {
+    let bytes = name.as_bytes();
+    if bytes.is_empty() {
+        return Err("an account is 1 to 16 characters; this one is empty");
+    }
+    if bytes.len() > ACCOUNT_LEN {
+        return Err("an account is at most 16 characters (the login's field is 16 bytes)");
+    }
+    if !bytes.iter().all(|b| (b' '..=b'~').contains(b)) {
+        return Err("an account is printable ASCII (space to `~`)");
+    }
+    if bytes.first() == Some(&b' ') || bytes.last() == Some(&b' ') {
+        return Err("an account neither starts nor ends with a space");
+    }
+    let mut field = [b' '; ACCOUNT_LEN];
+    field[..bytes.len()].copy_from_slice(bytes);
+    Ok(field)
+}
+
 /// Image flag: the instrument's feed is down; the book is the last known state.
 pub const IMAGE_STALE: u8 = 1 << 0;
 /// Image flag: messages were lost; the book may be wrong until rebuilt.
@@ -857,6 +892,29 @@ pub fn image_levels(levels: &[u8]) -> impl Iterator<Item = LevelView> + '_ {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_account_is_1_to_16_printable_ascii_characters() {
+        assert_eq!(account_field("ticklane"), Ok(*b"ticklane        "));
+        assert_eq!(account_field("a b"), Ok(*b"a b             "));
+        assert_eq!(account_field("sixteen-chars-ok"), Ok(*b"sixteen-chars-ok"));
+        for bad in [
+            "",
+            "seventeen-chars-x",
+            "caf\u{e9}",
+            "tab\there",
+            " lead",
+            "trail ",
+        ] {
+            assert!(account_field(bad).is_err(), "{bad:?}");
+        }
+        assert!(account_is_valid(b"ticklane        "));
+        assert!(!account_is_valid(&[b' '; 16]), "blank");
+        let mut latin1 = *b"caf             ";
+        latin1[3] = 0xe9;
+        assert!(!account_is_valid(&latin1));
+        assert!(!account_is_valid(&[0; 16]), "control bytes");
+    }
 
     fn level() -> impl Strategy<Value = LevelView> {
         (any::<u32>(), any::<u64>(), any::<u32>()).prop_map(|(p, qty, orders)| LevelView {

@@ -30,9 +30,9 @@ use super::counters::{ServeCounters, ServeCounts};
 use super::idle::{IdleAction, IdleRule};
 use super::images::ImageSource;
 use super::protocol::{
-    decode_client, encode_image, encode_server, ClientMessage, ImageHeader, Reason, ServerMessage,
-    FRAME_HEADER, IMAGE_HEADER_BYTES, LEVEL_BYTES, MAX_IMAGE_LEVELS, PROTOCOL_VERSION,
-    SYMBOLS_PER_FRAME,
+    account_is_valid, decode_client, encode_image, encode_server, ClientMessage, ImageHeader,
+    Reason, ServerMessage, FRAME_HEADER, IMAGE_HEADER_BYTES, LEVEL_BYTES, MAX_IMAGE_LEVELS,
+    PROTOCOL_VERSION, SYMBOLS_PER_FRAME,
 };
 use crate::clock::Clock;
 use crate::overload::{Event, EventBody, RecvError, SubscriberHub, Subscription};
@@ -431,6 +431,20 @@ impl Server {
                     conn.close_with(
                         &ServerMessage::LoginRejected {
                             reason: Reason::BadVersion,
+                            retry_after_ms: 0,
+                        },
+                        arrived,
+                        grace,
+                    );
+                    return;
+                }
+                if !account_is_valid(&account) {
+                    // Not an account the protocol defines: refused for good, before
+                    // admission keys anything on it.
+                    self.counters.add_rejected(1);
+                    conn.close_with(
+                        &ServerMessage::LoginRejected {
+                            reason: Reason::ProtocolError,
                             retry_after_ms: 0,
                         },
                         arrived,

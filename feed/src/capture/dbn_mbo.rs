@@ -133,6 +133,20 @@ pub struct DbnMboReader {
     next_offset: u64,
     stats: DbnStats,
     done: bool,
+    /// Where the MBO records after the last `F_LAST` one begin, and how many there are: an
+    /// input that ends with some is cut inside an event.
+    open_event: Option<OpenEvent>,
+}
+
+/// The MBO records read since the last one flagged `F_LAST`.
+#[derive(Clone, Copy, Debug)]
+struct OpenEvent {
+    /// Decompressed offset of the first of them.
+    offset: u64,
+    /// Its 1-based index among the records.
+    index: u64,
+    /// How many there are.
+    records: u64,
 }
 
 impl DbnMboReader {
@@ -217,6 +231,7 @@ impl DbnMboReader {
             next_offset: PRELUDE_LEN + u64::from(metadata_len),
             stats,
             done: false,
+            open_event: None,
         })
     }
 
@@ -252,7 +267,8 @@ impl DbnMboReader {
     ///
     /// A [`CaptureError`] naming the decompressed byte offset of the record that failed and
     /// its 1-based index among the records: a record the decoder rejects, a record cut short
-    /// at the end of the file, or a read or decompression failure. Every record before it
+    /// at the end of the file, an end between two records of one event (the error names the
+    /// first record after the last `F_LAST` one), or a read or decompression failure. Every record before it
     /// was yielded; later calls return `Ok(None)`.
     pub fn next_item(&mut self) -> Result<Option<DbnItem>, CaptureError> {
         loop {
@@ -286,6 +302,16 @@ impl DbnMboReader {
                             CaptureErrorKind::DbnTruncated { remain },
                         ));
                     }
+                    // A cut exactly between two records of one event decodes cleanly.
+                    if let Some(open) = self.open_event {
+                        return Err(self.error(
+                            open.offset,
+                            open.index,
+                            CaptureErrorKind::DbnEndsInsideEvent {
+                                records: open.records,
+                            },
+                        ));
+                    }
                     return Ok(None);
                 }
                 Err(e) => {
@@ -309,6 +335,19 @@ impl DbnMboReader {
                         ));
                     };
                     self.stats.mbo_records += 1;
+                    self.open_event = if mbo.flags.is_last() {
+                        None
+                    } else {
+                        let open = self.open_event.unwrap_or(OpenEvent {
+                            offset,
+                            index,
+                            records: 0,
+                        });
+                        Some(OpenEvent {
+                            records: open.records + 1,
+                            ..open
+                        })
+                    };
                     return Ok(Some(DbnItem::Mbo(MboRecord {
                         instrument_id: mbo.hd.instrument_id,
                         order_id: mbo.order_id,

@@ -163,6 +163,20 @@ pub enum CaptureErrorKind {
         /// The first 4 bytes, read little-endian.
         magic: u32,
     },
+    /// The pcap file header or a pcapng section header carries a format version this
+    /// reader does not know (pcap 2.x, pcapng 1.x): its layout may differ, so its records
+    /// are not read as if it were the known one.
+    #[error("{what} says version {major}.{minor}; only {supported} is read")]
+    UnsupportedVersion {
+        /// Which header: "pcap file header", "pcapng section header".
+        what: &'static str,
+        /// The major version found.
+        major: u16,
+        /// The minor version found.
+        minor: u16,
+        /// The versions read: "2.x", "1.x".
+        supported: &'static str,
+    },
     /// A pcapng block's total length is under 12 or not a multiple of 4: the block
     /// structure is lost.
     #[error("pcapng: block total length {len} is under 12 or not a multiple of 4")]
@@ -193,6 +207,16 @@ pub enum CaptureErrorKind {
     /// The DBN metadata names a schema other than MBO.
     #[error("DBN schema is {0}, not mbo: replay reads market-by-order records only")]
     DbnSchema(String),
+    /// The DBN input ends at a record boundary but inside an event: the records from here
+    /// on have no `F_LAST` record after them, so the book they lead to is not one the venue
+    /// ever published (Databento: the book is consistent only at `F_LAST`).
+    #[error(
+        "the input ends inside an event: the {records} MBO record(s) from here have no F_LAST record after them"
+    )]
+    DbnEndsInsideEvent {
+        /// MBO records after the last one flagged `F_LAST`.
+        records: u64,
+    },
     /// The DBN input ends inside a record.
     #[error("truncated: the input ends {remain} bytes into a DBN record")]
     DbnTruncated {

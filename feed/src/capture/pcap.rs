@@ -31,6 +31,15 @@ pub(crate) fn magic_kind(magic: u32) -> Option<MagicKind> {
     Some(MagicKind { big_endian, nanos })
 }
 
+fn u16_at(bytes: &[u8], at: usize, big_endian: bool) -> u16 {
+    let raw = [bytes[at], bytes[at + 1]];
+    if big_endian {
+        u16::from_be_bytes(raw)
+    } else {
+        u16::from_le_bytes(raw)
+    }
+}
+
 fn u32_at(bytes: &[u8], at: usize, big_endian: bool) -> u32 {
     let raw = [bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]];
     if big_endian {
@@ -68,6 +77,20 @@ impl PcapFrames {
         let Some(kind) = magic_kind(magic) else {
             return Err(Fault::new(0, CaptureErrorKind::BadMagic { magic }));
         };
+        // Every pcap writer in use writes 2.4; another major version lays its headers out
+        // differently, and reading on would turn them into frames that never were.
+        let major = u16_at(head, 4, kind.big_endian);
+        if major != 2 {
+            return Err(Fault::new(
+                4,
+                CaptureErrorKind::UnsupportedVersion {
+                    what: "pcap file header",
+                    major,
+                    minor: u16_at(head, 6, kind.big_endian),
+                    supported: "2.x",
+                },
+            ));
+        }
         // The upper bits of the field carry FCS information, not the link type.
         let linktype = u32_at(head, 20, kind.big_endian) & 0xffff;
         if !link::is_supported(linktype) {
@@ -366,6 +389,43 @@ mod tests {
                 last: 19
             }]
         );
+    }
+
+    #[test]
+    fn a_pcap_version_other_than_2_is_refused_naming_offset_and_version() {
+        let p = mold_packet(b"S", 1, &[b"m1"]);
+        for big_endian in [false, true] {
+            let mut bytes = pcap_file(big_endian, false, 1, &[record(0, 0, ethernet_udp(&[], &p))]);
+            // Major version 9, minor 4, at bytes 4..8 in the file's byte order.
+            bytes[4..8].copy_from_slice(if big_endian {
+                &[0, 9, 0, 4]
+            } else {
+                &[9, 0, 4, 0]
+            });
+            let file = write_temp(&bytes);
+            let err = match CaptureReader::open(file.path(), ReadOptions::default()) {
+                Err(e) => e,
+                Ok(mut r) => r.next_message().expect_err("version 9 is refused"),
+            };
+            assert_eq!(err.offset, 4, "{err}");
+            assert!(
+                matches!(
+                    err.kind,
+                    CaptureErrorKind::UnsupportedVersion {
+                        major: 9,
+                        minor: 4,
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            let text = err.to_string();
+            assert!(text.contains(&file.path().display().to_string()), "{text}");
+            assert!(
+                text.contains("byte 4") && text.contains("version 9.4"),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -233,6 +233,25 @@ impl FrameSource for PcapNgFrames {
                     "a block's trailing length differs from its leading length",
                 ));
             }
+            if block_type == SHB {
+                // pcapng 1.x is the only version defined; a 2.x section would be laid out
+                // differently, and reading it as 1.x would make up packets.
+                if total_len < 16 {
+                    return Err(corrupt(offset, "section header too short for its version"));
+                }
+                let major = u16_at(block, 12, big);
+                if major != 1 {
+                    return Err(Fault::new(
+                        offset + 12,
+                        CaptureErrorKind::UnsupportedVersion {
+                            what: "pcapng section header",
+                            major,
+                            minor: u16_at(block, 14, big),
+                            supported: "1.x",
+                        },
+                    ));
+                }
+            }
             let start = window.start();
             match block_type {
                 IDB => {
@@ -585,6 +604,42 @@ mod tests {
                 if len == total as u64 && remain == total as u64 - 8),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_section_header_version_other_than_1_is_refused_naming_offset_and_version() {
+        for big in [false, true] {
+            let mut w = Writer::new();
+            w.shb(big);
+            w.idb(1, None, None);
+            w.epb(0, 0, &ethernet_udp(&[], &mold_packet(b"S", 1, &[b"m"])));
+            // A second section, major version 2.
+            let second = w.out.len();
+            w.shb(big);
+            let major = w.u16(2);
+            w.out[second + 12..second + 14].copy_from_slice(&major);
+            let file = write_temp(&w.out);
+            let mut r = CaptureReader::open(file.path(), ReadOptions::default()).expect("opens");
+            r.next_message()
+                .expect("valid")
+                .expect("the first section's packet");
+            let err = r.next_message().expect_err("version 2 is refused");
+            assert_eq!(err.offset, second as u64 + 12, "{err}");
+            assert!(
+                matches!(
+                    err.kind,
+                    CaptureErrorKind::UnsupportedVersion {
+                        major: 2,
+                        minor: 0,
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            let text = err.to_string();
+            assert!(text.contains(&file.path().display().to_string()), "{text}");
+            assert!(text.contains("version 2.0"), "{text}");
+        }
     }
 
     #[test]

@@ -54,8 +54,15 @@ pub fn sim_rate(text: &str) -> Result<ticklane_feed::sim::Rate, String> {
     }
 }
 
-/// `--symbols A,B`, checked when parsed (1 to 8 printable characters each).
+/// `--symbols A,B`, checked when parsed (1 to 8 printable characters each). An empty list
+/// is refused: leaving the flag out keeps every symbol, and an empty value (a shell
+/// variable that was never set) must not quietly mean the same.
 pub fn symbols(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err(
+            "an empty list names no symbol; leave the flag out to keep every symbol".into(),
+        );
+    }
     ticklane_engine::output_filter::OutputFilter::parse(text, "")
         .map(|_| text.to_string())
         .map_err(|e| e.to_string())
@@ -70,11 +77,63 @@ pub fn symbol(text: &str) -> Result<String, String> {
     symbols(text)
 }
 
-/// `--between HH:MM[:SS]-HH:MM[:SS]`, checked when parsed.
+/// `--between HH:MM[:SS]-HH:MM[:SS]`, checked when parsed; an empty window is refused, as
+/// an empty `--symbols` is.
 pub fn between(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err(
+            "an empty window is no window; give HH:MM-HH:MM, or leave the flag out to keep \
+             every row"
+                .into(),
+        );
+    }
     ticklane_engine::output_filter::OutputFilter::parse("", text)
         .map(|_| text.to_string())
         .map_err(|e| e.to_string())
+}
+
+/// `--speed`: a positive, finite factor (0 would never send; NaN or infinity has no pace).
+pub fn speed(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(_) => Err(format!(
+            "{text} is not a positive, finite factor (2 is twice as fast)"
+        )),
+        Err(_) => Err(format!(
+            "`{text}` is not a number; give a positive factor such as 2 or 0.5"
+        )),
+    }
+}
+
+/// An address to send to (`sim --udp`, `--udp-b`): a port of 0 names no receiver, and
+/// every send to it fails.
+pub fn destination(text: &str) -> Result<std::net::SocketAddr, String> {
+    let addr: std::net::SocketAddr = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not an address (IP:PORT)"))?;
+    if addr.port() == 0 {
+        return Err(format!(
+            "{addr}: port 0 is no destination; give the port the reader listens on"
+        ));
+    }
+    Ok(addr)
+}
+
+/// `subscribe --account`: what the login's 16-byte field carries (1 to 16 printable ASCII
+/// characters); a longer one would be cut to a different account.
+pub fn account(text: &str) -> Result<String, String> {
+    ticklane_engine::serve::protocol::account_field(text)
+        .map(|_| text.to_string())
+        .map_err(str::to_string)
+}
+
+/// `--wait`: the documented names only (the strategy's own parser also takes aliases,
+/// which the README and `engine.wait` do not).
+pub fn wait(text: &str) -> Result<ticklane_engine::pipeline::WaitStrategy, String> {
+    match text {
+        "busy-spin" | "spin-yield" | "park" => text.parse(),
+        _ => Err(format!("`{text}` is not busy-spin, spin-yield or park")),
+    }
 }
 
 #[cfg(test)]
@@ -107,5 +166,25 @@ mod tests {
         assert!(symbol("TOOLONGSYMBOL").is_err());
         assert_eq!(between("09:30-16:00"), Ok("09:30-16:00".to_string()));
         assert!(between("16:00-09:30").is_err());
+        for empty in ["", " ", ","] {
+            assert!(symbols(empty).is_err(), "{empty:?}");
+        }
+        assert!(between("").is_err());
+        assert!(between("  ").is_err());
+    }
+
+    #[test]
+    fn values_that_would_hang_or_do_nothing_are_refused() {
+        assert_eq!(speed("2"), Ok(2.0));
+        for bad in ["0", "-1", "nan", "NaN", "inf", "-inf", "fast"] {
+            assert!(speed(bad).is_err(), "{bad}");
+        }
+        assert!(destination("127.0.0.1:0").is_err());
+        assert!(destination("127.0.0.1:9000").is_ok());
+        assert!(account("seventeen-chars-x").is_err());
+        assert!(account("caf\u{e9}").is_err());
+        assert!(account("ticklane").is_ok());
+        assert!(wait("park").is_ok());
+        assert!(wait("sleep").is_err());
     }
 }

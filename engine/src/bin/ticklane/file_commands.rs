@@ -36,8 +36,8 @@ pub struct TailArgs {
     #[arg(long, default_value = "max", requires = "capture")]
     pace: Pace,
     /// Print only these symbols (comma separated).
-    #[arg(long, default_value = "")]
-    symbols: String,
+    #[arg(long, value_parser = super::arg_values::symbols)]
+    symbols: Option<String>,
 }
 
 #[derive(Args, Debug, Clone, Copy)]
@@ -54,6 +54,7 @@ pub struct CapacityArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(group = clap::ArgGroup::new("depth_outputs").args(["book_out", "snapshot"]).multiple(true))]
 pub struct ReplayArgs {
     /// The input file; its format is detected from its first bytes.
     file: PathBuf,
@@ -63,9 +64,9 @@ pub struct ReplayArgs {
     /// Write the final L2 book as CSV here.
     #[arg(long)]
     book_out: Option<PathBuf>,
-    /// Levels per side in --book-out.
-    #[arg(long, default_value_t = 10)]
-    depth: usize,
+    /// Levels per side in --book-out (and in --snapshot).
+    #[arg(long, default_value = "10", requires = "depth_outputs")]
+    depth: NonZeroUsize,
     /// Write the replay as Databento DBN here (zstd when the name ends in `.zst`; not with
     /// --pace).
     #[arg(long, conflicts_with = "pace")]
@@ -86,18 +87,16 @@ pub struct ReplayArgs {
     #[arg(long, requires = "sample")]
     sample_out: Option<PathBuf>,
     /// Levels per side in --sample-out (at most 10 in DBN).
-    #[arg(long, default_value_t = 10, requires = "sample")]
-    sample_depth: usize,
+    #[arg(long, default_value = "10", requires = "sample")]
+    sample_depth: NonZeroUsize,
     /// Write only these stocks' rows in every output (comma separated); the books still
     /// apply every message.
-    #[arg(long, default_value = "", conflicts_with = "pace",
-          value_parser = super::arg_values::symbols)]
-    symbols: String,
+    #[arg(long, conflicts_with = "pace", value_parser = super::arg_values::symbols)]
+    symbols: Option<String>,
     /// Write only rows stamped in this window of ITCH time (New York), HH:MM-HH:MM or HH:MM:SS-HH:MM:SS,
     /// start included, end excluded; --book-out is unaffected.
-    #[arg(long, default_value = "", conflicts_with = "pace",
-          value_parser = super::arg_values::between)]
-    between: String,
+    #[arg(long, conflicts_with = "pace", value_parser = super::arg_values::between)]
+    between: Option<String>,
     /// Write the replay as Parquet here (zstd, provenance in the footer; --symbols and
     /// --between choose its rows; not with --pace; from a DBN input, bbo only).
     #[arg(long, conflicts_with = "pace")]
@@ -130,14 +129,15 @@ pub struct ReplayArgs {
     /// With --pace: publish the books into this memory-mapped snapshot file.
     #[arg(long, requires = "pace")]
     snapshot: Option<PathBuf>,
-    /// How the pipeline's threads wait: busy-spin, spin-yield or park.
-    #[arg(long, default_value = "spin-yield")]
+    /// With --pace: how the pipeline's threads wait: busy-spin, spin-yield or park.
+    #[arg(long, default_value = "spin-yield", requires = "pace",
+          value_parser = super::arg_values::wait)]
     wait: WaitStrategy,
-    /// Pin the reader thread to this core.
-    #[arg(long)]
+    /// With --pace: pin the reader thread to this core.
+    #[arg(long, requires = "pace")]
     reader_core: Option<usize>,
-    /// Pin the book thread to this core.
-    #[arg(long)]
+    /// With --pace: pin the book thread to this core.
+    #[arg(long, requires = "pace")]
     book_core: Option<usize>,
     #[command(flatten)]
     capacity: CapacityArgs,
@@ -170,8 +170,8 @@ pub struct GenArgs {
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// Messages in the sample day.
-    #[arg(long, default_value_t = 2_000_000)]
+    /// Messages in the sample day (at least 1).
+    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     messages: u64,
     /// Stocks in the sample day.
     #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u16).range(1..))]
@@ -195,7 +195,14 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
         .filter_map(|(flag, path)| Some((*flag, path.as_deref()?)))
         .collect();
     check_output_paths(&args.file, &outputs).map_err(ReplayError::from)?;
-    let filter = OutputFilter::parse(&args.symbols, &args.between)?;
+    if let Some(missing) = missing_folder(&outputs) {
+        eprintln!("ticklane: {missing}");
+        return Ok(ExitStatus::Usage);
+    }
+    let filter = OutputFilter::parse(
+        args.symbols.as_deref().unwrap_or(""),
+        args.between.as_deref().unwrap_or(""),
+    )?;
     // A DBN input refuses the ITCH-only outputs before any date is looked for (the reason is
     // the input, not a missing --date), and brings its own session date (its metadata).
     refuse_what_needs_itch(
@@ -221,7 +228,7 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
         input: args.file.clone(),
         bbo_out: args.bbo_out.clone(),
         book_out: args.book_out.clone(),
-        depth: args.depth,
+        depth: args.depth.get(),
         summary_json: args.summary_json.clone(),
         recover_lengths: args.recover_lengths,
         books: BookConfig {
@@ -242,7 +249,7 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
             (Some(path), Some(interval)) => Some(SampleOptions {
                 path: path.clone(),
                 interval,
-                depth: args.sample_depth,
+                depth: args.sample_depth.get(),
                 // A DBN input's replay dates its samples by its own session.
                 date: if is_dbn_path(path) && !dbn_input {
                     Some(session_date()?)
@@ -269,14 +276,15 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
     };
     let summary = match args.pace {
         None if args.threads > 1 => {
-            let outcome = replay_file_threaded(&opts, usize::from(args.threads))?;
+            let outcome = replay_file_threaded(&opts, usize::from(args.threads))
+                .map_err(|e| name_the_output(e, &outputs))?;
             if outcome.summary.error.is_none() {
                 warn_unlisted_symbols(&filter, &outcome.books);
             }
             outcome.summary
         }
         None => {
-            let outcome = replay_file(&opts)?;
+            let outcome = replay_file(&opts).map_err(|e| name_the_output(e, &outputs))?;
             if outcome.summary.error.is_none() {
                 warn_unlisted_symbols(&filter, std::slice::from_ref(&outcome.books));
             }
@@ -286,7 +294,7 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
             let target = args.snapshot.as_ref().map(|path| SnapshotTarget {
                 path: path.clone(),
                 capacity: 16_384,
-                depth: args.depth.clamp(1, 64),
+                depth: args.depth.get().min(64),
             });
             let pipeline = PipelineConfig {
                 wait: args.wait,
@@ -295,7 +303,8 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
                 books: opts.books,
                 ..PipelineConfig::default()
             };
-            let outcome = replay_paced(&opts, pace, pipeline, target.as_ref())?;
+            let outcome = replay_paced(&opts, pace, pipeline, target.as_ref())
+                .map_err(|e| name_the_output(e, &outputs))?;
             if !args.quiet {
                 for (name, p) in &outcome.latency {
                     println!("  {name:<22} {}", p.to_line());
@@ -315,7 +324,54 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
     } else {
         print!("{}", summary.to_text());
     }
+    // Exit status 3 is said on stderr too, -q or not: a caller that keeps only stderr (or
+    // ran with -q) learns why the status is not 0.
+    if summary.exit_status() == ReplayExit::DeclaredLost {
+        let gaps = summary.packets.as_ref().map_or(0, |p| p.gaps);
+        eprintln!(
+            "ticklane: {}: {} messages declared lost in {} sequence gaps (exit 3; the summary \
+             lists the ranges)",
+            args.file.display(),
+            group(summary.declared_lost_messages()),
+            group(gaps)
+        );
+    }
     Ok(status_of(&summary))
+}
+
+/// The first output whose folder does not exist, said with its flag: every output is
+/// created only after the input is read, so this is told before anything runs.
+fn missing_folder(outputs: &[(&str, &std::path::Path)]) -> Option<String> {
+    outputs.iter().find_map(|&(flag, path)| {
+        let folder = path.parent().filter(|p| !p.as_os_str().is_empty())?;
+        (!folder.is_dir()).then(|| {
+            format!(
+                "{flag} {}: the folder {} does not exist",
+                path.display(),
+                folder.display()
+            )
+        })
+    })
+}
+
+/// An output that could not be created or written, named by its flag as well as its path.
+fn name_the_output(
+    error: ReplayError,
+    outputs: &[(&'static str, &std::path::Path)],
+) -> anyhow::Error {
+    let flag = match &error {
+        ReplayError::Output { path, .. } => outputs
+            .iter()
+            .find(|(_, p)| *p == path.as_path())
+            .map(|(flag, _)| *flag),
+        ReplayError::Snapshot(_) => Some("--snapshot"),
+        ReplayError::Sample(_) => Some("--sample-out"),
+        _ => None,
+    };
+    match flag {
+        Some(flag) if !error.to_string().contains(flag) => anyhow::Error::new(error).context(flag),
+        _ => error.into(),
+    }
 }
 
 /// `--symbols` that the input's stock directory never listed: a warning (even with -q), not
@@ -352,7 +408,7 @@ fn status_of(summary: &ReplaySummary) -> ExitStatus {
 }
 
 pub fn tail(args: &TailArgs) -> Result<ExitStatus> {
-    let filter = SymbolFilter::parse(&args.symbols);
+    let filter = SymbolFilter::parse(args.symbols.as_deref().unwrap_or(""));
     let out = io::LineWriter::new(io::stdout());
     let report = if let Some(path) = &args.config {
         let config = RunConfig::load(path)?;

@@ -30,7 +30,9 @@ use ticklane_feed::capture::ReadOptions;
 use ticklane_feed::sim::{BurstLoss, Faults, GenConfig, Interruption, LineB, MessageLog, Rate};
 use ticklane_feed::soupbintcp::Credentials;
 
-use super::arg_values::{fraction, linger_seconds, login, sim_rate, DEFAULT_SIM_RATE};
+use super::arg_values::{
+    destination, fraction, linger_seconds, login, sim_rate, speed, DEFAULT_SIM_RATE,
+};
 use super::serve_command;
 
 /// `ticklane run`.
@@ -52,11 +54,11 @@ pub struct RunArgs {
     /// file's `web.listen`; needs `snapshot.path`).
     #[arg(long, requires = "config", value_name = "ADDR")]
     pub web: Option<SocketAddr>,
-    /// Demo only: messages in the simulated day.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Demo only: messages in the simulated day (at least 1).
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub messages: u64,
-    /// Demo only: messages per second the simulator sends.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Demo only: messages per second the simulator sends (at least 1).
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub rate: u64,
     /// Demo only: fraction of packets the simulator drops (recovered by retransmission).
     #[arg(long, default_value_t = 0.002, value_parser = fraction)]
@@ -82,65 +84,72 @@ impl RunArgs {
 /// `ticklane sim`.
 #[derive(Args, Debug)]
 #[command(group = clap::ArgGroup::new("serve").args(["udp", "tcp"]).required(true).multiple(true))]
+#[command(group = clap::ArgGroup::new("bursts").args(["burst_probability", "burst_probability_b"]).multiple(true))]
 pub struct SimArgs {
     /// ITCH50 file (or capture) to serve; without it, a generated day.
     pub file: Option<PathBuf>,
-    /// Generated day: messages.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Generated day: messages (at least 1; not with FILE).
+    #[arg(long, default_value_t = 1_000_000, conflicts_with = "file",
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub messages: u64,
     /// Generated day and faults: seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Serve MoldUDP64 to this address (unicast, or a multicast group:port).
-    #[arg(long)]
+    #[arg(long, value_parser = destination)]
     pub udp: Option<SocketAddr>,
-    /// Answer retransmission requests on this address.
-    #[arg(long, default_value = "127.0.0.1:0")]
+    /// With --udp: answer retransmission requests on this address.
+    #[arg(long, default_value = "127.0.0.1:0", requires = "udp")]
     pub request: SocketAddr,
     /// Serve SoupBinTCP on this address.
     #[arg(long)]
     pub tcp: Option<SocketAddr>,
-    /// SoupBinTCP login (user:password).
-    #[arg(long, default_value = "user:pass", value_parser = login)]
+    /// With --tcp: the SoupBinTCP login (user:password).
+    #[arg(long, default_value = "user:pass", requires = "tcp", value_parser = login)]
     pub login: Credentials,
     /// Messages per second, or `max` for unpaced (which may overrun the reader). Default:
     /// 400,000, of the order of a busy second at Nasdaq's open.
     #[arg(long, conflicts_with = "speed", value_parser = sim_rate)]
     pub rate: Option<Rate>,
-    /// Play at the file's own timestamps, this many times faster.
-    #[arg(long)]
+    /// Play at the file's own timestamps, this many times faster (a positive factor).
+    #[arg(long, value_parser = speed)]
     pub speed: Option<f64>,
-    /// Fraction of packets dropped.
-    #[arg(long, default_value_t = 0.0, value_parser = fraction)]
+    // The packet faults are MoldUDP64's: each needs --udp, so that one given to a
+    // SoupBinTCP-only simulator is refused rather than ignored.
+    /// With --udp: fraction of packets dropped.
+    #[arg(long, default_value_t = 0.0, requires = "udp", value_parser = fraction)]
     pub drop: f64,
-    /// Burst loss: probability per packet that a burst starts.
-    #[arg(long, default_value_t = 0.0, value_parser = fraction)]
+    /// With --udp: burst loss, probability per packet that a burst starts.
+    #[arg(long, default_value_t = 0.0, requires = "udp", value_parser = fraction)]
     pub burst_probability: f64,
-    /// Burst loss: packets lost per burst.
-    #[arg(long, default_value_t = 10)]
+    /// Burst loss: packets lost per burst (at least 1; with --burst-probability or
+    /// --burst-probability-b).
+    #[arg(long, default_value_t = 10, requires = "bursts",
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub burst_packets: u32,
     /// Line B: serve the same MoldUDP64 stream to this address too (A/B lines), with the
     /// --*-b faults of its own.
-    #[arg(long, requires = "udp")]
+    #[arg(long, requires = "udp", value_parser = destination)]
     pub udp_b: Option<SocketAddr>,
-    /// Line B: fraction of packets dropped (independently of line A's --drop).
-    #[arg(long, default_value_t = 0.0, value_parser = fraction)]
+    /// Line B: fraction of packets dropped (independently of line A's --drop; with --udp-b).
+    #[arg(long, default_value_t = 0.0, requires = "udp_b", value_parser = fraction)]
     pub drop_b: f64,
     /// Line B: burst loss, probability per packet that a burst starts (--burst-packets
-    /// long).
-    #[arg(long, default_value_t = 0.0, value_parser = fraction)]
+    /// long; with --udp-b).
+    #[arg(long, default_value_t = 0.0, requires = "udp_b", value_parser = fraction)]
     pub burst_probability_b: f64,
-    /// Fraction of packets sent twice.
-    #[arg(long, default_value_t = 0.0, value_parser = fraction)]
+    /// With --udp: fraction of packets sent twice.
+    #[arg(long, default_value_t = 0.0, requires = "udp", value_parser = fraction)]
     pub duplicate: f64,
-    /// Fraction of packets swapped with the next.
-    #[arg(long, default_value_t = 0.0, value_parser = fraction)]
+    /// With --udp: fraction of packets swapped with the next.
+    #[arg(long, default_value_t = 0.0, requires = "udp", value_parser = fraction)]
     pub reorder: f64,
-    /// Stall for --stall-ms after this many messages.
-    #[arg(long)]
+    /// With --udp: stall for --stall-ms after this many messages.
+    #[arg(long, requires = "udp")]
     pub stall_after: Option<u64>,
-    /// Length of the stall.
-    #[arg(long, default_value_t = 500)]
+    /// Length of the stall, in ms (at least 1; with --stall-after).
+    #[arg(long, default_value_t = 500, requires = "stall_after",
+          value_parser = clap::value_parser!(u64).range(1..))]
     pub stall_ms: u64,
     /// Disconnect after this many messages (UDP: silence for a second; TCP: close).
     #[arg(long)]
@@ -479,6 +488,16 @@ pub fn sim(args: &SimArgs) -> Result<ExitStatus> {
 
 /// `ticklane record`.
 pub fn record(args: &RecordArgs) -> Result<ExitStatus> {
+    if let Some(folder) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !folder.is_dir() {
+            eprintln!(
+                "ticklane: --out {}: the folder {} does not exist",
+                args.out.display(),
+                folder.display()
+            );
+            return Ok(ExitStatus::Usage);
+        }
+    }
     let stop = install_shutdown()?;
     let config = RunConfig::load(&args.config)?;
     let FeedConfig::Mold(feed) = config.feed_config()? else {

@@ -18,28 +18,36 @@ use ticklane_feed::resilience::BackoffConfig;
 #[derive(Args, Debug)]
 pub struct SubscribeArgs {
     /// The subscriber server (`ticklane run --serve ADDR`, or `[serve] listen`).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = super::arg_values::destination)]
     pub server: SocketAddr,
     /// Symbols to follow, comma separated (1 to 8 characters each).
     #[arg(long, value_delimiter = ',', required = true, value_parser = super::arg_values::symbol)]
     pub symbols: Vec<String>,
-    /// The account to log in as.
-    #[arg(long, default_value = "ticklane")]
+    /// The account to log in as (1 to 16 printable ASCII characters).
+    #[arg(long, default_value = "ticklane", value_parser = super::arg_values::account)]
     pub account: String,
-    /// The first reconnect's backoff ceiling (ms); each one after doubles it.
-    #[arg(long, default_value_t = 100)]
+    /// The first reconnect's backoff ceiling (ms, at least 1); each one after doubles it.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     pub backoff_base_ms: u64,
-    /// The backoff's cap (ms), and the longest server retry-after honoured: a longer one is
-    /// reported as maintenance and the command ends.
-    #[arg(long, default_value_t = 30_000)]
+    /// The backoff's cap (ms, at least --backoff-base-ms), and the longest server
+    /// retry-after honoured: a longer one is reported as maintenance and the command ends.
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub backoff_cap_ms: u64,
-    /// Give up after this many failed connection attempts in a row.
-    #[arg(long)]
+    /// Give up after this many failed connection attempts in a row (at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_attempts: Option<u32>,
 }
 
 /// Runs `ticklane subscribe` until a signal, maintenance, or `--max-attempts`.
 pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
+    if args.backoff_cap_ms < args.backoff_base_ms {
+        eprintln!(
+            "ticklane subscribe: --backoff-cap-ms {} is below --backoff-base-ms {}: the cap \
+             bounds every backoff, the first included",
+            args.backoff_cap_ms, args.backoff_base_ms
+        );
+        return Ok(ExitStatus::Usage);
+    }
     let stop = install_shutdown()?;
     let config = ClientConfig {
         account: args.account.clone(),
