@@ -19,6 +19,7 @@ mod record_batch;
 mod record_sink;
 mod session_date;
 mod spool;
+mod target;
 pub mod trades;
 
 use std::collections::BTreeMap;
@@ -40,9 +41,9 @@ pub use merged::MergedDbnOut;
 pub use record_batch::{BatchCursor, MessageRecords, RecordBatch};
 pub use record_sink::RecordSink;
 pub use spool::Spool;
-/// For the Parquet writer, which writes its files beside themselves as this module does.
-#[cfg(feature = "parquet")]
-pub(crate) use spool::{beside, regular_or_new};
+/// For the Parquet writer, which writes its files beside themselves as this module does,
+/// and the replay's check of its output paths.
+pub(crate) use target::{beside, link_end, OutputTarget};
 use trades::TradeWriter;
 
 /// Databento's publisher id of XNAS.ITCH.

@@ -13,10 +13,12 @@
 //! whole replay for MBP-10: 1.25 GB written twice for a 3 M-message day.) When it is not
 //! that size (a stock added after the first record), `finish` writes the metadata to a
 //! temporary beside the output, copies the records after it, and renames it over the output.
-//! A `.dbn.zst`, or an output that is not a regular file (a pipe, `/dev/null`), spools the
-//! records in a temporary beside the output instead (`PATH.records.tmp`), and `finish` writes
-//! the metadata and then copies them (a regular file again through `PATH.partial`): a
-//! compressed file is then two zstd frames, the
+//! A `.dbn.zst` spools the records in a temporary beside the output instead
+//! (`PATH.records.tmp`), and an output that is not a regular file (a pipe, `/dev/null`) in
+//! one in the system's temporary folder; `finish` writes the metadata and then copies them
+//! (a regular file again through `PATH.partial`, a pipe or a device in place). A path that
+//! is a symbolic link is followed first ([`super::target`]): the rename lands on the file
+//! the link names, never on the link. A compressed file is then two zstd frames, the
 //! metadata's and the records' (compressed while the replay ran), which is a valid zstd
 //! stream (RFC 8878, section 3: it decodes to the frames' concatenation) that `dbn`'s
 //! decoders and Databento's Python `DBNDecoder` read as one.
@@ -37,6 +39,7 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::{self, JoinHandle};
 
@@ -44,6 +47,7 @@ use dbn::encode::{DbnEncodable, DbnMetadataEncoder, DynWriter};
 use dbn::{Compression, Metadata};
 
 use super::record_sink::RecordSink;
+use super::target::{beside, OutputTarget};
 use super::DbnOutError;
 
 /// Bytes gathered before a batch goes to the writer thread.
@@ -93,20 +97,17 @@ pub struct Spool {
     muted: bool,
 }
 
-/// The file beside `out` named `out`'s name and `suffix`.
-pub(crate) fn beside(out: &Path, suffix: &str) -> PathBuf {
-    let mut name = out.file_name().unwrap_or_default().to_os_string();
-    name.push(suffix);
-    out.with_file_name(name)
-}
-
-/// True if `out` is a regular file, or is not there yet (it becomes one): an output that
-/// can be written beside itself and renamed, unlike `/dev/stdout` or a pipe.
-pub(crate) fn regular_or_new(out: &Path) -> bool {
-    match fs::metadata(out) {
-        Ok(m) => m.is_file(),
-        Err(e) => e.kind() == io::ErrorKind::NotFound,
-    }
+/// Where the records of an output written in place (a pipe, a device) wait: the system's
+/// temporary folder, since the output's own folder (`/dev` for `/dev/stdout`) is no place
+/// for a file; named by the process and a count, so two spools never share one.
+fn spool_for_in_place(out: &Path) -> PathBuf {
+    static SPOOLS: AtomicU64 = AtomicU64::new(0);
+    let n = SPOOLS.fetch_add(1, Ordering::Relaxed);
+    let name = out.file_name().unwrap_or_default().to_string_lossy();
+    std::env::temp_dir().join(format!(
+        "ticklane-{}-{n}-{name}.records.tmp",
+        std::process::id()
+    ))
 }
 
 /// Opens `path` for writing from empty, and for reading back.
@@ -146,19 +147,26 @@ impl Spool {
         let compressed = out
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("zst"));
-        // Only a regular file can have its first bytes written last.
-        let regular = regular_or_new(out);
+        // Only a regular file can have its first bytes written last; a link is followed to
+        // it, so that the rename lands on the file and never on the link.
+        let (out, regular) = match OutputTarget::of(out) {
+            OutputTarget::Beside(file) => (file, true),
+            OutputTarget::InPlace(path) => (path, false),
+        };
         let (records, file) = if compressed || !regular {
-            let temp = beside(out, ".records.tmp");
+            let temp = match regular {
+                true => beside(&out, ".records.tmp"),
+                false => spool_for_in_place(&out),
+            };
             let file = open_truncated(&temp)?;
             (Records::Spooled(RemovedUnlessKept(Some(temp))), file)
         } else {
-            let partial = beside(out, ".partial");
+            let partial = beside(&out, ".partial");
             let file = open_truncated(&partial)?;
             let output = RemovedUnlessKept(Some(partial));
             (Records::InPlace { output, gap: 0 }, file)
         };
-        Self::start(out, records, file, compressed, regular)
+        Self::start(&out, records, file, compressed, regular)
     }
 
     /// A spool for `out` whose records go to `file`, as `records` says.
