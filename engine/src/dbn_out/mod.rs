@@ -40,7 +40,7 @@ use mbp::MbpWriter;
 pub use merged::MergedDbnOut;
 pub use record_batch::{BatchCursor, MessageRecords, RecordBatch};
 pub use record_sink::RecordSink;
-pub use spool::Spool;
+pub use spool::{InputEnd, Spool};
 /// For the Parquet writer, which writes its files beside themselves as this module does,
 /// and the replay's check of its output paths.
 pub(crate) use target::{beside, link_end, OutputTarget};
@@ -250,19 +250,21 @@ impl DbnOut {
         Ok(DbnOut::with_sink(opts, spool))
     }
 
-    /// Writes the file: metadata, then the records. Returns the records written.
+    /// Writes the file: metadata, then the records, under the name `input` says
+    /// ([`InputEnd`]). Returns the records written.
     ///
     /// # Errors
     ///
     /// If the output cannot be written.
-    pub fn finish(self) -> Result<u64, DbnOutError> {
+    pub fn finish(self, input: InputEnd) -> Result<u64, DbnOutError> {
         let metadata = session_metadata(
             self.opts.schema.dbn(),
             self.opts.date,
             self.last_ts_event,
             &self.symbols,
+            &self.filter,
         );
-        self.spool.finish(&metadata)
+        self.spool.finish(&metadata, input)
     }
 }
 
@@ -387,7 +389,13 @@ impl<S: RecordSink> DbnOut<S> {
     #[cold]
     fn reserve_metadata(&mut self) -> Result<(), DbnOutError> {
         self.metadata_reserved = true;
-        let metadata = session_metadata(self.opts.schema.dbn(), self.opts.date, 0, &self.symbols);
+        let metadata = session_metadata(
+            self.opts.schema.dbn(),
+            self.opts.date,
+            0,
+            &self.symbols,
+            &self.filter,
+        );
         self.spool.reserve_metadata(&metadata)
     }
 
@@ -413,21 +421,36 @@ impl<S: RecordSink> DbnOut<S> {
     }
 }
 
-/// The metadata of a file of one session's records: dataset XNAS.ITCH, `schema`, from the
-/// session's midnight to just after `last_ts_event`, and each ticker mapped to its locate
-/// (the records' `instrument_id`) for the session date.
+/// The metadata of a file of one session's records, as far as `filter` kept them: dataset
+/// XNAS.ITCH, `schema`, and what the file holds, not the whole day: each ticker `filter`
+/// keeps mapped to its locate (the records' `instrument_id`) for the session date, from
+/// the start of `filter`'s window (else the session's midnight) to just after
+/// `last_ts_event` or the window's end, whichever comes first.
 pub(crate) fn session_metadata(
     schema: dbn::Schema,
     session: SessionDate,
     last_ts_event: u64,
     symbols: &BTreeMap<u16, String>,
+    filter: &OutputFilter,
 ) -> Metadata {
     let date = session.date();
     let next_day = date.next_day().unwrap_or(date);
     let midnight_ns = session.midnight_utc_ns();
-    let mappings = symbols
+    let after_last = last_ts_event.max(midnight_ns) + 1;
+    let (start, end) = match filter.between() {
+        Some(w) => {
+            let start = midnight_ns + w.start.0;
+            (start, after_last.min(midnight_ns + w.end.0).max(start))
+        }
+        None => (midnight_ns, after_last),
+    };
+    let kept: BTreeMap<&u16, &String> = symbols
         .iter()
-        .map(|(locate, ticker)| SymbolMapping {
+        .filter(|(_, ticker)| filter.keeps_symbol(ticker.as_bytes()))
+        .collect();
+    let mappings = kept
+        .iter()
+        .map(|(&locate, &ticker)| SymbolMapping {
             raw_symbol: ticker.clone(),
             intervals: vec![MappingInterval {
                 start_date: date,
@@ -439,11 +462,11 @@ pub(crate) fn session_metadata(
     Metadata::builder()
         .dataset(DATASET)
         .schema(Some(schema))
-        .start(midnight_ns)
-        .end(NonZeroU64::new(last_ts_event.max(midnight_ns) + 1))
+        .start(start)
+        .end(NonZeroU64::new(end))
         .stype_in(Some(SType::RawSymbol))
         .stype_out(SType::InstrumentId)
-        .symbols(symbols.values().cloned().collect())
+        .symbols(kept.values().map(|&t| t.clone()).collect())
         .mappings(mappings)
         .build()
 }

@@ -14,7 +14,7 @@ use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{Applier, ApplyError, BookConfig, TouchesAhead};
 use crate::csv::{write_book_csv_filtered, FilteredBboCsv};
-use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions, DbnSchema, SessionDate};
+use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions, DbnSchema, InputEnd, SessionDate};
 use crate::output_filter::OutputFilter;
 use crate::parquet_out::{
     BboParquet, Mbp10Parquet, ParquetOutError, ParquetOutOptions, ParquetSchema, Provenance,
@@ -563,7 +563,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
     let (books, bbo) = applier.into_parts();
     let parquet_bbo = bbo.map(ThreadedBboOutputs::finish).transpose()?.flatten();
     let dbn_out_records = match dbn {
-        Some(out) => Some(out.finish()?),
+        Some(out) => Some(out.finish(InputEnd::of(error.is_some()))?),
         None => None,
     };
     let sample = finish_sample_unless_kept(sample.map(Sampler::into_writer))?;

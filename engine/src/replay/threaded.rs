@@ -53,7 +53,7 @@ use super::run::{
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{BookCounters, Books, TypeCounts};
 use crate::csv::{write_partitioned_book_csv, CsvBuffer, BBO_HEADER};
-use crate::dbn_out::{DbnOutOptions, DbnSchema, MergedDbnOut};
+use crate::dbn_out::{DbnOutOptions, DbnSchema, InputEnd, MergedDbnOut};
 use crate::parquet_out::{BboParquet, Mbp10Parquet, ParquetOutError, ParquetSchema};
 use crate::sample::BoundaryClock;
 
@@ -213,7 +213,11 @@ fn replay_partitioned(
     let parquet_bbo = matches!(&opts.parquet_out, Some(p) if p.schema == ParquetSchema::Bbo);
     let merge_outputs = MergeOutputs {
         csv,
-        dbn: opts.dbn_out.clone().map(MergedDbnOut::create).transpose()?,
+        dbn: opts
+            .dbn_out
+            .clone()
+            .map(|o| MergedDbnOut::create(o, opts.filter.clone()))
+            .transpose()?,
         parquet_bbo: match &opts.parquet_out {
             Some(p) if parquet_bbo => Some(BboParquet::create(&p.path)?),
             _ => None,
@@ -432,7 +436,7 @@ fn replay_partitioned(
     let (_, last_ts_event) = parts.iter().map(|p| p.dbn_last).max().unwrap_or_default();
     let books: Vec<Books> = parts.into_iter().map(|p| p.books).collect();
     let dbn_out_records = match merged.outputs.dbn {
-        Some(out) => Some(out.finish(last_ts_event)?),
+        Some(out) => Some(out.finish(last_ts_event, InputEnd::of(error.is_some()))?),
         None => None,
     };
     let sample = finish_sample_unless_kept(merged.outputs.sample)?;
