@@ -20,7 +20,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use ticklane_engine::book::BookConfig;
-use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, SessionDate};
+use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, ItchDataset, SessionDate};
 use ticklane_engine::output_filter::OutputFilter;
 use ticklane_engine::replay::{replay_file, replay_file_threaded, ReplayOptions, ReplaySummary};
 use ticklane_feed::itch::{decode, Message};
@@ -70,6 +70,7 @@ fn replay(dir: &Path, input: &Path, schema: DbnSchema, name: &str) -> Run {
             path: run.dbn.clone(),
             schema,
             date: SessionDate::parse("2019-01-30").expect("a valid date"),
+            dataset: Default::default(),
         }),
         ..ReplayOptions::default()
     })
@@ -602,6 +603,7 @@ fn records_after_a_declared_gap_carry_f_maybe_bad_book() {
             path: dbn.clone(),
             schema: DbnSchema::Mbo,
             date: SessionDate::parse("2019-01-30").expect("a valid date"),
+            dataset: Default::default(),
         }),
         ..ReplayOptions::default()
     })
@@ -751,6 +753,7 @@ fn replay_mbo(input: &Path, out: &Path, filter: OutputFilter, threads: usize) ->
             path: out.to_path_buf(),
             schema: DbnSchema::Mbo,
             date: SessionDate::parse("2019-01-30").expect("a valid date"),
+            dataset: Default::default(),
         }),
         filter,
         ..ReplayOptions::default()
@@ -835,5 +838,63 @@ fn after_a_failed_input_the_dbn_file_is_finished_under_its_partial_name() {
         assert_eq!(records, all[..records.len()], "the whole input's first records");
         let last = records[records.len() - 1].hd.ts_event;
         assert!(metadata.end.is_some_and(|e| e.get() > last));
+    }
+}
+
+/// A capture's records carry what the capture knows: `ts_recv` the packet's capture time,
+/// `sequence` the message's MoldUDP64 sequence number (1 and 4 here: 2 and 3 were lost, so
+/// the message indexes are 1 and 2), and the dataset and publisher asked for (XBOS.ITCH,
+/// publisher 3, from Databento's table). On one book thread and on two.
+#[test]
+fn a_capture_s_records_carry_its_capture_time_sequence_and_venue() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut pcap = ticklane_feed::capture::PcapWriter::new(Vec::new()).expect("pcap");
+    let src = std::net::SocketAddrV4::new([10, 0, 0, 1].into(), 1000);
+    let dst = std::net::SocketAddrV4::new([233, 54, 12, 1].into(), 26400);
+    // 09:30 plus a few ns, captured 1.5 µs (and then some) after the event.
+    let packets = [(1u64, 11u64), (4, 12)].map(|(seq, order_ref)| {
+        let itch_ns = 34_200_000_000_000 + seq;
+        (seq, order_ref, itch_ns, MIDNIGHT_NS + itch_ns + 1_500 + 7 * seq)
+    });
+    for &(seq, order_ref, itch_ns, capture_ns) in &packets {
+        let m = add_order(1, order_ref, itch_ns);
+        let mut p = b"SESSION001".to_vec();
+        p.extend_from_slice(&seq.to_be_bytes());
+        p.extend_from_slice(&1u16.to_be_bytes());
+        p.extend_from_slice(&(m.len() as u16).to_be_bytes());
+        p.extend_from_slice(&m);
+        pcap.write_udp(capture_ns, src, dst, &p)
+            .expect("write packet");
+    }
+    let input = dir.path().join("capture.pcap");
+    fs::write(&input, pcap.finish().expect("finish pcap")).expect("write pcap");
+    for threads in [1, 2] {
+        let out = dir.path().join(format!("capture.{threads}.mbo.dbn"));
+        let opts = ReplayOptions {
+            input: input.clone(),
+            dbn_out: Some(DbnOutOptions {
+                path: out.clone(),
+                schema: DbnSchema::Mbo,
+                date: SessionDate::parse("2019-01-30").expect("a valid date"),
+                dataset: ItchDataset::XbosItch,
+            }),
+            ..ReplayOptions::default()
+        };
+        match threads {
+            1 => replay_file(&opts).map(|o| o.summary),
+            n => replay_file_threaded(&opts, n).map(|o| o.summary),
+        }
+        .expect("replay runs");
+        let (metadata, records) = decode_mbo(&out);
+        assert_eq!(metadata.dataset, "XBOS.ITCH");
+        let got: Vec<_> = records
+            .iter()
+            .map(|r| (r.sequence, r.hd.ts_event, r.ts_recv, r.hd.publisher_id))
+            .collect();
+        let expected: Vec<_> = packets
+            .iter()
+            .map(|&(seq, _, itch_ns, capture_ns)| (seq as u32, MIDNIGHT_NS + itch_ns, capture_ns, 3))
+            .collect();
+        assert_eq!(got, expected, "(sequence, ts_event, ts_recv, publisher_id)");
     }
 }

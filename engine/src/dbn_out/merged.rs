@@ -51,6 +51,7 @@ impl MergedDbnOut {
         }
         if message.reserve {
             let metadata = session_metadata(
+                self.opts.dataset,
                 self.opts.schema.dbn(),
                 self.opts.date,
                 0,
@@ -75,6 +76,7 @@ impl MergedDbnOut {
     /// If the output cannot be written.
     pub fn finish(self, last_ts_event: u64, input: InputEnd) -> Result<u64, DbnOutError> {
         let metadata = session_metadata(
+            self.opts.dataset,
             self.opts.schema.dbn(),
             self.opts.date,
             last_ts_event,

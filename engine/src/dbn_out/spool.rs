@@ -662,6 +662,7 @@ mod tests {
             .collect();
         let date = super::super::SessionDate::parse("2019-01-30").expect("a date");
         super::super::session_metadata(
+            super::super::ItchDataset::XnasItch,
             dbn::Schema::Mbo,
             date,
             last_ts_event,

@@ -53,7 +53,9 @@ use super::run::{
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{BookCounters, Books, TypeCounts};
 use crate::csv::{write_partitioned_book_csv, CsvBuffer, BBO_HEADER};
-use crate::dbn_out::{DbnOutOptions, DbnSchema, InputEnd, MergedDbnOut};
+use crate::dbn_out::{
+    DbnOutOptions, DbnSchema, FeedStamp, InputEnd, ItchDataset, MergedDbnOut,
+};
 use crate::parquet_out::{BboParquet, Mbp10Parquet, ParquetOutError, ParquetSchema};
 use crate::sample::BoundaryClock;
 
@@ -207,6 +209,8 @@ fn replay_partitioned(
             date: p.date.ok_or_else(|| ParquetOutError::NoDate {
                 path: p.path.clone(),
             })?,
+            // No Parquet column carries the dataset or the publisher.
+            dataset: ItchDataset::default(),
         }),
         _ => None,
     };
@@ -320,6 +324,10 @@ fn replay_partitioned(
     // book thread is gone.
     let mut route_one = |raw: RawMessage<'_>, lost: bool| -> Next {
         let (index, offset, bytes) = (raw.index, raw.offset, raw.bytes);
+        let feed = FeedStamp {
+            seq: raw.seq,
+            capture_ns: raw.capture_ns,
+        };
         if lost && lost_from == NO_LOSS {
             lost_from = index;
         }
@@ -344,6 +352,7 @@ fn replay_partitioned(
                         at: at as u64,
                         len,
                         in_batch: false,
+                        feed,
                     },
                     None => {
                         let at = batch.bytes.len() as u64;
@@ -353,6 +362,7 @@ fn replay_partitioned(
                             at,
                             len,
                             in_batch: true,
+                            feed,
                         }
                     }
                 };

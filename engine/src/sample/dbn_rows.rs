@@ -14,7 +14,9 @@ use ticklane_feed::itch::Nanos;
 
 use super::{SampleError, SampleOptions, StockDepth, DBN_LEVELS};
 use crate::dbn_out::mbp::EMPTY;
-use crate::dbn_out::{price_1e9, session_metadata, DbnOutError, InputEnd, Spool, PUBLISHER_ID};
+use crate::dbn_out::{
+    price_1e9, session_metadata, DbnOutError, InputEnd, ItchDataset, Spool, PUBLISHER_ID,
+};
 use crate::output_filter::OutputFilter;
 
 /// Databento's "no action / no side" letter.
@@ -120,7 +122,7 @@ impl DbnRows {
     /// If the output cannot be written.
     pub fn finish(self) -> Result<u64, SampleError> {
         let metadata =
-            session_metadata(Schema::Mbp10, self.date, self.last_ts_event, &self.symbols, &OutputFilter::default());
+            session_metadata(ItchDataset::XnasItch, Schema::Mbp10, self.date, self.last_ts_event, &self.symbols, &OutputFilter::default());
         Ok(self.spool.finish(&metadata, InputEnd::Whole)?)
     }
 }
