@@ -23,6 +23,9 @@ struct Kind {
     extra: &'static [&'static str],
     name: &'static str,
     check: Check,
+    /// The name's ending chooses the format (`.zst`, a `.dbn` sample): not one to write to
+    /// `/dev/stdout`, whose name says nothing.
+    by_name: bool,
 }
 
 /// How an output's bytes are compared with the plain run's.
@@ -42,44 +45,63 @@ const KINDS: &[Kind] = &[
         extra: &[],
         name: "bbo.csv",
         check: Check::Same,
+        by_name: false,
     },
     Kind {
         flag: "--book-out",
         extra: &[],
         name: "book.csv",
         check: Check::Same,
+        by_name: false,
     },
     Kind {
         flag: "--summary-json",
         extra: &[],
         name: "summary.json",
         check: Check::Summary,
+        by_name: false,
     },
     Kind {
         flag: "--dbn-out",
         extra: &["--schema", "mbp-1"],
         name: "day.dbn",
         check: Check::Same,
+        by_name: false,
     },
     Kind {
         flag: "--dbn-out",
         extra: &["--schema", "mbo"],
         name: "day.dbn.zst",
         check: Check::Same,
+        by_name: true,
     },
     Kind {
         flag: "--parquet-out",
         extra: &[],
         name: "bbo.parquet",
         check: Check::Parquet,
+        by_name: false,
     },
     Kind {
         flag: "--sample-out",
         extra: &["--sample", "1s"],
         name: "sample.dbn",
         check: Check::Same,
+        by_name: true,
+    },
+    Kind {
+        flag: "--sample-out",
+        extra: &["--sample", "1s"],
+        name: "sample.csv",
+        check: Check::Same,
+        by_name: false,
     },
 ];
+
+/// The kinds that can be written to `/dev/stdout`.
+fn unnamed_kinds() -> impl Iterator<Item = &'static Kind> {
+    KINDS.iter().filter(|k| !k.by_name)
+}
 
 fn ticklane() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ticklane"))
@@ -188,8 +210,10 @@ fn names_in(dir: &Path) -> Vec<String> {
 }
 
 fn all_kinds_once() -> Vec<Vec<&'static Kind>> {
-    // The two DBN outputs need a run each; the rest share the first.
-    let (dbn, rest): (Vec<&Kind>, Vec<&Kind>) = KINDS.iter().partition(|k| k.flag == "--dbn-out");
+    // A flag given twice needs a run each; the rest share the first.
+    let (dbn, rest): (Vec<&Kind>, Vec<&Kind>) = KINDS
+        .iter()
+        .partition(|k| k.flag == "--dbn-out" || k.flag == "--sample-out");
     let mut runs = vec![rest];
     runs.extend(dbn.into_iter().map(|k| vec![k]));
     runs
@@ -211,19 +235,27 @@ fn links_to_files_and_dangling_links_are_followed_and_stay_links() {
         fs::write(&file, b"an earlier run").expect("write");
         symlink(&file, links.join(kind.name)).expect("link");
         let later = format!("later.{}", kind.name);
-        symlink(format!("../files/{later}"), links.join(format!("dangling.{}", kind.name)))
-            .expect("link");
+        symlink(
+            format!("../files/{later}"),
+            links.join(format!("dangling.{}", kind.name)),
+        )
+        .expect("link");
         expected_files.push(kind.name.to_owned());
         expected_files.push(later);
     }
     for run in all_kinds_once() {
         run_ok(replay(&input, &run, |k| links.join(k.name)));
-        run_ok(replay(&input, &run, |k| links.join(format!("dangling.{}", k.name))));
+        run_ok(replay(&input, &run, |k| {
+            links.join(format!("dangling.{}", k.name))
+        }));
     }
     for kind in KINDS {
         for (link, file) in [
             (kind.name.to_owned(), kind.name.to_owned()),
-            (format!("dangling.{}", kind.name), format!("later.{}", kind.name)),
+            (
+                format!("dangling.{}", kind.name),
+                format!("later.{}", kind.name),
+            ),
         ] {
             let link = links.join(link);
             let meta = fs::symlink_metadata(&link).expect("the link is there");
@@ -233,7 +265,12 @@ fn links_to_files_and_dangling_links_are_followed_and_stay_links() {
                 link.display()
             );
             let got = fs::read(files.join(&file)).expect("the file the link names");
-            assert_bytes(kind, &got, &reference, &format!("through {}", link.display()));
+            assert_bytes(
+                kind,
+                &got,
+                &reference,
+                &format!("through {}", link.display()),
+            );
         }
     }
     // No partial file or spool left on either side of the links.
@@ -262,7 +299,7 @@ fn dev_stdout_redirected_to_a_file_gets_the_output_and_stays_a_link() {
     // /dev/stdout would have been too.
     let own = dir.path().join("stdout");
     symlink("/dev/stdout", &own).expect("link");
-    for kind in KINDS {
+    for kind in unnamed_kinds() {
         let file = dir.path().join(format!("redirected.{}", kind.name));
         let got = stdout_to_file(replay(&input, &[kind], |_| own.clone()), &file);
         let meta = fs::symlink_metadata(&own).expect("the link is there");
@@ -273,7 +310,7 @@ fn dev_stdout_redirected_to_a_file_gets_the_output_and_stays_a_link() {
         );
         assert_bytes(kind, &got, &reference, "through a link to /dev/stdout");
     }
-    for kind in KINDS {
+    for kind in unnamed_kinds() {
         let file = dir.path().join(format!("stdout.{}", kind.name));
         let got = stdout_to_file(
             replay(&input, &[kind], |_| PathBuf::from("/dev/stdout")),
@@ -291,7 +328,7 @@ fn dev_stdout_on_a_pipe_is_written_in_place() {
     let dir = tempfile::tempdir().expect("tempdir");
     let input = day(dir.path());
     let reference = reference(dir.path(), &input);
-    for kind in KINDS {
+    for kind in unnamed_kinds() {
         let out = replay(&input, &[kind], |_| PathBuf::from("/dev/stdout"))
             .stdout(Stdio::piped())
             .output()
