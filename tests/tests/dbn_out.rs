@@ -785,7 +785,10 @@ fn the_metadata_under_symbols_and_between_names_only_what_the_file_holds() {
         .iter()
         .find(|m| m.intervals[0].symbol == middle.hd.instrument_id.to_string())
         .expect("every instrument is mapped");
-    let (first, last) = (records[0].hd.ts_event, records[records.len() - 1].hd.ts_event);
+    let (first, last) = (
+        records[0].hd.ts_event,
+        records[records.len() - 1].hd.ts_event,
+    );
     let (from, to) = (first + (last - first) / 4, first + 3 * (last - first) / 4);
     let between = format!(
         "{}-{}",
@@ -835,7 +838,11 @@ fn after_a_failed_input_the_dbn_file_is_finished_under_its_partial_name() {
         let (metadata, records) = decode_mbo(&partial);
         assert_eq!(Some(records.len() as u64), summary.dbn_out_records);
         assert!(!records.is_empty() && records.len() <= all.len());
-        assert_eq!(records, all[..records.len()], "the whole input's first records");
+        assert_eq!(
+            records,
+            all[..records.len()],
+            "the whole input's first records"
+        );
         let last = records[records.len() - 1].hd.ts_event;
         assert!(metadata.end.is_some_and(|e| e.get() > last));
     }
@@ -854,7 +861,12 @@ fn a_capture_s_records_carry_its_capture_time_sequence_and_venue() {
     // 09:30 plus a few ns, captured 1.5 µs (and then some) after the event.
     let packets = [(1u64, 11u64), (4, 12)].map(|(seq, order_ref)| {
         let itch_ns = 34_200_000_000_000 + seq;
-        (seq, order_ref, itch_ns, MIDNIGHT_NS + itch_ns + 1_500 + 7 * seq)
+        (
+            seq,
+            order_ref,
+            itch_ns,
+            MIDNIGHT_NS + itch_ns + 1_500 + 7 * seq,
+        )
     });
     for &(seq, order_ref, itch_ns, capture_ns) in &packets {
         let m = add_order(1, order_ref, itch_ns);
@@ -893,7 +905,9 @@ fn a_capture_s_records_carry_its_capture_time_sequence_and_venue() {
             .collect();
         let expected: Vec<_> = packets
             .iter()
-            .map(|&(seq, _, itch_ns, capture_ns)| (seq as u32, MIDNIGHT_NS + itch_ns, capture_ns, 3))
+            .map(|&(seq, _, itch_ns, capture_ns)| {
+                (seq as u32, MIDNIGHT_NS + itch_ns, capture_ns, 3)
+            })
             .collect();
         assert_eq!(got, expected, "(sequence, ts_event, ts_recv, publisher_id)");
     }

@@ -97,7 +97,10 @@ mod tests {
     fn the_venue_comes_from_a_word_of_the_file_name() {
         let of = |name: &str| ItchDataset::from_file_name(Path::new(name));
         assert_eq!(of("01302019.NASDAQ_ITCH50.gz"), Some(ItchDataset::XnasItch));
-        assert_eq!(of("/data/20190327.BX_ITCH_50.gz"), Some(ItchDataset::XbosItch));
+        assert_eq!(
+            of("/data/20190327.BX_ITCH_50.gz"),
+            Some(ItchDataset::XbosItch)
+        );
         assert_eq!(of("20190327.PSX_ITCH_50"), Some(ItchDataset::XpsxItch));
         assert_eq!(of("psx-capture.pcap"), Some(ItchDataset::XpsxItch));
         // Words only: "BOX" and "PSXY" name nothing.

@@ -19,9 +19,7 @@ use dbn::{rtype, MboMsg, RecordHeader};
 use ticklane_feed::itch::{Locate, Message, OrderRef, Price};
 
 use super::record_sink::RecordSink;
-use super::{
-    aggressor_char, price_1e9, side_char, Before, DbnOutError, Stamp, NO_SIDE,
-};
+use super::{aggressor_char, price_1e9, side_char, Before, DbnOutError, Stamp, NO_SIDE};
 
 /// Writes MBO records.
 pub struct MboWriter;

@@ -20,9 +20,7 @@ use dbn::{rtype, BidAskPair, Mbp10Msg, Mbp1Msg, RecordHeader, UNDEF_PRICE};
 use ticklane_feed::itch::{Locate, Message, Price};
 
 use super::record_sink::RecordSink;
-use super::{
-    aggressor_char, price_1e9, side_char, Before, DbnOutError, Stamp, NO_SIDE,
-};
+use super::{aggressor_char, price_1e9, side_char, Before, DbnOutError, Stamp, NO_SIDE};
 use crate::book::{Books, LadderView, Side};
 
 /// The two MBP record types (`Mbp1Msg`, `Mbp10Msg`): they share every field but the levels.

@@ -23,9 +23,9 @@
 //! `ts_in_delta` is 0: ITCH carries no sending time apart from the event's. The
 //! per-schema mapping is in [`mbo`], [`mbp`] and [`trades`].
 
+mod dataset;
 pub mod mbo;
 pub mod mbp;
-mod dataset;
 mod merged;
 mod record_batch;
 mod record_sink;

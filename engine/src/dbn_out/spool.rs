@@ -611,7 +611,10 @@ mod tests {
             r.order_id = i as u64;
             spool.push(&r).expect("push");
         }
-        assert_eq!(spool.finish(&metadata(), InputEnd::Whole).expect("finish"), n as u64);
+        assert_eq!(
+            spool.finish(&metadata(), InputEnd::Whole).expect("finish"),
+            n as u64
+        );
         let mut decoder = dbn::decode::DbnDecoder::from_zstd_file(&out).expect("open");
         let mut ids = Vec::new();
         while let Some(r) =
@@ -634,14 +637,20 @@ mod tests {
         let mut spool = Spool::create(&out).expect("create");
         spool.push(&record()).expect("push");
         assert!(dir.path().join("x.dbn.zst.records.tmp").exists());
-        assert_eq!(spool.finish(&metadata(), InputEnd::Whole).expect("finish"), 1);
+        assert_eq!(
+            spool.finish(&metadata(), InputEnd::Whole).expect("finish"),
+            1
+        );
         assert!(out.exists());
         assert!(!dir.path().join("x.dbn.zst.records.tmp").exists());
         // Plain: written in place, no temporary at any time.
         let out = dir.path().join("x.dbn");
         let mut spool = Spool::create(&out).expect("create");
         spool.push(&record()).expect("push");
-        assert_eq!(spool.finish(&metadata(), InputEnd::Whole).expect("finish"), 1);
+        assert_eq!(
+            spool.finish(&metadata(), InputEnd::Whole).expect("finish"),
+            1
+        );
         let names: Vec<_> = fs::read_dir(dir.path())
             .expect("list")
             .map(|e| e.expect("entry").file_name())
@@ -715,7 +724,9 @@ mod tests {
             fs::write(&out, b"an earlier output").expect("write");
             let mut spool = Spool::create(&out).expect("create");
             push_ids(&mut spool, 3);
-            spool.finish(&session(&["AAPL"], 9), InputEnd::Whole).expect("finish");
+            spool
+                .finish(&session(&["AAPL"], 9), InputEnd::Whole)
+                .expect("finish");
             assert_ne!(fs::read(&out).expect("read"), b"an earlier output");
             if name.ends_with(".dbn") {
                 assert_eq!(read_back(&out).1, vec![0, 1, 2], "{name}");
@@ -780,7 +791,11 @@ mod tests {
     #[test]
     fn after_a_failed_input_the_finished_file_keeps_the_partial_name() {
         // In place with the metadata fitting its room, in place outgrowing it, compressed.
-        for (name, reserved) in [("x.dbn", &["AAPL"][..]), ("y.dbn", &[]), ("z.dbn.zst", &["AAPL"])] {
+        for (name, reserved) in [
+            ("x.dbn", &["AAPL"][..]),
+            ("y.dbn", &[]),
+            ("z.dbn.zst", &["AAPL"]),
+        ] {
             let dir = tempfile::tempdir().expect("tempdir");
             let out = dir.path().join(name);
             fs::write(&out, b"an earlier output").expect("write");
@@ -791,7 +806,11 @@ mod tests {
             push_ids(&mut spool, 3);
             let last = session(&["AAPL"], 9);
             spool.finish(&last, InputEnd::Failed).expect("finish");
-            assert_eq!(fs::read(&out).expect("read"), b"an earlier output", "{name}");
+            assert_eq!(
+                fs::read(&out).expect("read"),
+                b"an earlier output",
+                "{name}"
+            );
             let partial = dir.path().join(format!("{name}.partial"));
             if !name.ends_with(".zst") {
                 assert_eq!(read_back(&partial), (last, vec![0, 1, 2]), "{name}");

@@ -15,8 +15,7 @@ use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{Applier, ApplyError, BookConfig, TouchesAhead};
 use crate::csv::{write_book_csv_filtered, FilteredBboCsv};
 use crate::dbn_out::{
-    DbnOut, DbnOutError, DbnOutOptions, DbnSchema, FeedStamp, InputEnd, ItchDataset,
-    SessionDate,
+    DbnOut, DbnOutError, DbnOutOptions, DbnSchema, FeedStamp, InputEnd, ItchDataset, SessionDate,
 };
 use crate::output_filter::OutputFilter;
 use crate::parquet_out::{

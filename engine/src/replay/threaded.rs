@@ -53,9 +53,7 @@ use super::run::{
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{BookCounters, Books, TypeCounts};
 use crate::csv::{write_partitioned_book_csv, CsvBuffer, BBO_HEADER};
-use crate::dbn_out::{
-    DbnOutOptions, DbnSchema, FeedStamp, InputEnd, ItchDataset, MergedDbnOut,
-};
+use crate::dbn_out::{DbnOutOptions, DbnSchema, FeedStamp, InputEnd, ItchDataset, MergedDbnOut};
 use crate::parquet_out::{BboParquet, Mbp10Parquet, ParquetOutError, ParquetSchema};
 use crate::sample::BoundaryClock;
 

@@ -121,8 +121,14 @@ impl DbnRows {
     ///
     /// If the output cannot be written.
     pub fn finish(self) -> Result<u64, SampleError> {
-        let metadata =
-            session_metadata(ItchDataset::XnasItch, Schema::Mbp10, self.date, self.last_ts_event, &self.symbols, &OutputFilter::default());
+        let metadata = session_metadata(
+            ItchDataset::XnasItch,
+            Schema::Mbp10,
+            self.date,
+            self.last_ts_event,
+            &self.symbols,
+            &OutputFilter::default(),
+        );
         Ok(self.spool.finish(&metadata, InputEnd::Whole)?)
     }
 }
