@@ -20,8 +20,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use ticklane_engine::book::BookConfig;
-use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, SessionDate};
-use ticklane_engine::replay::{replay_file, ReplayOptions};
+use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, ItchDataset, SessionDate};
+use ticklane_engine::output_filter::OutputFilter;
+use ticklane_engine::replay::{replay_file, replay_file_threaded, ReplayOptions, ReplaySummary};
 use ticklane_feed::itch::{decode, Message};
 use ticklane_feed::sim::GenConfig;
 
@@ -69,6 +70,7 @@ fn replay(dir: &Path, input: &Path, schema: DbnSchema, name: &str) -> Run {
             path: run.dbn.clone(),
             schema,
             date: SessionDate::parse("2019-01-30").expect("a valid date"),
+            dataset: Default::default(),
         }),
         ..ReplayOptions::default()
     })
@@ -601,6 +603,7 @@ fn records_after_a_declared_gap_carry_f_maybe_bad_book() {
             path: dbn.clone(),
             schema: DbnSchema::Mbo,
             date: SessionDate::parse("2019-01-30").expect("a valid date"),
+            dataset: Default::default(),
         }),
         ..ReplayOptions::default()
     })
@@ -722,4 +725,190 @@ fn every_mbp10_record_holds_the_top_ten_as_read_from_scratch_and_none_is_missing
         records.keys()
     );
     assert!(updates > 10_000, "{updates} book updates checked");
+}
+
+/// The metadata and MBO records of a plain DBN file, as the `dbn` crate's decoder reads them.
+fn decode_mbo(path: &Path) -> (dbn::Metadata, Vec<dbn::MboMsg>) {
+    use dbn::decode::{DbnMetadata, DecodeRecord};
+    let mut decoder = dbn::decode::DbnDecoder::from_file(path).expect("open the DBN file");
+    let metadata = decoder.metadata().clone();
+    let mut records = Vec::new();
+    while let Some(r) = decoder.decode_record::<dbn::MboMsg>().expect("decode") {
+        records.push(r.clone());
+    }
+    (metadata, records)
+}
+
+/// `input` replayed to an MBO file at `out` on `threads` book threads, keeping what
+/// `filter` keeps.
+fn replay_mbo(input: &Path, out: &Path, filter: OutputFilter, threads: usize) -> ReplaySummary {
+    let opts = ReplayOptions {
+        input: input.to_path_buf(),
+        books: BookConfig {
+            max_orders: 1 << 20,
+            max_books: 1024,
+            levels_per_side: 4096,
+        },
+        dbn_out: Some(DbnOutOptions {
+            path: out.to_path_buf(),
+            schema: DbnSchema::Mbo,
+            date: SessionDate::parse("2019-01-30").expect("a valid date"),
+            dataset: Default::default(),
+        }),
+        filter,
+        ..ReplayOptions::default()
+    };
+    match threads {
+        1 => replay_file(&opts).expect("replay runs").summary,
+        n => replay_file_threaded(&opts, n).expect("replay runs").summary,
+    }
+}
+
+/// Under `--symbols` and `--between` the metadata says what the file holds: the symbols
+/// kept and their mappings only, from the window's start to its end (the day goes on past
+/// it), on one book thread and on two.
+#[test]
+fn the_metadata_under_symbols_and_between_names_only_what_the_file_holds() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("day.itch50");
+    util::write_generated(&input, DAY);
+    let (whole, records) = decode_mbo(&{
+        let out = dir.path().join("whole.dbn");
+        replay_mbo(&input, &out, OutputFilter::default(), 1);
+        out
+    });
+    assert!(whole.symbols.len() > 1, "a day of several stocks");
+    // A stock that trades in the middle of the day, and the middle half of the day.
+    let middle = &records[records.len() / 2];
+    let mapping = whole
+        .mappings
+        .iter()
+        .find(|m| m.intervals[0].symbol == middle.hd.instrument_id.to_string())
+        .expect("every instrument is mapped");
+    let (first, last) = (
+        records[0].hd.ts_event,
+        records[records.len() - 1].hd.ts_event,
+    );
+    let (from, to) = (first + (last - first) / 4, first + 3 * (last - first) / 4);
+    let between = format!(
+        "{}-{}",
+        util::time_of_day(from - MIDNIGHT_NS),
+        util::time_of_day(to - MIDNIGHT_NS)
+    );
+    let filter = OutputFilter::parse(&mapping.raw_symbol, &between).expect("a valid filter");
+    for threads in [1, 2] {
+        let out = dir.path().join(format!("filtered.{threads}.dbn"));
+        replay_mbo(&input, &out, filter.clone(), threads);
+        let (metadata, kept) = decode_mbo(&out);
+        assert_eq!(metadata.symbols, vec![mapping.raw_symbol.clone()]);
+        assert_eq!(metadata.mappings, vec![mapping.clone()]);
+        assert_eq!(metadata.start, from, "the window's start");
+        assert_eq!(metadata.end.map(|e| e.get()), Some(to), "the window's end");
+        assert!(!kept.is_empty(), "the stock trades in the window");
+        for r in &kept {
+            assert_eq!(r.hd.instrument_id.to_string(), mapping.intervals[0].symbol);
+            assert!((from..to).contains(&r.hd.ts_event), "{r:?}");
+        }
+    }
+}
+
+/// A replay whose input fails part-way finishes its DBN file (metadata, and every record
+/// made before the failure, which are the whole input's first records) but leaves it as
+/// `PATH.partial`; an earlier `PATH` stays as it was. On one book thread and on two.
+#[test]
+fn after_a_failed_input_the_dbn_file_is_finished_under_its_partial_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("day.itch50");
+    util::write_generated(&input, DAY);
+    let whole = dir.path().join("whole.dbn");
+    replay_mbo(&input, &whole, OutputFilter::default(), 1);
+    let (_, all) = decode_mbo(&whole);
+    // Cut inside the last message.
+    let mut bytes = fs::read(&input).expect("read the day");
+    bytes.truncate(bytes.len() - 3);
+    let cut = dir.path().join("cut.itch50");
+    fs::write(&cut, &bytes).expect("write the cut day");
+    for threads in [1, 2] {
+        let out = dir.path().join(format!("cut.{threads}.dbn"));
+        fs::write(&out, b"an earlier run").expect("write");
+        let summary = replay_mbo(&cut, &out, OutputFilter::default(), threads);
+        assert!(summary.error.is_some(), "the cut input fails");
+        assert_eq!(fs::read(&out).expect("read"), b"an earlier run");
+        let partial = dir.path().join(format!("cut.{threads}.dbn.partial"));
+        let (metadata, records) = decode_mbo(&partial);
+        assert_eq!(Some(records.len() as u64), summary.dbn_out_records);
+        assert!(!records.is_empty() && records.len() <= all.len());
+        assert_eq!(
+            records,
+            all[..records.len()],
+            "the whole input's first records"
+        );
+        let last = records[records.len() - 1].hd.ts_event;
+        assert!(metadata.end.is_some_and(|e| e.get() > last));
+    }
+}
+
+/// A capture's records carry what the capture knows: `ts_recv` the packet's capture time,
+/// `sequence` the message's MoldUDP64 sequence number (1 and 4 here: 2 and 3 were lost, so
+/// the message indexes are 1 and 2), and the dataset and publisher asked for (XBOS.ITCH,
+/// publisher 3, from Databento's table). On one book thread and on two.
+#[test]
+fn a_capture_s_records_carry_its_capture_time_sequence_and_venue() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut pcap = ticklane_feed::capture::PcapWriter::new(Vec::new()).expect("pcap");
+    let src = std::net::SocketAddrV4::new([10, 0, 0, 1].into(), 1000);
+    let dst = std::net::SocketAddrV4::new([233, 54, 12, 1].into(), 26400);
+    // 09:30 plus a few ns, captured 1.5 µs (and then some) after the event.
+    let packets = [(1u64, 11u64), (4, 12)].map(|(seq, order_ref)| {
+        let itch_ns = 34_200_000_000_000 + seq;
+        (
+            seq,
+            order_ref,
+            itch_ns,
+            MIDNIGHT_NS + itch_ns + 1_500 + 7 * seq,
+        )
+    });
+    for &(seq, order_ref, itch_ns, capture_ns) in &packets {
+        let m = add_order(1, order_ref, itch_ns);
+        let mut p = b"SESSION001".to_vec();
+        p.extend_from_slice(&seq.to_be_bytes());
+        p.extend_from_slice(&1u16.to_be_bytes());
+        p.extend_from_slice(&(m.len() as u16).to_be_bytes());
+        p.extend_from_slice(&m);
+        pcap.write_udp(capture_ns, src, dst, &p)
+            .expect("write packet");
+    }
+    let input = dir.path().join("capture.pcap");
+    fs::write(&input, pcap.finish().expect("finish pcap")).expect("write pcap");
+    for threads in [1, 2] {
+        let out = dir.path().join(format!("capture.{threads}.mbo.dbn"));
+        let opts = ReplayOptions {
+            input: input.clone(),
+            dbn_out: Some(DbnOutOptions {
+                path: out.clone(),
+                schema: DbnSchema::Mbo,
+                date: SessionDate::parse("2019-01-30").expect("a valid date"),
+                dataset: ItchDataset::XbosItch,
+            }),
+            ..ReplayOptions::default()
+        };
+        match threads {
+            1 => replay_file(&opts).map(|o| o.summary),
+            n => replay_file_threaded(&opts, n).map(|o| o.summary),
+        }
+        .expect("replay runs");
+        let (metadata, records) = decode_mbo(&out);
+        assert_eq!(metadata.dataset, "XBOS.ITCH");
+        let got: Vec<_> = records
+            .iter()
+            .map(|r| (r.sequence, r.hd.ts_event, r.ts_recv, r.hd.publisher_id))
+            .collect();
+        let expected: Vec<_> = packets
+            .iter()
+            .map(|&(seq, _, itch_ns, capture_ns)| {
+                (seq as u32, MIDNIGHT_NS + itch_ns, capture_ns, 3)
+            })
+            .collect();
+        assert_eq!(got, expected, "(sequence, ts_event, ts_recv, publisher_id)");
+    }
 }

@@ -165,6 +165,7 @@ fn round_trip(python: &Path, dir: &Path, trip: Trip<'_>) {
                 path: first.clone(),
                 schema: DbnSchema::Mbo,
                 date: SessionDate::parse(date).expect("a valid date"),
+                dataset: Default::default(),
             }),
             sample: Some(sample),
             recover_lengths,

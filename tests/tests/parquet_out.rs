@@ -211,6 +211,7 @@ fn mbp10_parquet_reads_back_with_pyarrow_as_the_dbn_records() {
             path: dbn.clone(),
             schema: DbnSchema::Mbp10,
             date,
+            dataset: Default::default(),
         }),
         parquet_out: Some(ParquetOutOptions {
             path: parquet.clone(),

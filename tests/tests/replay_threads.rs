@@ -100,6 +100,7 @@ fn options(
             path: dir.join(format!("{tag}.{ending}")),
             schema,
             date: session_date(),
+            dataset: Default::default(),
         }),
         sample: extra.sample.map(|(ending, ns)| SampleOptions {
             path: dir.join(format!("{tag}.sample.{ending}")),

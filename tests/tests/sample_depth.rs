@@ -296,6 +296,7 @@ fn replay_all(input: &Path, dir: &Path, tag: &str, filter: OutputFilter) -> Outp
             path: out.dbn.clone(),
             schema: DbnSchema::Mbp10,
             date: SessionDate::parse("2019-01-30").expect("date"),
+            dataset: Default::default(),
         }),
         sample: Some(sample(out.sample.clone(), STEP_NS, DEPTH)),
         filter,

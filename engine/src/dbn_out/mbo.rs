@@ -19,9 +19,7 @@ use dbn::{rtype, MboMsg, RecordHeader};
 use ticklane_feed::itch::{Locate, Message, OrderRef, Price};
 
 use super::record_sink::RecordSink;
-use super::{
-    aggressor_char, price_1e9, side_char, Before, DbnOutError, Stamp, NO_SIDE, PUBLISHER_ID,
-};
+use super::{aggressor_char, price_1e9, side_char, Before, DbnOutError, Stamp, NO_SIDE};
 
 /// Writes MBO records.
 pub struct MboWriter;
@@ -132,7 +130,7 @@ impl MboWriter {
             spool.push(&MboMsg {
                 hd: RecordHeader::new::<MboMsg>(
                     rtype::MBO,
-                    PUBLISHER_ID,
+                    stamp.publisher_id,
                     u32::from(event.locate.0),
                     stamp.ts_event,
                 ),
@@ -143,7 +141,7 @@ impl MboWriter {
                 channel_id: 0,
                 action: event.action as c_char,
                 side: event.side,
-                ts_recv: stamp.ts_event,
+                ts_recv: stamp.ts_recv,
                 ts_in_delta: 0,
                 sequence: stamp.sequence,
             })?;

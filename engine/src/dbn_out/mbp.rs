@@ -20,9 +20,7 @@ use dbn::{rtype, BidAskPair, Mbp10Msg, Mbp1Msg, RecordHeader, UNDEF_PRICE};
 use ticklane_feed::itch::{Locate, Message, Price};
 
 use super::record_sink::RecordSink;
-use super::{
-    aggressor_char, price_1e9, side_char, Before, DbnOutError, Stamp, NO_SIDE, PUBLISHER_ID,
-};
+use super::{aggressor_char, price_1e9, side_char, Before, DbnOutError, Stamp, NO_SIDE};
 use crate::book::{Books, LadderView, Side};
 
 /// The two MBP record types (`Mbp1Msg`, `Mbp10Msg`): they share every field but the levels.
@@ -51,7 +49,7 @@ macro_rules! mbp_record {
             fn stamp(&mut self, stamp: Stamp, locate: Locate, event: Event, last: bool) {
                 self.hd = RecordHeader::new::<$record>(
                     $rtype,
-                    PUBLISHER_ID,
+                    stamp.publisher_id,
                     u32::from(locate.0),
                     stamp.ts_event,
                 );
@@ -61,7 +59,7 @@ macro_rules! mbp_record {
                 self.side = event.side;
                 self.flags = stamp.flags(last);
                 self.depth = event.depth;
-                self.ts_recv = stamp.ts_event;
+                self.ts_recv = stamp.ts_recv;
                 self.ts_in_delta = 0;
                 self.sequence = stamp.sequence;
             }

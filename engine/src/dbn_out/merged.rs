@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use super::record_batch::MessageRecords;
-use super::{session_metadata, DbnOutError, DbnOutOptions, Spool};
+use super::{session_metadata, DbnOutError, DbnOutOptions, InputEnd, Spool};
+use crate::output_filter::OutputFilter;
 
 /// The merge thread's DBN writer.
 pub struct MergedDbnOut {
@@ -17,6 +18,8 @@ pub struct MergedDbnOut {
     /// Locate → ticker, in message order (the last `R` for a locate wins).
     symbols: BTreeMap<u16, String>,
     record_len: usize,
+    /// `--symbols`/`--between`, which the book threads applied: the metadata says so.
+    filter: OutputFilter,
 }
 
 impl MergedDbnOut {
@@ -25,12 +28,13 @@ impl MergedDbnOut {
     /// # Errors
     ///
     /// If the output cannot be created.
-    pub fn create(opts: DbnOutOptions) -> Result<Self, DbnOutError> {
+    pub fn create(opts: DbnOutOptions, filter: OutputFilter) -> Result<Self, DbnOutError> {
         Ok(MergedDbnOut {
             spool: Spool::create(&opts.path)?,
             record_len: opts.schema.record_len(),
             opts,
             symbols: BTreeMap::new(),
+            filter,
         })
     }
 
@@ -46,8 +50,14 @@ impl MergedDbnOut {
             self.symbols.insert(locate.0, ticker.to_owned());
         }
         if message.reserve {
-            let metadata =
-                session_metadata(self.opts.schema.dbn(), self.opts.date, 0, &self.symbols);
+            let metadata = session_metadata(
+                self.opts.dataset,
+                self.opts.schema.dbn(),
+                self.opts.date,
+                0,
+                &self.symbols,
+                &self.filter,
+            );
             self.spool.reserve_metadata(&metadata)?;
         }
         if !message.records.is_empty() {
@@ -58,19 +68,21 @@ impl MergedDbnOut {
     }
 
     /// Writes the file: the metadata (ending just after `last_ts_event`, the stamp of the
-    /// last message the schema writers saw, as one thread's), then the records. Returns the
-    /// records written.
+    /// last message the schema writers saw, as one thread's), then the records, under the
+    /// name `input` says. Returns the records written.
     ///
     /// # Errors
     ///
     /// If the output cannot be written.
-    pub fn finish(self, last_ts_event: u64) -> Result<u64, DbnOutError> {
+    pub fn finish(self, last_ts_event: u64, input: InputEnd) -> Result<u64, DbnOutError> {
         let metadata = session_metadata(
+            self.opts.dataset,
             self.opts.schema.dbn(),
             self.opts.date,
             last_ts_event,
             &self.symbols,
+            &self.filter,
         );
-        self.spool.finish(&metadata)
+        self.spool.finish(&metadata, input)
     }
 }

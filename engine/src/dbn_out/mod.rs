@@ -6,12 +6,24 @@
 //! after; nothing here runs unless `--dbn-out` is given. [`DbnOut::finish`] writes the file:
 //! metadata first (with the locate → ticker mappings the stock directory gave), then records.
 //!
-//! Conventions (as Databento documents them for XNAS.ITCH): `ts_event` is the session's
-//! New York midnight plus the ITCH timestamp, `ts_recv` equals `ts_event` (a file has no
-//! capture time), prices are in 1e-9 (ITCH's 1e-4 × 100,000), `instrument_id` is the stock
-//! locate, `sequence` the ITCH message index, and `F_LAST` marks the last record one ITCH
-//! message produced. The per-schema mapping is in [`mbo`], [`mbp`] and [`trades`].
+//! Conventions (as Databento documents them for XNAS.ITCH, XBOS.ITCH and XPSX.ITCH): the
+//! dataset and `publisher_id` are the venue's ([`ItchDataset`]: `--dataset`, else the
+//! input's file name, else Nasdaq), `ts_event` is the session's New York midnight plus the
+//! ITCH timestamp, prices are in 1e-9 (ITCH's 1e-4 × 100,000), `instrument_id` is the
+//! stock locate, and `F_LAST` marks the last record one ITCH message produced. What the
+//! input carries besides the messages decides two fields ([`FeedStamp`]):
+//!
+//! | input | `ts_recv` | `sequence` |
+//! |---|---|---|
+//! | ITCH50 file (BinaryFILE) | `ts_event` (a file has no receive time) | the ITCH message index (1-based) |
+//! | pcap, pcapng with MoldUDP64 sequences | the packet's capture time | the message's MoldUDP64 sequence number |
+//! | sanitized capture (sequences zeroed) | the packet's capture time | the ITCH message index |
+//! | pcapng simple packet block (no time) | `ts_event` | as above |
+//!
+//! `ts_in_delta` is 0: ITCH carries no sending time apart from the event's. The
+//! per-schema mapping is in [`mbo`], [`mbp`] and [`trades`].
 
+mod dataset;
 pub mod mbo;
 pub mod mbp;
 mod merged;
@@ -19,6 +31,7 @@ mod record_batch;
 mod record_sink;
 mod session_date;
 mod spool;
+mod target;
 pub mod trades;
 
 use std::collections::BTreeMap;
@@ -30,6 +43,7 @@ use std::str::FromStr;
 use dbn::{MappingInterval, Mbp10Msg, Mbp1Msg, Metadata, SType, Schema, SymbolMapping};
 use ticklane_feed::itch::{Locate, Message, Nanos, Price};
 
+pub use dataset::{ItchDataset, DATASET_NAMES};
 pub use session_date::{SessionDate, SessionDateError};
 
 use crate::book::{Books, Order, Side, TopOfBook, Trade};
@@ -39,16 +53,14 @@ use mbp::MbpWriter;
 pub use merged::MergedDbnOut;
 pub use record_batch::{BatchCursor, MessageRecords, RecordBatch};
 pub use record_sink::RecordSink;
-pub use spool::Spool;
-/// For the Parquet writer, which writes its files beside themselves as this module does.
-#[cfg(feature = "parquet")]
-pub(crate) use spool::{beside, regular_or_new};
+pub use spool::{InputEnd, Spool};
+/// For the Parquet writer, which writes its files beside themselves as this module does,
+/// and the replay's check of its output paths.
+pub(crate) use target::{beside, link_end, OutputTarget};
 use trades::TradeWriter;
 
-/// Databento's publisher id of XNAS.ITCH.
+/// Databento's publisher id of XNAS.ITCH, which the sampled depth is written as.
 pub const PUBLISHER_ID: u16 = dbn::Publisher::XnasItchXnas as u16;
-/// The dataset named in the metadata.
-pub const DATASET: &str = "XNAS.ITCH";
 
 /// The schemas `--schema` accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +126,20 @@ pub struct DbnOutOptions {
     pub schema: DbnSchema,
     /// The session date (`--date`, else from the input's file name).
     pub date: SessionDate,
+    /// The venue's dataset (`--dataset`, else from the input's file name, else XNAS.ITCH).
+    pub dataset: ItchDataset,
+}
+
+/// What the input says of one message besides its bytes, where it says it: a capture's
+/// MoldUDP64 sequence number and the capture time of the packet that carried it (the
+/// capture reader's `RawMessage::seq` and `capture_ns`). `ts_recv` and `sequence` are
+/// taken from them when present (the table in this module's documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FeedStamp {
+    /// The MoldUDP64 sequence number; `None` in an ITCH50 file or a sanitized capture.
+    pub seq: Option<u64>,
+    /// The capture time, ns since the Unix epoch; `None` in an ITCH50 file.
+    pub capture_ns: Option<u64>,
 }
 
 /// Why the DBN output could not be written.
@@ -139,8 +165,9 @@ pub enum DbnOutError {
     /// own error comes when it is finished).
     #[error(transparent)]
     WriterStopped(#[from] crate::writer_thread::WriterStopped),
-    /// DBN's `sequence` is 32 bits; this message index does not fit.
-    #[error("message {index}: past DBN's 32-bit sequence field")]
+    /// DBN's `sequence` is 32 bits; this message's sequence number (its MoldUDP64 one, else
+    /// its index) does not fit.
+    #[error("message {index}: its sequence number is past DBN's 32-bit sequence field")]
     SequenceOverflow {
         /// The ITCH message index.
         index: u64,
@@ -194,7 +221,11 @@ pub(crate) struct Before {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Stamp {
     pub ts_event: u64,
+    /// The capture time, else `ts_event`.
+    pub ts_recv: u64,
+    /// The MoldUDP64 sequence number, else the ITCH message index.
     pub sequence: u32,
+    pub publisher_id: u16,
     /// `F_MAYBE_BAD_BOOK` once a loss was declared, else nothing; `F_LAST` is added per record.
     pub flags: u8,
 }
@@ -249,19 +280,22 @@ impl DbnOut {
         Ok(DbnOut::with_sink(opts, spool))
     }
 
-    /// Writes the file: metadata, then the records. Returns the records written.
+    /// Writes the file: metadata, then the records, under the name `input` says
+    /// ([`InputEnd`]). Returns the records written.
     ///
     /// # Errors
     ///
     /// If the output cannot be written.
-    pub fn finish(self) -> Result<u64, DbnOutError> {
+    pub fn finish(self, input: InputEnd) -> Result<u64, DbnOutError> {
         let metadata = session_metadata(
+            self.opts.dataset,
             self.opts.schema.dbn(),
             self.opts.date,
             self.last_ts_event,
             &self.symbols,
+            &self.filter,
         );
-        self.spool.finish(&metadata)
+        self.spool.finish(&metadata, input)
     }
 }
 
@@ -326,11 +360,12 @@ impl<S: RecordSink> DbnOut<S> {
     }
 
     /// Writes the records of message number `index`, now applied to `books`; `changed` is
-    /// the locate whose book it changed.
+    /// the locate whose book it changed, `feed` what the input said of it besides.
     ///
     /// # Errors
     ///
-    /// If the records cannot be written, or `index` does not fit DBN's sequence.
+    /// If the records cannot be written, or the sequence (`feed`'s, else `index`) does not
+    /// fit DBN's.
     #[inline]
     pub fn after(
         &mut self,
@@ -338,6 +373,7 @@ impl<S: RecordSink> DbnOut<S> {
         message: &Message<'_>,
         changed: Option<Locate>,
         books: &Books,
+        feed: FeedStamp,
     ) -> Result<(), DbnOutError> {
         if let Message::StockDirectory(m) = message {
             // As the books keep it: printable ASCII (DBN's symbols are), `?` for the rest.
@@ -350,11 +386,15 @@ impl<S: RecordSink> DbnOut<S> {
         if !self.metadata_reserved && MAKES_RECORDS.contains(&message.tag()) {
             self.reserve_metadata()?;
         }
-        let sequence = u32::try_from(index).map_err(|_| DbnOutError::SequenceOverflow { index })?;
+        let sequence = u32::try_from(feed.seq.unwrap_or(index))
+            .map_err(|_| DbnOutError::SequenceOverflow { index })?;
         let Nanos(ns) = message.timestamp();
+        let ts_event = self.midnight_ns + ns;
         let stamp = Stamp {
-            ts_event: self.midnight_ns + ns,
+            ts_event,
+            ts_recv: feed.capture_ns.unwrap_or(ts_event),
             sequence,
+            publisher_id: self.opts.dataset.publisher_id(),
             flags: if self.maybe_bad_book {
                 dbn::flags::MAYBE_BAD_BOOK
             } else {
@@ -386,7 +426,14 @@ impl<S: RecordSink> DbnOut<S> {
     #[cold]
     fn reserve_metadata(&mut self) -> Result<(), DbnOutError> {
         self.metadata_reserved = true;
-        let metadata = session_metadata(self.opts.schema.dbn(), self.opts.date, 0, &self.symbols);
+        let metadata = session_metadata(
+            self.opts.dataset,
+            self.opts.schema.dbn(),
+            self.opts.date,
+            0,
+            &self.symbols,
+            &self.filter,
+        );
         self.spool.reserve_metadata(&metadata)
     }
 
@@ -412,21 +459,37 @@ impl<S: RecordSink> DbnOut<S> {
     }
 }
 
-/// The metadata of a file of one session's records: dataset XNAS.ITCH, `schema`, from the
-/// session's midnight to just after `last_ts_event`, and each ticker mapped to its locate
-/// (the records' `instrument_id`) for the session date.
+/// The metadata of a file of one session's records, as far as `filter` kept them:
+/// `dataset`, `schema`, and what the file holds, not the whole day: each ticker `filter`
+/// keeps mapped to its locate (the records' `instrument_id`) for the session date, from
+/// the start of `filter`'s window (else the session's midnight) to just after
+/// `last_ts_event` or the window's end, whichever comes first.
 pub(crate) fn session_metadata(
+    dataset: ItchDataset,
     schema: dbn::Schema,
     session: SessionDate,
     last_ts_event: u64,
     symbols: &BTreeMap<u16, String>,
+    filter: &OutputFilter,
 ) -> Metadata {
     let date = session.date();
     let next_day = date.next_day().unwrap_or(date);
     let midnight_ns = session.midnight_utc_ns();
-    let mappings = symbols
+    let after_last = last_ts_event.max(midnight_ns) + 1;
+    let (start, end) = match filter.between() {
+        Some(w) => {
+            let start = midnight_ns + w.start.0;
+            (start, after_last.min(midnight_ns + w.end.0).max(start))
+        }
+        None => (midnight_ns, after_last),
+    };
+    let kept: BTreeMap<&u16, &String> = symbols
         .iter()
-        .map(|(locate, ticker)| SymbolMapping {
+        .filter(|(_, ticker)| filter.keeps_symbol(ticker.as_bytes()))
+        .collect();
+    let mappings = kept
+        .iter()
+        .map(|(&locate, &ticker)| SymbolMapping {
             raw_symbol: ticker.clone(),
             intervals: vec![MappingInterval {
                 start_date: date,
@@ -436,13 +499,13 @@ pub(crate) fn session_metadata(
         })
         .collect();
     Metadata::builder()
-        .dataset(DATASET)
+        .dataset(dataset.name())
         .schema(Some(schema))
-        .start(midnight_ns)
-        .end(NonZeroU64::new(last_ts_event.max(midnight_ns) + 1))
+        .start(start)
+        .end(NonZeroU64::new(end))
         .stype_in(Some(SType::RawSymbol))
         .stype_out(SType::InstrumentId)
-        .symbols(symbols.values().cloned().collect())
+        .symbols(kept.values().map(|&t| t.clone()).collect())
         .mappings(mappings)
         .build()
 }

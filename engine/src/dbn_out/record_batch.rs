@@ -209,8 +209,14 @@ mod tests {
         batch.symbol(Locate(7), b"ABCD");
         batch.end_message();
         let date = super::super::SessionDate::parse("2019-01-30").expect("a date");
-        let metadata =
-            super::super::session_metadata(dbn::Schema::Trades, date, 0, &Default::default());
+        let metadata = super::super::session_metadata(
+            Default::default(),
+            dbn::Schema::Trades,
+            date,
+            0,
+            &Default::default(),
+            &Default::default(),
+        );
         batch.reserve_metadata(&metadata).expect("room");
         for price in [10, 11] {
             record.price = price;

@@ -13,10 +13,12 @@
 //! whole replay for MBP-10: 1.25 GB written twice for a 3 M-message day.) When it is not
 //! that size (a stock added after the first record), `finish` writes the metadata to a
 //! temporary beside the output, copies the records after it, and renames it over the output.
-//! A `.dbn.zst`, or an output that is not a regular file (a pipe, `/dev/null`), spools the
-//! records in a temporary beside the output instead (`PATH.records.tmp`), and `finish` writes
-//! the metadata and then copies them (a regular file again through `PATH.partial`): a
-//! compressed file is then two zstd frames, the
+//! A `.dbn.zst` spools the records in a temporary beside the output instead
+//! (`PATH.records.tmp`), and an output that is not a regular file (a pipe, `/dev/null`) in
+//! one in the system's temporary folder; `finish` writes the metadata and then copies them
+//! (a regular file again through `PATH.partial`, a pipe or a device in place). A path that
+//! is a symbolic link is followed first ([`super::target`]): the rename lands on the file
+//! the link names, never on the link. A compressed file is then two zstd frames, the
 //! metadata's and the records' (compressed while the replay ran), which is a valid zstd
 //! stream (RFC 8878, section 3: it decodes to the frames' concatenation) that `dbn`'s
 //! decoders and Databento's Python `DBNDecoder` read as one.
@@ -37,6 +39,7 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::{self, JoinHandle};
 
@@ -44,12 +47,42 @@ use dbn::encode::{DbnEncodable, DbnMetadataEncoder, DynWriter};
 use dbn::{Compression, Metadata};
 
 use super::record_sink::RecordSink;
+use super::target::{beside, OutputTarget};
 use super::DbnOutError;
 
 /// Bytes gathered before a batch goes to the writer thread.
 const BATCH_BYTES: usize = 1 << 18;
 /// Full batches that may wait for the writer before the book thread waits for it.
 const BATCHES_IN_FLIGHT: usize = 4;
+
+/// How the input that made the records ended, which decides the name a finished DBN file
+/// takes.
+///
+/// DBN's metadata has no field that could say a file stops short (Parquet's footer carries
+/// the replay's summary, error included; DBN's `partial` and `not_found` list symbols that
+/// did not resolve, which is another thing). So a replay whose input failed part-way (a
+/// truncated or corrupt file: exit 1) finishes its DBN file, metadata and every record
+/// made before the failure, and leaves it as `PATH.partial`, where a reader finds it
+/// whole but cannot mistake it for the day's file; `PATH` is neither created nor replaced.
+/// A pipe or a device has no name to keep: there the exit status says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputEnd {
+    /// The input was read to its end: the file takes its name.
+    Whole,
+    /// The input failed part-way: a regular file keeps the name `PATH.partial`.
+    Failed,
+}
+
+impl InputEnd {
+    /// [`InputEnd::Failed`] if the input `failed`, else [`InputEnd::Whole`].
+    pub fn of(failed: bool) -> Self {
+        if failed {
+            InputEnd::Failed
+        } else {
+            InputEnd::Whole
+        }
+    }
+}
 
 /// Where the records are written.
 enum Records {
@@ -93,20 +126,17 @@ pub struct Spool {
     muted: bool,
 }
 
-/// The file beside `out` named `out`'s name and `suffix`.
-pub(crate) fn beside(out: &Path, suffix: &str) -> PathBuf {
-    let mut name = out.file_name().unwrap_or_default().to_os_string();
-    name.push(suffix);
-    out.with_file_name(name)
-}
-
-/// True if `out` is a regular file, or is not there yet (it becomes one): an output that
-/// can be written beside itself and renamed, unlike `/dev/stdout` or a pipe.
-pub(crate) fn regular_or_new(out: &Path) -> bool {
-    match fs::metadata(out) {
-        Ok(m) => m.is_file(),
-        Err(e) => e.kind() == io::ErrorKind::NotFound,
-    }
+/// Where the records of an output written in place (a pipe, a device) wait: the system's
+/// temporary folder, since the output's own folder (`/dev` for `/dev/stdout`) is no place
+/// for a file; named by the process and a count, so two spools never share one.
+fn spool_for_in_place(out: &Path) -> PathBuf {
+    static SPOOLS: AtomicU64 = AtomicU64::new(0);
+    let n = SPOOLS.fetch_add(1, Ordering::Relaxed);
+    let name = out.file_name().unwrap_or_default().to_string_lossy();
+    std::env::temp_dir().join(format!(
+        "ticklane-{}-{n}-{name}.records.tmp",
+        std::process::id()
+    ))
 }
 
 /// Opens `path` for writing from empty, and for reading back.
@@ -146,19 +176,26 @@ impl Spool {
         let compressed = out
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("zst"));
-        // Only a regular file can have its first bytes written last.
-        let regular = regular_or_new(out);
+        // Only a regular file can have its first bytes written last; a link is followed to
+        // it, so that the rename lands on the file and never on the link.
+        let (out, regular) = match OutputTarget::of(out) {
+            OutputTarget::Beside(file) => (file, true),
+            OutputTarget::InPlace(path) => (path, false),
+        };
         let (records, file) = if compressed || !regular {
-            let temp = beside(out, ".records.tmp");
+            let temp = match regular {
+                true => beside(&out, ".records.tmp"),
+                false => spool_for_in_place(&out),
+            };
             let file = open_truncated(&temp)?;
             (Records::Spooled(RemovedUnlessKept(Some(temp))), file)
         } else {
-            let partial = beside(out, ".partial");
+            let partial = beside(&out, ".partial");
             let file = open_truncated(&partial)?;
             let output = RemovedUnlessKept(Some(partial));
             (Records::InPlace { output, gap: 0 }, file)
         };
-        Self::start(out, records, file, compressed, regular)
+        Self::start(&out, records, file, compressed, regular)
     }
 
     /// A spool for `out` whose records go to `file`, as `records` says.
@@ -308,14 +345,16 @@ impl Spool {
     }
 
     /// Writes `metadata` and then every record to the output (in place when it fits the
-    /// gap left for it), and removes any temporary. Returns the records written.
+    /// gap left for it), and removes any temporary. Returns the records written. After
+    /// [`InputEnd::Failed`] a regular file keeps the name `PATH.partial` ([`InputEnd`]).
     ///
     /// # Errors
     ///
     /// If the output cannot be written or the records written or read back.
-    pub fn finish(mut self, metadata: &Metadata) -> Result<u64, DbnOutError> {
+    pub fn finish(mut self, metadata: &Metadata, input: InputEnd) -> Result<u64, DbnOutError> {
         let records = self.drain()?;
         let out = self.out.clone();
+        let failed = input == InputEnd::Failed;
         let io_at = |path: &Path| {
             let path = path.to_path_buf();
             move |source: io::Error| DbnOutError::Io {
@@ -330,11 +369,14 @@ impl Spool {
                     records
                         .write_all_at(&bytes, 0)
                         .map_err(io_at(output.path()))?;
-                    fs::rename(output.path(), &out).map_err(io_at(&out))?;
+                    if !failed {
+                        fs::rename(output.path(), &out).map_err(io_at(&out))?;
+                    }
                     output.keep();
                 } else {
                     // The directory grew after the first record: the metadata, then the
-                    // records copied after it, in a new file that replaces the output.
+                    // records copied after it, in a new file that replaces the output (or,
+                    // after a failed input, the partial file).
                     let mut temp = RemovedUnlessKept(Some(beside(&out, ".tmp")));
                     let mut file = open_truncated(temp.path())?;
                     file.write_all(&bytes).map_err(io_at(temp.path()))?;
@@ -342,10 +384,18 @@ impl Spool {
                     records.seek(SeekFrom::Start(*gap)).map_err(io_at(&out))?;
                     // File to file: the kernel copies (copy_file_range).
                     io::copy(&mut records, &mut file).map_err(io_at(temp.path()))?;
-                    fs::rename(temp.path(), &out).map_err(io_at(&out))?;
+                    let name = match failed {
+                        true => output.path().to_path_buf(),
+                        false => out.clone(),
+                    };
+                    fs::rename(temp.path(), &name).map_err(io_at(&name))?;
                     temp.keep();
-                    let path = output.path().to_path_buf();
-                    output.remove().map_err(io_at(&path))?;
+                    if failed {
+                        output.keep();
+                    } else {
+                        let path = output.path().to_path_buf();
+                        output.remove().map_err(io_at(&path))?;
+                    }
                 }
             }
             Records::Spooled(temp) => {
@@ -379,7 +429,9 @@ impl Spool {
                 io::copy(&mut records, file).map_err(io_at(&written))?;
                 file.flush().map_err(io_at(&written))?;
                 if self.regular {
-                    fs::rename(&written, &out).map_err(io_at(&out))?;
+                    if !failed {
+                        fs::rename(&written, &out).map_err(io_at(&out))?;
+                    }
                     partial.keep();
                 }
                 let path = temp.path().to_path_buf();
@@ -535,7 +587,7 @@ mod tests {
             }
         }
         let error = pushed
-            .and_then(|()| spool.finish(&metadata()))
+            .and_then(|()| spool.finish(&metadata(), InputEnd::Whole))
             .expect_err("the device is full");
         match error {
             DbnOutError::Io { path, source } => {
@@ -559,7 +611,10 @@ mod tests {
             r.order_id = i as u64;
             spool.push(&r).expect("push");
         }
-        assert_eq!(spool.finish(&metadata()).expect("finish"), n as u64);
+        assert_eq!(
+            spool.finish(&metadata(), InputEnd::Whole).expect("finish"),
+            n as u64
+        );
         let mut decoder = dbn::decode::DbnDecoder::from_zstd_file(&out).expect("open");
         let mut ids = Vec::new();
         while let Some(r) =
@@ -582,14 +637,20 @@ mod tests {
         let mut spool = Spool::create(&out).expect("create");
         spool.push(&record()).expect("push");
         assert!(dir.path().join("x.dbn.zst.records.tmp").exists());
-        assert_eq!(spool.finish(&metadata()).expect("finish"), 1);
+        assert_eq!(
+            spool.finish(&metadata(), InputEnd::Whole).expect("finish"),
+            1
+        );
         assert!(out.exists());
         assert!(!dir.path().join("x.dbn.zst.records.tmp").exists());
         // Plain: written in place, no temporary at any time.
         let out = dir.path().join("x.dbn");
         let mut spool = Spool::create(&out).expect("create");
         spool.push(&record()).expect("push");
-        assert_eq!(spool.finish(&metadata()).expect("finish"), 1);
+        assert_eq!(
+            spool.finish(&metadata(), InputEnd::Whole).expect("finish"),
+            1
+        );
         let names: Vec<_> = fs::read_dir(dir.path())
             .expect("list")
             .map(|e| e.expect("entry").file_name())
@@ -609,7 +670,14 @@ mod tests {
             .map(|(t, locate)| (locate, (*t).to_string()))
             .collect();
         let date = super::super::SessionDate::parse("2019-01-30").expect("a date");
-        super::super::session_metadata(dbn::Schema::Mbo, date, last_ts_event, &symbols)
+        super::super::session_metadata(
+            super::super::ItchDataset::XnasItch,
+            dbn::Schema::Mbo,
+            date,
+            last_ts_event,
+            &symbols,
+            &Default::default(),
+        )
     }
 
     /// The metadata and the order ids of the MBO records of the DBN file `path`.
@@ -656,7 +724,9 @@ mod tests {
             fs::write(&out, b"an earlier output").expect("write");
             let mut spool = Spool::create(&out).expect("create");
             push_ids(&mut spool, 3);
-            spool.finish(&session(&["AAPL"], 9)).expect("finish");
+            spool
+                .finish(&session(&["AAPL"], 9), InputEnd::Whole)
+                .expect("finish");
             assert_ne!(fs::read(&out).expect("read"), b"an earlier output");
             if name.ends_with(".dbn") {
                 assert_eq!(read_back(&out).1, vec![0, 1, 2], "{name}");
@@ -682,7 +752,7 @@ mod tests {
         push_ids(&mut spool, n);
         // Same stocks, another end: the same size.
         let last = session(&["AAPL", "MSFT"], 1_548_860_000_000_000_000);
-        assert_eq!(spool.finish(&last).expect("finish"), n);
+        assert_eq!(spool.finish(&last, InputEnd::Whole).expect("finish"), n);
         let (metadata, ids) = read_back(&out);
         assert_eq!(metadata, last);
         assert_eq!(ids, (0..n).collect::<Vec<_>>(), "every record, in order");
@@ -708,11 +778,44 @@ mod tests {
                 .reserve_metadata(&session(&["QQQ"], 0))
                 .expect("reserve");
             let last = session(&["AAPL", "MSFT", "QQQ"], 5);
-            assert_eq!(spool.finish(&last).expect("finish"), n);
+            assert_eq!(spool.finish(&last, InputEnd::Whole).expect("finish"), n);
             let (metadata, ids) = read_back(&out);
             assert_eq!(metadata, last, "reserved {reserved:?}");
             assert_eq!(ids, (0..n).collect::<Vec<_>>());
             assert_eq!(fs::read_dir(dir.path()).expect("list").count(), 1);
+        }
+    }
+
+    /// A replay whose input failed: the file is finished, readable, and named
+    /// `PATH.partial`; an earlier `PATH` is left as it was.
+    #[test]
+    fn after_a_failed_input_the_finished_file_keeps_the_partial_name() {
+        // In place with the metadata fitting its room, in place outgrowing it, compressed.
+        for (name, reserved) in [
+            ("x.dbn", &["AAPL"][..]),
+            ("y.dbn", &[]),
+            ("z.dbn.zst", &["AAPL"]),
+        ] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let out = dir.path().join(name);
+            fs::write(&out, b"an earlier output").expect("write");
+            let mut spool = Spool::create(&out).expect("create");
+            spool
+                .reserve_metadata(&session(reserved, 0))
+                .expect("reserve");
+            push_ids(&mut spool, 3);
+            let last = session(&["AAPL"], 9);
+            spool.finish(&last, InputEnd::Failed).expect("finish");
+            assert_eq!(
+                fs::read(&out).expect("read"),
+                b"an earlier output",
+                "{name}"
+            );
+            let partial = dir.path().join(format!("{name}.partial"));
+            if !name.ends_with(".zst") {
+                assert_eq!(read_back(&partial), (last, vec![0, 1, 2]), "{name}");
+            }
+            assert_eq!(fs::read_dir(dir.path()).expect("list").count(), 2, "{name}");
         }
     }
 
@@ -722,7 +825,7 @@ mod tests {
         let out = dir.path().join("x.dbn");
         let spool = Spool::create(&out).expect("create");
         let last = session(&["AAPL"], 0);
-        assert_eq!(spool.finish(&last).expect("finish"), 0);
+        assert_eq!(spool.finish(&last, InputEnd::Whole).expect("finish"), 0);
         assert_eq!(read_back(&out), (last, Vec::new()));
     }
 
@@ -737,7 +840,7 @@ mod tests {
         let temp = dir.path().join("taken.records.tmp");
         assert!(temp.exists());
         assert!(
-            spool.finish(&metadata()).is_err(),
+            spool.finish(&metadata(), InputEnd::Whole).is_err(),
             "cannot create over a directory"
         );
         assert!(!temp.exists(), "a failed finish removes the temporary");

@@ -8,7 +8,7 @@ use std::ffi::c_char;
 use dbn::{rtype, Mbp1Msg, RecordHeader, TradeMsg};
 
 use super::record_sink::RecordSink;
-use super::{aggressor_char, price_1e9, Before, DbnOutError, Stamp, NO_SIDE, PUBLISHER_ID};
+use super::{aggressor_char, price_1e9, Before, DbnOutError, Stamp, NO_SIDE};
 use crate::book::TopOfBook;
 
 /// Writes trades (`with_top: false`) or TBBO (`with_top: true`) records.
@@ -38,7 +38,7 @@ impl TradeWriter {
             spool.push(&Mbp1Msg {
                 hd: RecordHeader::new::<Mbp1Msg>(
                     rtype::MBP_1,
-                    PUBLISHER_ID,
+                    stamp.publisher_id,
                     instrument,
                     stamp.ts_event,
                 ),
@@ -48,7 +48,7 @@ impl TradeWriter {
                 side,
                 flags,
                 depth: 0,
-                ts_recv: stamp.ts_event,
+                ts_recv: stamp.ts_recv,
                 ts_in_delta: 0,
                 sequence: stamp.sequence,
                 levels: [top_pair(&before.top)],
@@ -57,7 +57,7 @@ impl TradeWriter {
             spool.push(&TradeMsg {
                 hd: RecordHeader::new::<TradeMsg>(
                     rtype::MBP_0,
-                    PUBLISHER_ID,
+                    stamp.publisher_id,
                     instrument,
                     stamp.ts_event,
                 ),
@@ -67,7 +67,7 @@ impl TradeWriter {
                 side,
                 flags,
                 depth: 0,
-                ts_recv: stamp.ts_event,
+                ts_recv: stamp.ts_recv,
                 ts_in_delta: 0,
                 sequence: stamp.sequence,
             })

@@ -6,7 +6,8 @@
 //! to a writer thread in batches (`writer_thread`); that thread fills the Arrow columns and
 //! writes row groups. No temporary file, no second pass.
 //!
-//! Columns: `ts_event` u64 (UTC ns, as DBN), `sequence` u32 (the ITCH message index),
+//! Columns: `ts_event` u64 (UTC ns, as DBN), `sequence` u32 (as DBN's: the MoldUDP64 sequence
+//! number in a capture that carries them, else the ITCH message index),
 //! `instrument_id` u32 (the locate), `symbol` utf8 (its ticker from the latest `R` before
 //! the record), `action` and `side` utf8 (one letter, Databento's), `depth` u8, `price` i64
 //! (1e-9 dollars), `size` u32, `flags` u8, then per level `NN` in `00`..`09`: `bid_px_NN`,

@@ -21,7 +21,8 @@
 //! written: a replay that fails part-way (an input error is not that: its outputs are
 //! finished) removes the partial file, a process killed part-way leaves only
 //! `PATH.partial`, and neither leaves a file by the output's name that no reader can open
-//! (it had no footer) nor spoils an earlier `PATH`.
+//! (it had no footer) nor spoils an earlier `PATH`. A `PATH` that is a symbolic link is
+//! followed first, so the rename lands on the file it names (`dbn_out`'s `target` module).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -38,7 +39,7 @@ use parquet::schema::types::ColumnPath;
 
 use super::column_encoders::{encoder_count, ColumnEncoders, ColumnSource};
 use super::{ParquetOutError, ROW_GROUP_ROWS};
-use crate::dbn_out::{beside, regular_or_new};
+use crate::dbn_out::{beside, OutputTarget};
 
 /// How particular columns are written; every other column is plain, zstd, with page
 /// statistics.
@@ -110,8 +111,16 @@ impl ParquetFile {
         props: WriterProperties,
         threads: usize,
     ) -> Result<Self, ParquetOutError> {
-        // As `--dbn-out` does; `/dev/stdout` or a pipe is written as it is.
-        let partial = regular_or_new(path).then(|| beside(path, ".partial"));
+        // As `--dbn-out` does: a link is followed to the file it names, which is written
+        // beside and renamed; `/dev/stdout` on a pipe, a FIFO or a device is written as it is.
+        let (path, partial) = match OutputTarget::of(path) {
+            OutputTarget::Beside(file) => {
+                let partial = beside(&file, ".partial");
+                (file, Some(partial))
+            }
+            OutputTarget::InPlace(path) => (path, None),
+        };
+        let path = path.as_path();
         let file = File::create(partial.as_deref().unwrap_or(path)).map_err(|source| {
             ParquetOutError::Io {
                 path: path.to_path_buf(),

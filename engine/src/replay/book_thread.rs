@@ -32,7 +32,7 @@ use crate::book::{
     PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR,
 };
 use crate::csv::BboRowBytes;
-use crate::dbn_out::{DbnOut, DbnOutOptions, RecordBatch};
+use crate::dbn_out::{DbnOut, DbnOutOptions, FeedStamp, RecordBatch};
 use crate::output_filter::OutputFilter;
 use crate::sample::{Boundaries, CapturedDepths};
 
@@ -52,6 +52,9 @@ pub(super) struct Frame {
     pub at: u64,
     pub len: u16,
     pub in_batch: bool,
+    /// The capture's sequence number and time, for the DBN records' `sequence` and
+    /// `ts_recv`.
+    pub feed: FeedStamp,
 }
 
 /// The messages of one epoch for one book thread: where they lie, and the bytes of those
@@ -299,10 +302,10 @@ pub(super) fn book_thread(
                 if let Some(message) = &applied.message {
                     let (index, changed, books) = (frame.index, applied.changed, applier.books());
                     if let Some(out) = &mut dbn {
-                        out.after(index, message, changed, books)?;
+                        out.after(index, message, changed, books, frame.feed)?;
                     }
                     if let Some(out) = &mut mbp10 {
-                        out.after(index, message, changed, books)?;
+                        out.after(index, message, changed, books, frame.feed)?;
                     }
                 }
                 // Every message closes its part, so the merge thread finds message `k`'s.

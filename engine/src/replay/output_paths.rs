@@ -6,6 +6,8 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::dbn_out::link_end;
+
 /// Two paths of one replay that name the same file.
 #[derive(Debug, thiserror::Error)]
 pub enum PathClash {
@@ -48,7 +50,8 @@ fn identity(path: &Path) -> Identity {
             ino: m.ino(),
         },
         Ok(_) => Identity::Shared,
-        Err(_) => Identity::ToCreate(where_created(path)),
+        // A dangling link creates the file it names.
+        Err(_) => Identity::ToCreate(where_created(&link_end(path).unwrap_or(path.into()))),
     }
 }
 
@@ -151,6 +154,19 @@ mod tests {
         fs::write(&new, b"old").expect("writes");
         assert!(
             check_output_paths(&input, &[("--dbn-out", &new), ("--sample-out", &new)]).is_err()
+        );
+    }
+
+    #[test]
+    fn a_dangling_link_clashes_with_the_output_it_names() {
+        let dir = folder();
+        let input = dir.path().join("day.itch50");
+        fs::write(&input, b"x").expect("writes");
+        let out = dir.path().join("out.dbn");
+        let link = dir.path().join("link.dbn");
+        std::os::unix::fs::symlink("out.dbn", &link).expect("links");
+        assert!(
+            check_output_paths(&input, &[("--dbn-out", &out), ("--parquet-out", &link)]).is_err()
         );
     }
 

@@ -14,7 +14,9 @@ use super::fault::ReplayFault;
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{Applier, ApplyError, BookConfig, TouchesAhead};
 use crate::csv::{write_book_csv_filtered, FilteredBboCsv};
-use crate::dbn_out::{DbnOut, DbnOutError, DbnOutOptions, DbnSchema, SessionDate};
+use crate::dbn_out::{
+    DbnOut, DbnOutError, DbnOutOptions, DbnSchema, FeedStamp, InputEnd, ItchDataset, SessionDate,
+};
 use crate::output_filter::OutputFilter;
 use crate::parquet_out::{
     BboParquet, Mbp10Parquet, ParquetOutError, ParquetOutOptions, ParquetSchema, Provenance,
@@ -424,6 +426,8 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                 path: p.path.clone(),
                 schema: DbnSchema::Mbp10,
                 date,
+                // No Parquet column carries the dataset or the publisher.
+                dataset: ItchDataset::default(),
             };
             Some(
                 DbnOut::with_sink(dbn_opts, Mbp10Parquet::create(&p.path)?)
@@ -485,6 +489,10 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             #[inline(always)]
             |raw: RawMessage<'_>, lost: bool, ahead: TouchesAhead| -> Result<Next, Halt> {
                 let index = raw.index;
+                let feed = FeedStamp {
+                    seq: raw.seq,
+                    capture_ns: raw.capture_ns,
+                };
                 applier.prefetch(ahead);
                 // `--dbn-out` and `--sample` see the books before each message (a sampling
                 // boundary is the state just before the first message at or past it).
@@ -513,11 +521,11 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                 };
                 if let (true, Some(message)) = (any_after, &applied.message) {
                     if let Some(out) = &mut dbn {
-                        out.after(index, message, applied.changed, applier.books())
+                        out.after(index, message, applied.changed, applier.books(), feed)
                             .map_err(|e| Halt::Other(e.into()))?;
                     }
                     if let Some(out) = &mut mbp {
-                        out.after(index, message, applied.changed, applier.books())
+                        out.after(index, message, applied.changed, applier.books(), feed)
                             .map_err(Halt::Mbp10)?;
                     }
                 }
@@ -563,7 +571,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
     let (books, bbo) = applier.into_parts();
     let parquet_bbo = bbo.map(ThreadedBboOutputs::finish).transpose()?.flatten();
     let dbn_out_records = match dbn {
-        Some(out) => Some(out.finish()?),
+        Some(out) => Some(out.finish(InputEnd::of(error.is_some()))?),
         None => None,
     };
     let sample = finish_sample_unless_kept(sample.map(Sampler::into_writer))?;

@@ -53,7 +53,7 @@ use super::run::{
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{BookCounters, Books, TypeCounts};
 use crate::csv::{write_partitioned_book_csv, CsvBuffer, BBO_HEADER};
-use crate::dbn_out::{DbnOutOptions, DbnSchema, MergedDbnOut};
+use crate::dbn_out::{DbnOutOptions, DbnSchema, FeedStamp, InputEnd, ItchDataset, MergedDbnOut};
 use crate::parquet_out::{BboParquet, Mbp10Parquet, ParquetOutError, ParquetSchema};
 use crate::sample::BoundaryClock;
 
@@ -207,13 +207,19 @@ fn replay_partitioned(
             date: p.date.ok_or_else(|| ParquetOutError::NoDate {
                 path: p.path.clone(),
             })?,
+            // No Parquet column carries the dataset or the publisher.
+            dataset: ItchDataset::default(),
         }),
         _ => None,
     };
     let parquet_bbo = matches!(&opts.parquet_out, Some(p) if p.schema == ParquetSchema::Bbo);
     let merge_outputs = MergeOutputs {
         csv,
-        dbn: opts.dbn_out.clone().map(MergedDbnOut::create).transpose()?,
+        dbn: opts
+            .dbn_out
+            .clone()
+            .map(|o| MergedDbnOut::create(o, opts.filter.clone()))
+            .transpose()?,
         parquet_bbo: match &opts.parquet_out {
             Some(p) if parquet_bbo => Some(BboParquet::create(&p.path)?),
             _ => None,
@@ -316,6 +322,10 @@ fn replay_partitioned(
     // book thread is gone.
     let mut route_one = |raw: RawMessage<'_>, lost: bool| -> Next {
         let (index, offset, bytes) = (raw.index, raw.offset, raw.bytes);
+        let feed = FeedStamp {
+            seq: raw.seq,
+            capture_ns: raw.capture_ns,
+        };
         if lost && lost_from == NO_LOSS {
             lost_from = index;
         }
@@ -340,6 +350,7 @@ fn replay_partitioned(
                         at: at as u64,
                         len,
                         in_batch: false,
+                        feed,
                     },
                     None => {
                         let at = batch.bytes.len() as u64;
@@ -349,6 +360,7 @@ fn replay_partitioned(
                             at,
                             len,
                             in_batch: true,
+                            feed,
                         }
                     }
                 };
@@ -432,7 +444,7 @@ fn replay_partitioned(
     let (_, last_ts_event) = parts.iter().map(|p| p.dbn_last).max().unwrap_or_default();
     let books: Vec<Books> = parts.into_iter().map(|p| p.books).collect();
     let dbn_out_records = match merged.outputs.dbn {
-        Some(out) => Some(out.finish(last_ts_event)?),
+        Some(out) => Some(out.finish(last_ts_event, InputEnd::of(error.is_some()))?),
         None => None,
     };
     let sample = finish_sample_unless_kept(merged.outputs.sample)?;

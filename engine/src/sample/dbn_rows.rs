@@ -14,7 +14,10 @@ use ticklane_feed::itch::Nanos;
 
 use super::{SampleError, SampleOptions, StockDepth, DBN_LEVELS};
 use crate::dbn_out::mbp::EMPTY;
-use crate::dbn_out::{price_1e9, session_metadata, DbnOutError, Spool, PUBLISHER_ID};
+use crate::dbn_out::{
+    price_1e9, session_metadata, DbnOutError, InputEnd, ItchDataset, Spool, PUBLISHER_ID,
+};
+use crate::output_filter::OutputFilter;
 
 /// Databento's "no action / no side" letter.
 const NONE: std::ffi::c_char = b'N' as std::ffi::c_char;
@@ -118,8 +121,14 @@ impl DbnRows {
     ///
     /// If the output cannot be written.
     pub fn finish(self) -> Result<u64, SampleError> {
-        let metadata =
-            session_metadata(Schema::Mbp10, self.date, self.last_ts_event, &self.symbols);
-        Ok(self.spool.finish(&metadata)?)
+        let metadata = session_metadata(
+            ItchDataset::XnasItch,
+            Schema::Mbp10,
+            self.date,
+            self.last_ts_event,
+            &self.symbols,
+            &OutputFilter::default(),
+        );
+        Ok(self.spool.finish(&metadata, InputEnd::Whole)?)
     }
 }

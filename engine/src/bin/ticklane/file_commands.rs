@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use ticklane_engine::book::{BookConfig, Books};
 use ticklane_engine::config::RunConfig;
-use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, SessionDate};
+use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, ItchDataset, SessionDate};
 use ticklane_engine::output_filter::OutputFilter;
 use ticklane_engine::parquet_out::{ParquetOutOptions, ParquetSchema};
 use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
@@ -74,6 +74,10 @@ pub struct ReplayArgs {
     /// The DBN schema: mbo, mbp-1, mbp-10, tbbo or trades.
     #[arg(long, default_value = "mbo", requires = "dbn_out")]
     schema: DbnSchema,
+    /// The venue's DBN dataset: XNAS.ITCH, XBOS.ITCH (BX) or XPSX.ITCH (PSX); else the one
+    /// the input's file name names (NASDAQ, BX, PSX), else XNAS.ITCH.
+    #[arg(long, requires = "dbn_out")]
+    dataset: Option<ItchDataset>,
     /// The session date (YYYY-MM-DD) for DBN's UTC timestamps (--dbn-out, a DBN
     /// --sample-out); else read from the file name (MMDDYYYY or YYYYMMDD). A DBN input's
     /// rows are stamped in ns since its New York midnight (else the DBN metadata's date).
@@ -243,6 +247,10 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
                 path: path.clone(),
                 schema: args.schema,
                 date: session_date()?,
+                dataset: args
+                    .dataset
+                    .or_else(|| ItchDataset::from_file_name(&args.file))
+                    .unwrap_or_default(),
             }),
         },
         sample: match (&args.sample_out, args.sample) {
