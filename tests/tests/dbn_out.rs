@@ -734,7 +734,7 @@ fn decode_mbo(path: &Path) -> (dbn::Metadata, Vec<dbn::MboMsg>) {
     let metadata = decoder.metadata().clone();
     let mut records = Vec::new();
     while let Some(r) = decoder.decode_record::<dbn::MboMsg>().expect("decode") {
-        records.push(r.clone());
+        records.push(*r);
     }
     (metadata, records)
 }

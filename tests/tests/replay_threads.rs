@@ -138,10 +138,16 @@ fn outputs(opts: &ReplayOptions) -> Outputs {
         bbo: read(&opts.bbo_out),
         book: read(&opts.book_out),
         summary: json[..cut].to_string(),
-        dbn: opts
-            .dbn_out
-            .as_ref()
-            .map(|o| fs::read(&o.path).expect("DBN written")),
+        dbn: opts.dbn_out.as_ref().map(|o| {
+            // After a failed input the finished file keeps its partial name.
+            let partial = o.path.with_file_name(format!(
+                "{}.partial",
+                o.path.file_name().expect("a file name").to_string_lossy()
+            ));
+            fs::read(&o.path)
+                .or_else(|_| fs::read(&partial))
+                .expect("DBN written")
+        }),
         parquet: opts
             .parquet_out
             .as_ref()

@@ -832,18 +832,30 @@ mod tests {
     #[test]
     fn a_failed_finish_or_a_dropped_spool_removes_the_temporary() {
         let dir = tempfile::tempdir().expect("tempdir");
-        // The output is a directory: the temporary beside it can be made, the output not.
-        let out = dir.path().join("taken");
+        // The output is a directory: not a regular file, so its records wait in the system's
+        // temporary folder, and the output cannot be created.
+        let name = format!("taken-{}", std::process::id());
+        let out = dir.path().join(&name);
         fs::create_dir(&out).expect("mkdir");
+        let temps = || -> Vec<std::path::PathBuf> {
+            fs::read_dir(std::env::temp_dir())
+                .expect("list the temporary folder")
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.ends_with(&format!("-{name}.records.tmp")))
+                })
+                .collect()
+        };
         let mut spool = Spool::create(&out).expect("create");
         spool.push(&record()).expect("push");
-        let temp = dir.path().join("taken.records.tmp");
-        assert!(temp.exists());
+        assert_eq!(temps().len(), 1, "the records wait in the temporary folder");
         assert!(
             spool.finish(&metadata(), InputEnd::Whole).is_err(),
             "cannot create over a directory"
         );
-        assert!(!temp.exists(), "a failed finish removes the temporary");
+        assert!(temps().is_empty(), "a failed finish removes the temporary");
 
         for name in ["dropped.dbn", "dropped.dbn.zst"] {
             let out = dir.path().join(name);

@@ -1301,10 +1301,12 @@ impl MoldRecovery {
             return;
         }
         let fits = bytes.len() <= self.config.max_packet_len;
-        if self.free.is_empty() && fits && self.config.retransmission {
-            if !self.defer_farthest(first, end) {
-                return;
-            }
+        if self.free.is_empty()
+            && fits
+            && self.config.retransmission
+            && !self.defer_farthest(first, end)
+        {
+            return;
         }
         while self.free.is_empty() || bytes.len() > self.config.max_packet_len {
             if self.gaps.iter().all(|g| g.lost.is_some()) {
@@ -1781,7 +1783,8 @@ mod tests {
         while r.open_gaps() > 0 {
             if sink.requests.len() > served {
                 tries += 1;
-                for q in sink.requests[served..].to_vec() {
+                let asked: Vec<RetransmitRequest> = sink.requests[served..].to_vec();
+                for q in asked {
                     let end = q.first_seq + u64::from(q.count).min(REPLY);
                     feed(
                         &mut r,
