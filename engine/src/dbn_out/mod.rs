@@ -56,7 +56,10 @@ pub use record_sink::RecordSink;
 pub use spool::{InputEnd, Spool};
 /// For the Parquet writer, which writes its files beside themselves as this module does,
 /// and the replay's check of its output paths.
-pub(crate) use target::{beside, link_end, OutputTarget};
+pub(crate) use target::link_end;
+// The Parquet writer's, which resolves its path the same way.
+#[cfg(feature = "parquet")]
+pub(crate) use target::{beside, OutputTarget};
 use trades::TradeWriter;
 
 /// Databento's publisher id of XNAS.ITCH, which the sampled depth is written as.

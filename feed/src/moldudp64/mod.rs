@@ -65,7 +65,10 @@ pub use packet::{
     Messages, MoldError, Packet, PacketKind, Session, END_OF_SESSION_COUNT, HEADER_LEN,
     HEARTBEAT_COUNT, MAX_MESSAGES, SESSION_LEN,
 };
-pub use recovery::{Delivered, MoldRecovery, Origin, RecoveryConfig, RecoverySink, RecoveryStats};
+pub use recovery::{
+    Delivered, MoldRecovery, Origin, RecoveryConfig, RecoverySink, RecoveryStats,
+    DEFAULT_STORE_PACKETS,
+};
 pub use request::{GapRange, RetransmitRequest, RetransmitRequests};
 pub use writer::{encode_end_of_session, encode_heartbeat, EncodeError, PacketWriter};
 
