@@ -1,4 +1,4 @@
-//! Three-valued health (DESIGN, Resilience): Healthy; Degraded (a line down, books stale or
+//! Three-valued health: Healthy; Degraded (a line down, books stale or
 //! maybe wrong, but serving); Unhealthy; plus Starting (before the first connect) and draining
 //! (after SIGTERM). The stages raise and clear *conditions*, each with its since-when and a
 //! count; the state is the worst severity among the raised ones, computed when asked.
@@ -15,8 +15,8 @@
 //!
 //! Everything else is Degraded (200): a SoupBinTCP line disconnected, reconnecting or whose
 //! server went quiet (a reconnect is under way, and if reconnects run out the line ends), a
-//! line isolated by hand (an operator's choice), an open breaker, declared loss (`MAYBE_BAD`
-//! books are still the best there are), a contract violation, and publications missed
+//! line isolated by hand (an operator's choice), an open breaker, declared loss or a late join
+//! (`MAYBE_BAD` books are still the best there are), a contract violation, and publications missed
 //! because the snapshot is full (every book that has a slot still publishes).
 //!
 //! Shared between threads as `Arc<Health>`: every field is an atomic, so raising a condition
@@ -76,6 +76,9 @@ pub enum Condition {
     /// Messages were declared lost: the books may be wrong (`MAYBE_BAD`) until rebuilt.
     /// Degraded.
     MessagesLost,
+    /// The line joined past its opening without asking for it (`feed.start_sequence =
+    /// "join"`): the books may lack what came before (`MAYBE_BAD`). Degraded.
+    JoinedLate,
     /// The exchange's input broke the protocol (a malformed packet or message, a length
     /// that contradicts the specification, a sequence running backwards within a session):
     /// never retried, never masked. Degraded, so that a person looks.
@@ -89,13 +92,14 @@ pub enum Condition {
 
 impl Condition {
     /// Every condition, in the order `/health` lists them.
-    pub const ALL: [Condition; 9] = [
+    pub const ALL: [Condition; 10] = [
         Condition::Starting,
         Condition::LineStale,
         Condition::LineSilent,
         Condition::LineIsolated,
         Condition::BreakerOpen,
         Condition::MessagesLost,
+        Condition::JoinedLate,
         Condition::ContractViolation,
         Condition::PublicationsMissed,
         Condition::LineEnded,
@@ -109,6 +113,7 @@ impl Condition {
             | Condition::LineIsolated
             | Condition::BreakerOpen
             | Condition::MessagesLost
+            | Condition::JoinedLate
             | Condition::ContractViolation
             | Condition::PublicationsMissed => HealthState::Degraded,
             Condition::LineSilent | Condition::LineEnded => HealthState::Unhealthy,
@@ -124,6 +129,7 @@ impl Condition {
             Condition::LineIsolated => "line_isolated",
             Condition::BreakerOpen => "breaker_open",
             Condition::MessagesLost => "messages_lost",
+            Condition::JoinedLate => "joined_late",
             Condition::ContractViolation => "contract_violation",
             Condition::PublicationsMissed => "publications_missed",
             Condition::LineEnded => "line_ended",
@@ -144,6 +150,10 @@ impl Condition {
             Condition::LineIsolated => "the line was isolated by hand",
             Condition::BreakerOpen => "a dependency's circuit breaker is open",
             Condition::MessagesLost => "messages were declared lost: books are flagged MAYBE_BAD",
+            Condition::JoinedLate => {
+                "the line joined past its opening (feed.start_sequence = \"join\"): books are \
+                 flagged MAYBE_BAD"
+            }
             Condition::ContractViolation => {
                 "the input broke the protocol (malformed, wrong length, sequence backwards)"
             }

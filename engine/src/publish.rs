@@ -90,6 +90,18 @@ pub struct DeclaredLoss {
     pub at_ns: u64,
 }
 
+/// The feed line joined past its opening without asking for what came before
+/// (`feed.start_sequence = "join"`): messages `1 .. first_seen` were never seen, so every
+/// book may lack orders (and its symbol) from before the join. Not a declared loss: the
+/// messages were never asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LateJoin {
+    /// The first sequence number the line saw (> 1).
+    pub first_seen: u64,
+    /// When the line joined, wall-clock ns since the Unix epoch.
+    pub at_ns: u64,
+}
+
 /// Where the book thread sends changed state (the snapshot file, a subscriber, a test).
 pub trait Publisher {
     /// The message is about to be applied (an execution's order is still in the book).
@@ -120,6 +132,8 @@ pub trait Publisher {
     fn line_state(&mut self, _books: &Books, _state: FeedState, _since_ns: u64) {}
     /// The feed line declared messages lost, in order with the messages around it. Cold.
     fn declared_loss(&mut self, _books: &Books, _loss: DeclaredLoss) {}
+    /// The feed line joined past its opening, in order with the messages around it. Cold.
+    fn late_join(&mut self, _books: &Books, _join: LateJoin) {}
     /// The message numbered `seq` could not be decoded: its bytes break ITCH 5.0 (a
     /// contract violation, skipped and counted). Cold.
     fn decode_error(&mut self, _seq: u64, _error: DecodeError) {}

@@ -7,7 +7,9 @@
 //!   silence began, and lose it when data flows again; the session then ends `CLOSED`;
 //! - a line with no retransmission server and a lossy simulator: every declared loss flags the
 //!   header and every slot `MAYBE_BAD`, with the count the line's own report declares;
-//! - a line that ends because it went silent: `STALE`, line state "ended silent", not `CLOSED`.
+//! - a line that ends because it went silent: `STALE`, line state "ended silent", not `CLOSED`;
+//! - a line that joins past its opening (`feed.start_sequence = "join"`): `MAYBE_BAD` on the
+//!   header and every slot, with no loss counted; one that joins at sequence 1: no flag.
 //!
 //! Bounded: every wait polls with a deadline; nothing sleeps hoping a condition holds.
 
@@ -259,6 +261,88 @@ fn declared_loss_flags_every_book_maybe_bad_to_the_end() {
         "the session ended: a clean exit, flags kept"
     );
     assert!(every_slot(&reader, true, |s| s.flags.is_maybe_bad()));
+}
+
+#[test]
+fn a_line_that_joins_past_its_opening_flags_every_book_maybe_bad_without_counting_loss() {
+    let log = log(20_000, 24);
+    // `feed.start_sequence = "join"`, no retransmission server: the simulator's first packets
+    // never arrive, so the line joins past sequence 1 and nothing will ever bring the
+    // opening (the stock directory, the first orders) back.
+    let recovery = RecoveryConfig {
+        start_sequence: None,
+        ..RecoveryConfig::default()
+    };
+    let source = mold_line(Duration::from_secs(5), recovery);
+    let mut sim = MoldSimConfig::new(
+        Session::new(b"JOIN").expect("fits"),
+        source.local_addr().expect("bound"),
+    );
+    sim.rate = Rate::per_second(200_000);
+    sim.faults = Faults {
+        lose_sequences: Some((1, 500)),
+        ..Faults::default()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("join.snap");
+    let writer = SnapshotWriter::create(&path, 256, DEPTH).expect("snapshot");
+    let reader = SnapshotReader::open(&path).expect("open snapshot");
+    let started_ns = wall_clock_ns();
+    let sim = MoldSimulator::start(Arc::clone(&log), sim).expect("simulator");
+    let run = spawn_line(source, writer)
+        .join()
+        .expect("line thread")
+        .expect("pipeline");
+    sim.stop().expect("simulator stops");
+    let LineSourceReport::Mold(report) = &run.report.source else {
+        panic!("a MoldUDP64 report")
+    };
+    let joined = report.recovery.joined_at.expect("the line joined");
+    assert!(joined > 500, "joined past the lost opening: {joined}");
+    assert_eq!(report.recovery.messages_lost, 0, "nothing was asked for");
+    assert_eq!(run.report.book.messages, log.len() as u64 - (joined - 1));
+    let header = reader.header();
+    assert!(header.is_maybe_bad(), "never-seen opening: {header:?}");
+    assert_eq!(
+        header.lost_messages, 0,
+        "a late join is not a declared loss"
+    );
+    assert!((started_ns..=wall_clock_ns()).contains(&header.maybe_bad_since_ns));
+    assert!(header.is_closed(), "the session ended cleanly: {header:?}");
+    assert!(every_slot(&reader, true, |s| s.flags.is_maybe_bad()));
+}
+
+#[test]
+fn a_line_that_joins_at_its_opening_leaves_the_books_unflagged() {
+    let log = log(20_000, 25);
+    let recovery = RecoveryConfig {
+        start_sequence: None,
+        ..RecoveryConfig::default()
+    };
+    let source = mold_line(Duration::from_secs(5), recovery);
+    let mut sim = MoldSimConfig::new(
+        Session::new(b"JOIN1").expect("fits"),
+        source.local_addr().expect("bound"),
+    );
+    sim.rate = Rate::per_second(200_000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("join1.snap");
+    let writer = SnapshotWriter::create(&path, 256, DEPTH).expect("snapshot");
+    let reader = SnapshotReader::open(&path).expect("open snapshot");
+    let sim = MoldSimulator::start(Arc::clone(&log), sim).expect("simulator");
+    let run = spawn_line(source, writer)
+        .join()
+        .expect("line thread")
+        .expect("pipeline");
+    sim.stop().expect("simulator stops");
+    let LineSourceReport::Mold(report) = &run.report.source else {
+        panic!("a MoldUDP64 report")
+    };
+    assert_eq!(report.recovery.joined_at, Some(1));
+    assert_eq!(run.report.book.messages, log.len() as u64);
+    let header = reader.header();
+    assert!(!header.is_maybe_bad() && header.is_closed(), "{header:?}");
+    assert!(every_slot(&reader, false, |s| s.flags.is_maybe_bad()));
 }
 
 #[test]

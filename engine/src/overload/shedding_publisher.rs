@@ -17,7 +17,7 @@ use super::subscribers::EventFanout;
 use crate::book::Applied;
 use crate::book::Books;
 use crate::book::{trade_of, Trade};
-use crate::publish::{Arrival, DeclaredLoss, FeedState, Publisher};
+use crate::publish::{Arrival, DeclaredLoss, FeedState, LateJoin, Publisher};
 
 /// How publication is served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -116,6 +116,8 @@ pub trait StateSink {
     fn line_state(&mut self, _state: FeedState, _since_ns: u64) {}
     /// The feed line declared messages lost (see [`Publisher::declared_loss`]).
     fn declared_loss(&mut self, _loss: DeclaredLoss) {}
+    /// The feed line joined past its opening (see [`Publisher::late_join`]).
+    fn late_join(&mut self, _join: LateJoin) {}
     /// Publications (and trades) refused so far because the sink had no room.
     fn refused(&self) -> u64 {
         0
@@ -437,6 +439,10 @@ impl<S: StateSink> Publisher for SheddingPublisher<S> {
 
     fn declared_loss(&mut self, _books: &Books, loss: DeclaredLoss) {
         self.sink.declared_loss(loss);
+    }
+
+    fn late_join(&mut self, _books: &Books, join: LateJoin) {
+        self.sink.late_join(join);
     }
 
     fn finish(&mut self, books: &Books) {

@@ -8,7 +8,7 @@ use ticklane_feed::itch::Locate;
 use super::shedding_publisher::{Change, StateSink};
 use crate::book::Books;
 use crate::book::Trade;
-use crate::publish::{DeclaredLoss, FeedState};
+use crate::publish::{DeclaredLoss, FeedState, LateJoin};
 use crate::snapshot::{wall_clock_ns, LineState, SnapshotWriter};
 
 /// Heartbeat period of the snapshot header: readers call a writer silent after 5 s.
@@ -125,6 +125,10 @@ impl StateSink for SnapshotSink {
 
     fn declared_loss(&mut self, loss: DeclaredLoss) {
         self.writer.declare_loss(loss.count, loss.at_ns);
+    }
+
+    fn late_join(&mut self, join: LateJoin) {
+        self.writer.flag_maybe_bad(join.at_ns);
     }
 
     fn refused(&self) -> u64 {

@@ -105,6 +105,12 @@ impl<P: Publisher> BookStage<P> {
                         }
                         return false;
                     }
+                    Some(FrameKind::LateJoin) => {
+                        if let Some(join) = frame.late_join() {
+                            self.publisher.late_join(self.applier.books(), join);
+                        }
+                        return false;
+                    }
                     Some(FrameKind::End) | None => {
                         ended = true;
                         return true;

@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::book::Touches;
-use crate::publish::{Arrival, DeclaredLoss, FeedState};
+use crate::publish::{Arrival, DeclaredLoss, FeedState, LateJoin};
 
 /// Longest ITCH 5.0 message (`I`, 50 bytes) fits with room for future types.
 pub const MAX_MESSAGE: usize = 96;
@@ -21,6 +21,8 @@ pub enum FrameKind {
     LineState = 3,
     /// A control frame: the feed line declared messages lost (see [`Frame::declared_loss`]).
     Loss = 4,
+    /// A control frame: the feed line joined past its opening (see [`Frame::late_join`]).
+    LateJoin = 5,
 }
 
 /// One ring slot, two cache lines, plain old data: written in place by the reader thread,
@@ -130,6 +132,24 @@ impl Frame {
         })
     }
 
+    /// Marks the frame as a late join, taken by the reader at `recv_ns`.
+    pub fn set_late_join(&mut self, join: LateJoin, recv_ns: u64) {
+        self.kind = FrameKind::LateJoin as u8;
+        self.bytes[0..8].copy_from_slice(&join.at_ns.to_le_bytes());
+        self.len = 8;
+        self.seq = join.first_seen;
+        self.recv_ns = recv_ns;
+        self.intended_ns = 0;
+    }
+
+    /// The join a [`FrameKind::LateJoin`] frame carries.
+    pub fn late_join(&self) -> Option<LateJoin> {
+        (self.kind() == Some(FrameKind::LateJoin)).then(|| LateJoin {
+            first_seen: self.seq,
+            at_ns: word(&self.bytes, 0),
+        })
+    }
+
     /// What this frame's message will touch in the books, for the book stage's prefetch
     /// ([`Touches::Nothing`] for a frame that is no message).
     #[inline(always)]
@@ -148,6 +168,7 @@ impl Frame {
             2 => Some(FrameKind::End),
             3 => Some(FrameKind::LineState),
             4 => Some(FrameKind::Loss),
+            5 => Some(FrameKind::LateJoin),
             _ => None,
         }
     }
@@ -188,7 +209,16 @@ mod tests {
         assert_eq!(f.kind(), Some(FrameKind::Loss));
         assert_eq!(f.declared_loss(), Some(loss));
         assert_eq!(f.line_state(), None);
+        let join = LateJoin {
+            first_seen: 1_001,
+            at_ns: 1_700_000_000_000_000_007,
+        };
+        f.set_late_join(join, 7);
+        assert_eq!(f.kind(), Some(FrameKind::LateJoin));
+        assert_eq!(f.late_join(), Some(join));
+        assert_eq!((f.line_state(), f.declared_loss()), (None, None));
         assert!(f.set_message(b"S", 1, 0, 0));
         assert_eq!((f.line_state(), f.declared_loss()), (None, None));
+        assert_eq!(f.late_join(), None);
     }
 }

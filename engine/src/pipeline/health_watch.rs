@@ -24,7 +24,7 @@ use super::contract_violations::{ContractViolations, ViolationAt, ViolationKind}
 use crate::book::{Applied, Books};
 use crate::health::{Condition, Health};
 use crate::overload::SharedCounters;
-use crate::publish::{Arrival, DeclaredLoss, FeedState, Publisher};
+use crate::publish::{Arrival, DeclaredLoss, FeedState, LateJoin, Publisher};
 use crate::snapshot::wall_clock_ns;
 
 /// A [`Publisher`] that keeps [`Health`] current and forwards everything to `inner`.
@@ -159,6 +159,13 @@ impl<P: Publisher> Publisher for HealthWatch<P> {
         self.inner.declared_loss(books, loss);
         if let Some(h) = &self.health {
             h.raise(Condition::MessagesLost, loss.at_ns);
+        }
+    }
+
+    fn late_join(&mut self, books: &Books, join: LateJoin) {
+        self.inner.late_join(books, join);
+        if let Some(h) = &self.health {
+            h.raise(Condition::JoinedLate, join.at_ns);
         }
     }
 

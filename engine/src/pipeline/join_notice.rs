@@ -12,21 +12,25 @@ pub struct JoinNotice {
 impl JoinNotice {
     /// Checks (cheaply, once per poll loop) whether the machine joined, and warns on stderr
     /// the first time it joined past 1; `recoverable` says whether a retransmission server
-    /// is configured to ask for the messages before.
-    pub fn check(&mut self, recovery: &MoldRecovery, recoverable: bool) {
+    /// is configured to ask for the messages before. Returns the first sequence seen, once,
+    /// when the line joined past 1 without treating what came before as a gap
+    /// (`feed.start_sequence = "join"`): the caller flags the books, since nothing will ever
+    /// fill them in.
+    pub fn check(&mut self, recovery: &MoldRecovery, recoverable: bool) -> Option<u64> {
         if self.said {
-            return;
+            return None;
         }
-        let Some(at) = recovery.joined_at() else {
-            return;
-        };
+        let at = recovery.joined_at()?;
         self.said = true;
-        if at > 1 {
-            eprintln!(
-                "ticklane: warning: {}",
-                message(at, recovery.start_sequence(), recoverable)
-            );
+        if at <= 1 {
+            return None;
         }
+        let start_sequence = recovery.start_sequence();
+        eprintln!(
+            "ticklane: warning: {}",
+            message(at, start_sequence, recoverable)
+        );
+        start_sequence.is_none().then_some(at)
     }
 }
 
@@ -36,7 +40,8 @@ pub fn message(at: u64, start_sequence: Option<u64>, recoverable: bool) -> Strin
     match (start_sequence, recoverable) {
         (None, _) => format!(
             "joined the line at sequence {at} (feed.start_sequence = \"join\"): {missed} were \
-             never seen, and books may lack their symbols; feed.start_sequence = 1 asks for them"
+             never seen, so books may lack their symbols and orders and are flagged MAYBE_BAD; \
+             feed.start_sequence = 1 asks for them"
         ),
         (Some(_), true) => format!(
             "joined the line at sequence {at}: {missed} are a gap, asked for from the \

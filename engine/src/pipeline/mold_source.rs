@@ -30,7 +30,7 @@ use super::source_end::{PollStep, SourceError};
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource, SourceEnd};
 use crate::clock::Clock;
-use crate::publish::{DeclaredLoss, FeedState};
+use crate::publish::{DeclaredLoss, FeedState, LateJoin};
 use crate::snapshot::wall_clock_ns;
 
 const DATA: Token = Token(0);
@@ -269,6 +269,23 @@ impl<Q: FrameProducer> Sink<'_, Q> {
         if !self.frames.push_waiting(self.waiter, |f: &mut Frame| {
             f.set_declared_loss(loss, recv_ns)
         }) {
+            self.abandoned = true;
+        }
+    }
+
+    /// Tells the book thread that the line joined at `first_seen` without asking for the
+    /// messages before: every book may lack orders from before the join.
+    #[cold]
+    fn late_join(&mut self, first_seen: u64) {
+        let join = LateJoin {
+            first_seen,
+            at_ns: wall_clock_ns(),
+        };
+        let recv_ns = self.recv_ns;
+        if !self
+            .frames
+            .push_waiting(self.waiter, |f: &mut Frame| f.set_late_join(join, recv_ns))
+        {
             self.abandoned = true;
         }
     }
@@ -533,7 +550,9 @@ impl FrameSource for MoldSource {
             }
             sink.recv_ns = clock.now_ns();
             recovery.poll_timers(Duration::from_nanos(sink.recv_ns), &mut sink);
-            join.check(&recovery, sink.server.is_some());
+            if let Some(first_seen) = join.check(&recovery, sink.server.is_some()) {
+                sink.late_join(first_seen);
+            }
             if sink.abandoned {
                 break SourceEnd::BookThreadGone;
             }

@@ -477,6 +477,13 @@ impl SnapshotWriter {
             lost.load(Ordering::Relaxed).saturating_add(messages),
             Ordering::Release,
         );
+        self.flag_maybe_bad(at_ns);
+    }
+
+    /// Flags every book `MAYBE_BAD` from `at_ns` (wall-clock ns since the Unix epoch) on,
+    /// as [`SnapshotWriter::declare_loss`] does, without counting a loss: for messages that
+    /// were never asked for (a line that joined past its opening), not declared lost. Cold.
+    pub fn flag_maybe_bad(&mut self, at_ns: u64) {
         if self.maybe_bad {
             return;
         }
