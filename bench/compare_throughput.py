@@ -16,7 +16,7 @@ every engine alike; the best round of each counts. Engines:
   ticklane-books  `ticklane replay FILE` with no output at all: the books alone
   ticklane-dbn-S  the same with `--dbn-out TMP/x.S.dbn --schema S`, for each schema S of
              `--dbn-schemas` (default all five; `''` for none): its ratio is what writing
-             DBN costs (issue 12: never above 2, i.e. never halving throughput)
+             DBN costs (the goal: never above 2, i.e. never halving throughput)
   ticklane-pq-S  the same with `--parquet-out TMP/x.S.parquet --parquet-schema S`, for each
              view S of `--parquet-schemas` (default bbo,mbp-10; `''` for none)
   ticklane-dbn-S-Nt, ticklane-pq-S-Nt  those DBN and Parquet rows again with `--threads N`,

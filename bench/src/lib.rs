@@ -5,7 +5,7 @@
 //! reader stages it drives the pipeline with ([`inproc_source`], [`udp_source`]), one
 //! pipeline run ([`pipeline_run`]), and its outputs ([`hgrm`], [`svg_plot`]); and the
 //! warmed books the criterion suites start from ([`warm_books`]); and the layered-retry
-//! chain model of `shared/storm-model.md` ([`storm_model`]); and the reconnect storm against
+//! chain model ([`storm_model`]); and the reconnect storm against
 //! the subscriber server's admission policy, simulated ([`reconnect_storm`]), and over real
 //! sockets: many non-blocking clients per thread ([`storm_clients`]) and the per-second
 //! table they fill ([`storm_seconds`]).

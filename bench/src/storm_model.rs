@@ -1,11 +1,11 @@
-//! The layered-retry chain model of `shared/storm-model.md`: a deterministic model, in
-//! abstract rounds, of a request chain whose every layer retries on its own, against one
-//! dependency that loses capacity for a while. It shows how retries multiply the load on a
-//! dependency that is already short, how that looks different from real demand in the
-//! counters (edge rate, distinct request ids, call multiplier, success ratio), and what each
-//! cut in the retry allowance costs in dropped requests and saves in recovery time.
+//! The layered-retry chain model: a deterministic model, in abstract rounds, of a request
+//! chain whose every layer retries on its own, against one dependency that loses capacity
+//! for a while. It shows how retries multiply the load on a dependency that is already
+//! short, how that looks different from real demand in the counters (edge rate, distinct
+//! request ids, call multiplier, success ratio), and what each cut in the retry allowance
+//! costs in dropped requests and saves in recovery time.
 //!
-//! Implemented exactly as the model describes; the tables are printed by
+//! Nothing in it is random, so its tables are the same on every run; they are printed by
 //! `cargo run -p ticklane-bench --release --bin storm_model`.
 
 use std::collections::HashSet;

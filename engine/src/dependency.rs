@@ -1,11 +1,31 @@
 //! One dependency the engine calls (a feed line's server, a retransmission server), as the
 //! other threads see it: its circuit breaker's state (mirrored by the thread that owns the
 //! breaker), manual commands for that breaker (posted by the admin interface, taken by the
-//! owner), and the counters that tell a retry storm from real demand (DESIGN, Resilience):
-//! calls, distinct request identities, successes.
+//! owner), and the counters that tell a retry storm from real demand (the rules are in
+//! [`ticklane_feed::resilience`]): calls, distinct request identities, successes.
 //!
 //! The breaker itself (`ticklane_feed::resilience::Breaker`) is owned by one reader thread
 //! and never shared; this handle is what crosses threads, atomics only.
+//!
+//! What one *call* is, per dependency (its breaker is set by the `feed.breaker_*` keys;
+//! only infrastructure faults count, never an answer):
+//!
+//! - **a retransmission server**: one try of one gap (its request datagrams go out
+//!   together); a reply covering it is a success, a try unanswered for its timeout a fault.
+//!   While the breaker is open, gaps wait (neither asked for nor retried, counted once as
+//!   refused) until the probes, or their deadline declares them.
+//! - **a SoupBinTCP line**: one connect and login; a login answered, even rejected, is a
+//!   success; a connect refused or timed out, a reset, a read or write error and a silent
+//!   server are faults. While open, the line waits for the probe instead of reconnecting.
+//! - **a MoldUDP64 line**: nothing is asked of a multicast line, so a call is one listening
+//!   interval of the stale threshold (half the silence timeout, at most 2 s): a packet heard
+//!   in it is a success, a silent interval a fault. Open, it raises `breaker_open` in
+//!   health; the line is still read, since its packets are its only probe.
+//!
+//! Manual commands (the admin's `POST /feeds/{name}/isolate` and `/close`) are taken by the
+//! owning reader once per poll loop, and each reader copies its breakers' states and
+//! counters here at most once a millisecond. Health says `breaker_open` while any breaker is
+//! open or isolated, and `line_isolated` while the line is.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 

@@ -5,6 +5,17 @@
 //! (`--book-out`) is the books as they ended, restricted to the symbols (the time window does
 //! not move the end of the day).
 //!
+//! Every file output takes it (`--bbo-out`, `--book-out`, `--dbn-out`, `--sample-out`,
+//! `--parquet-out`, whose footer then says the filter), so a filtered output is exactly the
+//! unfiltered one's rows of those symbols and times, on one thread or many, from an ITCH or
+//! a DBN input. `--between HH:MM[:SS[.f]]-HH:MM[:SS[.f]]` is ITCH time of day (New York),
+//! start included, end excluded (`09:30-16:00` keeps 09:30:00 up to but not 16:00:00); rows
+//! are kept by their own stamp (`timestamp_ns`, the sampling boundary, DBN's message time).
+//! A symbol the input's stock directory never lists is a warning on stderr (even with
+//! `-q`), not an error: one list serves many days, and a stock may not trade on one of them;
+//! the warning shows a typo. An empty or over-long symbol, or a bad window, exits 2. The
+//! summary's `bbo_rows` counts rows before the filter. Not with `--pace`.
+//!
 //! ```
 //! use ticklane_engine::output_filter::OutputFilter;
 //! use ticklane_feed::itch::Nanos;

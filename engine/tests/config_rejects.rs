@@ -1,6 +1,6 @@
-//! The configuration cases of issue 8 (items 7 and 9), one test each: every one used to panic,
-//! abort, or run with a silent default, and each must now be refused with an error that names
-//! the file, the key's full dotted path, the value, the allowed range and the key's line.
+//! Configuration values a careless loader would panic on, abort on, or run with a silent
+//! default, one test each: each must be refused with an error that names the file, the key's
+//! full dotted path, the value, the allowed range and the key's line.
 //!
 //! The ranges below are written out by hand from `engine/ticklane.example.toml`, not read from
 //! the code under test.

@@ -1,8 +1,8 @@
-//! Issue 10, item 1: the `[serve]` keys of the storm defences and the server's connections.
+//! The `[serve]` keys of the storm defences and the server's connections.
 //! Each is refused out of its rule with an error naming the key (exit 2 in the binary, as
 //! every config error), the pairs that must agree are refused together, and an absent key
-//! keeps today's built-in value. The ranges and defaults below are written out by hand from
-//! the README's configuration section, not read from the code under test.
+//! keeps its built-in value. The ranges and defaults below are written out by hand from
+//! `engine/ticklane.example.toml`, not read from the code under test.
 
 use std::path::Path;
 use std::time::Duration;
@@ -27,7 +27,8 @@ fn refused(text: &str) -> ConfigError {
     }
 }
 
-/// Every key with the rule the README gives it: (key, a value just outside, the rule).
+/// Every key with the rule the example configuration gives it: (key, a value just outside,
+/// the rule).
 const RULES: [(&str, &str, &str); 27] = [
     ("accept_per_second", "0", "an integer in 1 ..= 1000000"),
     ("accept_burst", "1000001", "an integer in 1 ..= 1000000"),
@@ -159,7 +160,7 @@ fn a_low_mark_not_below_the_high_mark_is_refused() {
 fn absent_keys_keep_the_built_in_values() {
     let serve = parse(&with_serve("")).unwrap().serve;
     let a = serve.admission;
-    // The README's defaults, by hand.
+    // The documented defaults (`engine/ticklane.example.toml`), by hand.
     assert_eq!(
         (
             a.connect.per_second,

@@ -1,4 +1,4 @@
-//! Contract violations are not weather (issue 9, item 5).
+//! Contract violations are not weather: never retried, never masked, counted and reported.
 //!
 //! - A live MoldUDP64 line fed, over loopback, hand-laid packets from the MoldUDP64 1.0 and
 //!   ITCH 5.0 specifications, two of which break them: a packet whose header promises more

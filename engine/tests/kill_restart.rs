@@ -1,4 +1,4 @@
-//! Shutdown and restart with real processes (issue 9, item 10): `ticklane sim --tcp` serves a
+//! Shutdown and restart with real processes: `ticklane sim --tcp` serves a
 //! generated day over SoupBinTCP, paced, to `ticklane run --config`.
 //!
 //! - SIGTERM mid-stream: the engine drains and exits 0 within `engine.shutdown_timeout_s`,

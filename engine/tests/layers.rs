@@ -1,8 +1,7 @@
 //! The layers of the engine and of the feed crate, kept true by reading their sources: a
 //! module may name only modules on a lower floor (`crate::…` paths, in `use` lines or anywhere
 //! in code, tests included). Floors follow the data, lowest first; the engine's table is the
-//! one in `engine/src/lib.rs` and the README's layout section. A new top-level module must be
-//! given a floor here.
+//! one in `engine/src/lib.rs`. A new top-level module must be given a floor here.
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -1,7 +1,7 @@
-//! Issue 10, item 2: a logged-in client that goes silent is cut loose with reason `I`
+//! A logged-in client that goes silent is cut loose with reason `I`
 //! within a bound, and a library client that subscribes to nothing keeps itself alive with
-//! heartbeats past the idle timeout. The login bytes are laid by hand from the README's
-//! protocol table, not encoded by the code under test.
+//! heartbeats past the idle timeout. The login bytes are laid by hand from the protocol's
+//! field table (`ticklane_engine::serve::protocol`), not encoded by the code under test.
 
 mod serve_util;
 

@@ -1,4 +1,4 @@
-//! Issue 10, item 3: a subscriber's initial image is as deep as the snapshot
+//! A subscriber's initial image is as deep as the snapshot
 //! (`snapshot.depth`), says how many levels it carries, and flags a side that fills that
 //! depth (`IMAGE_AT_DEPTH`: the book may hold more). The oracle is the replayed books
 //! themselves (their ladders, best first), not the snapshot code under test.

@@ -1,7 +1,8 @@
 //! The subscriber server's login check against a real socket: an account that is not
 //! printable ASCII (a byte over 127, a control byte, or all padding) is refused with the
 //! documented login-rejected answer (`J`, reason `P`, retry-after 0: do not retry), and a
-//! printable one is accepted. The frames are laid by hand from the README's table.
+//! printable one is accepted. The frames are laid by hand from the field tables of
+//! `ticklane_engine::serve::protocol`'s docs.
 
 mod serve_util;
 

@@ -18,12 +18,13 @@ struct Resting {
     shares: u32,
 }
 
-/// The expected prints, from the messages alone: an order table kept by DESIGN.md's book
-/// rules (adds of 0 shares or onto a live reference rejected; E, C and X clamped to what is
-/// left; an order leaves at 0 shares; U moves the order, keeping its locate) and the print
-/// rule: E prints at the resting order's price, C at its own execution price and only when
-/// printable is 'Y', both for the shares the order had left at most; P prints its own price
-/// and shares at its own locate; an execution of an unknown order prints nothing.
+/// The expected prints, from the messages alone: an order table kept by the book rules in
+/// `ticklane_engine::book`'s docs (adds of 0 shares or onto a live reference rejected; E, C
+/// and X clamped to what is left; an order leaves at 0 shares; U moves the order, keeping
+/// its locate) and the print rule: E prints at the resting order's price, C at its own
+/// execution price and only when printable is 'Y', both for the shares the order had left at
+/// most; P prints its own price and shares at its own locate; an execution of an unknown
+/// order prints nothing.
 #[derive(Default)]
 struct NaiveTrades {
     orders: HashMap<u64, Resting>,

@@ -1,4 +1,4 @@
-//! Staggered start (issue 9, item 8), in process: a line whose instance must wait answers
+//! Staggered start, in process: a line whose instance must wait answers
 //! Starting from the moment it starts, opens its socket only after the wait, stays Starting
 //! until its first message, and is Healthy once the session ends cleanly.
 //!

@@ -1,5 +1,6 @@
 //! ITCH50 length prefixes checked against the type byte, with bytes laid out by hand from
-//! the specification (DESIGN.md's length table), not by the crate's encoders.
+//! the specification (the length table in `ticklane_feed::itch`'s docs), not by the crate's
+//! encoders.
 
 use std::io::Write;
 

@@ -1,6 +1,6 @@
 """Reads a DBN MBO file with Databento's own Python package (databento-dbn) and writes it
-again with that package's encoder: the round trip of issue 12, item 2, through code ticklane
-did not write.
+again with that package's encoder, so that the DBN round trip (ITCH -> DBN -> ITCH books)
+goes through code ticklane did not write.
 
 usage: dbn_rewrite.py IN OUT      (zstd in or out when the name ends in .zst)
 

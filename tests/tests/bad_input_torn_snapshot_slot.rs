@@ -1,9 +1,9 @@
 //! A snapshot with one torn slot (a writer killed mid-write leaves its seqlock sequence odd):
 //! `book --csv` (the library's export) and the Python reader print every other book and name
 //! the torn slot, rather than print nothing. The file is written through the writer, then
-//! the slot's sequence word is made odd with plain file I/O at the offset the README's
-//! layout table gives; the expected CSV is the replay's own `--book-out` of the same books,
-//! less the torn instrument's rows.
+//! the slot's sequence word is made odd with plain file I/O at the offset the layout table
+//! (`ticklane_engine::snapshot::layout`) gives; the expected CSV is the replay's own
+//! `--book-out` of the same books, less the torn instrument's rows.
 
 mod util;
 
@@ -24,9 +24,9 @@ const DEPTH: usize = 5;
 /// The slot torn.
 const TORN: usize = 1;
 
-/// README, "The snapshot file": the header is 128 bytes, slot `i` starts at
-/// `header_size + i * slot_size` with `slot_size = 136 + 32 * depth`, and its first 8 bytes
-/// are the sequence word, in the writer's (here: this host's) byte order.
+/// The layout table (`ticklane_engine::snapshot::layout`): the header is 128 bytes, slot `i`
+/// starts at `header_size + i * slot_size` with `slot_size = 136 + 32 * depth`, and its first
+/// 8 bytes are the sequence word, in the writer's (here: this host's) byte order.
 fn sequence_offset(slot: usize) -> u64 {
     (128 + slot * (136 + 32 * DEPTH)) as u64
 }

@@ -3,9 +3,9 @@
 //! message.
 //!
 //! The model is deliberately simple (a `HashMap` of orders, `BTreeMap` levels rebuilt from
-//! them) and written from the rules in DESIGN.md, not from the engine's code. It covers the
-//! cases the independent oracle cannot: reference 0, adds onto a live reference, zero-share
-//! adds, unknown sides, replaces onto live references.
+//! them) and written from the book rules (`ticklane_engine::book`'s docs), not from the
+//! engine's code. It covers the cases the independent oracle cannot: reference 0, adds onto
+//! a live reference, zero-share adds, unknown sides, replaces onto live references.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -65,7 +65,8 @@ fn databento_test_files_replay_without_error() {
     ] {
         let dir = tempfile::tempdir().expect("temp dir");
         let (summary, _, _) = replay(&data(name), dir.path());
-        // Straight to stderr so the counters show with --nocapture, as the brief asks.
+        // Straight to stderr, so that `--nocapture` shows each test file's counters to a person
+        // checking what Databento's own files exercise.
         let _ = writeln!(std::io::stderr(), "{}", summary.to_text());
         assert!(summary.error.is_none(), "{name}: {:?}", summary.error);
         assert_eq!(summary.exit_status(), ReplayExit::Success, "{name}");
@@ -109,7 +110,7 @@ fn rec(instrument: u32, action: u8, side: u8, order: u64, price_e4: i64, size: u
     }
 }
 
-/// The stream the brief names: add, partial cancel, modify price, modify size down,
+/// One of each MBO action the books act on: add, partial cancel, modify price, modify size down,
 /// fill + cancel, clear, with a trade and a none that change nothing.
 fn stream() -> Vec<Rec> {
     let mut fill = rec(7, b'F', b'B', 1, 1_000_000, 70);

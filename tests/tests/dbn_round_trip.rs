@@ -1,4 +1,4 @@
-//! The round trip of issue 12, item 2, through code ticklane did not write: ITCH →
+//! The DBN round trip, through code ticklane did not write: ITCH →
 //! `replay --dbn-out x.mbo.dbn --schema mbo` → read by Databento's own Python package and
 //! written again by its encoder (`tests/oracle/dbn_rewrite.py`: metadata and every record
 //! rebuilt from decoded fields, then `databento_dbn.Transcoder`) → `replay x2.dbn`. The DBN

@@ -1,4 +1,4 @@
-//! The layered-retry chain model of `shared/storm-model.md`, printed as the tables it lists:
+//! The layered-retry chain model, printed as tables:
 //! real demand growth, a retry storm and no retries, side by side, before, during and after
 //! the event; what each run serves during the fault; recovery times and the storm's peak; and
 //! the retry allowance (attempts 3, 2, 1) against drops and recovery time.

@@ -1,12 +1,10 @@
 //! Every stock's order-by-order book, kept exactly as the feed says, in memory fixed at
 //! start-up.
 //!
-//! The rules (DESIGN.md, "Contracts"): an order leaves when its shares reach 0; E, C or X
-//! for more than the remaining shares are clamped and counted; E, C, X, D or U naming an
-//! unknown reference are counted and change nothing; an add with 0 shares, an unknown side,
-//! or a reference that is already live is rejected and counted (the live order stays);
-//! reference 0 is ordinary. Crossing adds are applied as sent and the book is flagged:
-//! a feed handler has no matching engine behind it.
+//! The rules are listed once, in the `book` module's documentation ("The book rules"): an
+//! order leaves at 0 shares; over-sized E, C or X are clamped and counted; unknown references
+//! are counted and change nothing; adds with 0 shares, an unknown side or a live reference
+//! are rejected and counted; reference 0 is ordinary; crossing adds are applied and flagged.
 
 use std::io;
 

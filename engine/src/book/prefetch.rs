@@ -48,7 +48,7 @@ pub const NEAR: usize = 3;
 /// measured on. Below it (and below [`FROM_BOOKS`]) the lines a message needs are mostly in
 /// cache already, and looking ahead costs more than the misses it hides: framing each
 /// message twice and the stages' own lookups, 138 instructions a message on a 300-stock day
-/// (callgrind). Measured on the 2-core development VM, books alone, best of 3 (2026-12-01):
+/// (callgrind). Measured on the 2-core development VM, books alone, best of 3:
 /// 300 stocks, 23,600 live orders at the peak, 5% slower with the stages; 1,000 stocks,
 /// 61,400 live orders, 12% faster; a full-day profile, 24% faster (8,900 books).
 pub const FROM_ORDERS: usize = 32 << 10;

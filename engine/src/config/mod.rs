@@ -1043,7 +1043,7 @@ mod tests {
     #[test]
     fn recovery_and_breaker_keys_set_their_values_and_defaults() {
         let m = mold_feed("").expect("defaults");
-        // The documented defaults (README, configuration).
+        // The documented defaults (`engine/ticklane.example.toml`).
         assert_eq!(m.recovery.start_sequence, Some(1));
         assert_eq!(m.recovery.gap_deadline, Duration::from_secs(5));
         assert_eq!(m.recovery.retry_budget.ratio_percent, 20);

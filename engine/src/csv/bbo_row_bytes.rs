@@ -103,7 +103,7 @@ mod tests {
             kept.write_row(r).expect("memory");
         }
         assert_eq!(kept.rows(), 3);
-        // Hand-written lines: the DESIGN.md column order.
+        // Hand-written lines, in the column order the module's contract gives.
         assert_eq!(
             kept.row(0),
             b"1,34200000000123,7,AAPL,999900,100,1,1000100,300,2\n"

@@ -22,6 +22,47 @@
 //!
 //! `ts_in_delta` is 0: ITCH carries no sending time apart from the event's. The
 //! per-schema mapping is in [`mbo`], [`mbp`] and [`trades`].
+//!
+//! # `replay --dbn-out PATH --schema mbo|mbp-1|mbp-10|tbbo|trades`
+//!
+//! DBN version 3, schema `mbo` by default, zstd-compressed when `PATH` ends in `.zst`:
+//!
+//! ```text
+//! ticklane gen 01302019.NASDAQ_ITCH50 --messages 100000
+//! ticklane replay 01302019.NASDAQ_ITCH50 --dbn-out day.mbo.dbn.zst --schema mbo -q
+//! ticklane replay 01302019.NASDAQ_ITCH50 --dbn-out day.tbbo.dbn --schema tbbo --date 2019-01-30 -q
+//! ```
+//!
+//! - The session date ([`SessionDate`]) is `--date YYYY-MM-DD`, else the first eight digits
+//!   of the input's file name that make a date (`01302019.NASDAQ_ITCH50` is MMDDYYYY,
+//!   `20190130` YYYYMMDD); without either the replay refuses, naming `--date` (exit 2).
+//!   `ts_event` is that day's New York midnight (UTC−5, or UTC−4 in daylight time by the US
+//!   rule) plus the ITCH timestamp.
+//! - `channel_id` is 0. `flags`: `F_LAST` (128) on the last record of each ITCH message;
+//!   `F_MAYBE_BAD_BOOK` (4) on every record after a capture's MoldUDP64 sequencer declared
+//!   messages lost (nothing recovers them in a file, so it stays set).
+//! - DBN sizes are 32-bit: a level holding more than 4,294,967,295 shares (the CSV's sums
+//!   are 64-bit) is written as 4,294,967,295, and a change at such a level still writes its
+//!   record. MBP-1's book updates are exactly the `--bbo-out` rows.
+//! - The metadata names the dataset, the schema, `stype_in` `raw_symbol` and `stype_out`
+//!   `instrument_id`, and maps each ticker of the stock directory to its locate for the
+//!   session date. It describes what the file holds: under `--symbols` only those tickers;
+//!   `start` is the `--between` window's start (else the session's midnight) and `end` the
+//!   window's end or just after the last message, whichever comes first.
+//! - How the file is written (records once, metadata in front, `PATH.partial` renamed to
+//!   `PATH` when finished, symbolic links followed) is in `spool` and `target`. DBN's
+//!   metadata has nowhere to say a file stops short, so after an input error (exit 1) the
+//!   file is finished with the records made before it but keeps the name `PATH.partial`;
+//!   `PATH` is neither created nor replaced (a pipe has only the exit status to say it).
+//! - Not with `--pace`. With `replay --threads N` the file is byte for byte one thread's:
+//!   the book threads make the records and the merge thread places them in message order.
+//!   A DBN input cannot be written back out (its records are not ITCH messages).
+//!
+//! Read back with Databento's `databento-dbn` (Python), as the tests do:
+//!
+//! ```text
+//! python -c "import databento_dbn as d; x=d.DBNDecoder(compression=d.Compression.ZSTD); x.write(open('day.mbo.dbn.zst','rb').read()); print(x.decode()[:3])"
+//! ```
 
 mod dataset;
 pub mod mbo;

@@ -19,7 +19,7 @@ pub struct CodelConfig {
 
 impl Default for CodelConfig {
     /// 50 µs target over a 500 µs interval: chosen from measurements of the book stage on
-    /// the development machine (see the overload section of the README): a full 256-frame
+    /// the development machine (see the `overload` module's docs, "Defaults"): a full 256-frame
     /// batch of applies and snapshot publications is served in about 40 µs, so a sojourn
     /// above 50 µs means work waited longer than one batch; and half a millisecond is long
     /// enough for a market-open burst to clear, short enough to keep the p99 staleness

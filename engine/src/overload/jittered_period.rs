@@ -1,4 +1,4 @@
-//! Periodic work at a jittered period (issue 9, item 8): each period is drawn uniform in
+//! Periodic work at a jittered period: each period is drawn uniform in
 //! `base / 2 .. 3 * base / 2`, so that engines started together (and the readers that watch
 //! their heartbeats) do not fall into step. The mean period stays `base`.
 

@@ -4,6 +4,29 @@
 //! filtered by `--symbols` and `--between`, all stamped in ITCH time (ns since the
 //! session's New York midnight, [`super::dbn_session`]). `--dbn-out` and Parquet `mbp-10`
 //! are refused: they are written from ITCH messages, which a DBN input does not have.
+//!
+//! ```text
+//! ticklane replay tests/data/dbn/test_data.mbo.v3.dbn.zst --book-out book.csv --depth 5 --summary-json summary.json
+//! ```
+//!
+//! - Symbols come from the metadata's symbol mappings and from symbol mapping records, cut
+//!   to ITCH's 8 bytes (counted: `long_symbols`). An `instrument_id` past the book capacity
+//!   is rejected as an ITCH stock's would be (`rejected_by_reason.book_capacity`). Trading
+//!   states are not read from DBN.
+//! - In `--bbo-out` a row is written once per event, at the record flagged `F_LAST`, and
+//!   `msg_index` is that record's `sequence` (for a file `--dbn-out` wrote from an ITCH50
+//!   file, the ITCH message index, so the rows are the ITCH replay's). A file written by
+//!   `--dbn-out` from one ITCH day replays to that day's `--bbo-out`, `--book-out`,
+//!   `--sample-out` (CSV) and Parquet `bbo` byte for byte (`tests/tests/dbn_round_trip.rs`).
+//! - A file cut inside a record, a cut zstd stream or a record the decoder rejects stops the
+//!   replay with an error naming the file, the decompressed byte offset and the record index
+//!   (exit 1); so does a file that ends between two records of one event (no `F_LAST` after
+//!   them). The records of the event the input ends inside are not applied, so every output
+//!   shows the books as of the last whole event, and the summary counts them
+//!   (`dbn.incomplete_event_records`).
+//! - Records are read 16 ahead and prefetched for as ITCH messages are. A DBN input replays
+//!   on one thread whatever `--threads` says (with a note on stderr), and `--pace` does not
+//!   read DBN.
 
 use std::collections::VecDeque;
 use std::fs::File;

@@ -1,6 +1,16 @@
 //! `ticklane replay FILE --pace …`: a capture through the live pipeline (reader thread,
 //! ring, book thread, snapshot) at the recorded pace, N times faster, or as fast as the
 //! book thread goes.
+//!
+//! It prints the stage latency percentiles. The stamps come from the time-stamp counter
+//! ([`crate::clock`]), read by the reader once per received datagram or read on a live
+//! line, once per 32 messages at `--pace max` (and again after any wait for a free ring
+//! slot), and by the book thread once per 16 applied messages and at each batch's end. So
+//! `receive` marks when the reader began the packet or batch holding the message, and
+//! `applied`/`published` when the group holding it was done: both err on the long side, by
+//! at most a batch's read or apply time (about a microsecond); at paces where the ring
+//! stays nearly empty the groups hold one or two messages. Not with `--dbn-out`,
+//! `--parquet-out`, `--sample`, `--symbols`/`--between` or a DBN input.
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -118,7 +118,7 @@ pub(super) fn write_summary(path: &Path, json: &str) -> io::Result<()> {
 }
 
 /// Runs `replay`; if it fails and `opts.summary_json` is given, writes a summary with the
-/// error there (the README promises the summary with every error), unless writing that very
+/// error there (`replay::summary` documents the summary with every error), unless writing that very
 /// file is what failed.
 pub(super) fn with_failure_summary<T>(
     opts: &ReplayOptions,

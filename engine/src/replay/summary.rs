@@ -1,4 +1,36 @@
 //! What a replay did: the `--summary-json` object and the screen a person reads at the end.
+//!
+//! # `--summary-json PATH`
+//!
+//! One JSON object, its keys in this order:
+//!
+//! - every input: `input`, `format`, `messages`, `by_type` (type letter to count),
+//!   `unknown_types` (length-framed messages of a type ITCH 5.0 does not define: skipped,
+//!   since Nasdaq adds types over the years), `unknown_refs`, `rejected`,
+//!   `rejected_by_reason` (`zero_shares`, `live_ref`, `bad_side`, `order_capacity`,
+//!   `level_capacity`, `book_capacity`), `clamped`, `symbols_replaced`, `crossed_events`,
+//!   `crossed_books_end`, `live_orders_end`, `live_orders_peak`, `bbo_rows` (top-of-book rows
+//!   before any `--symbols`/`--between` filter), `declared_lost_messages`,
+//!   `declared_lost_ranges` (every range, as inclusive `[first,last]` sequence pairs) and
+//!   `declared_lost_ranges_unlisted` (0: every range is kept);
+//! - pcap and pcapng inputs add `packets`, `mold_packets`, `non_mold_packets`,
+//!   `non_udp_frames`, `non_mold_datagrams`, `unsupported_link_frames`,
+//!   `unsupported_link_type`, `gaps`, `missing_messages`, `gap_ranges`, `duplicates`,
+//!   `reordered` and `session_changes`;
+//! - a Databento DBN MBO input adds a `dbn` object: `records`, `mbo_records`,
+//!   `symbol_mappings`, `other_records` (skipped), `long_symbols` (cut to ITCH's 8 bytes),
+//!   `by_action` (action letter to count), `unknown_actions`, `instrument_out_of_range`,
+//!   `unrepresentable_prices`, `modify_unknown_added`, `snapshot_records` (`F_SNAPSHOT`),
+//!   `maybe_bad_book_records` (`F_MAYBE_BAD_BOOK`), `before_session_day`,
+//!   `after_session_day`, `incomplete_event_records` and `session_date`; its `messages`
+//!   counts MBO records and its `by_type` is empty;
+//! - then `dbn_out_records` (records `--dbn-out` wrote, `null` without it), `no_messages`
+//!   (why an input held no feed data, else `null`), `error` (what stopped the replay, else
+//!   `null`), `elapsed_s` and `msgs_per_s`.
+//!
+//! A replay that stops on an error still writes the object, with `error` set and every
+//! count up to the message before it. With `replay --threads N` the object is byte for byte
+//! one thread's but for `elapsed_s` and `msgs_per_s`.
 
 use std::fmt::{self, Write as _};
 

@@ -25,6 +25,22 @@
 //! rules. A modification whose locate is not its order's, or an add reusing a reference
 //! live under a locate of another thread, is applied by the owner of the message's locate
 //! alone; and the capacities (`--max-orders`, `--max-books`) hold per book thread.
+//!
+//! What is the same: `--bbo-out`, `--book-out`, `--dbn-out` (every schema, plain or zstd),
+//! `--parquet-out` (both views; its footer but for the summary's timings), `--sample-out`
+//! (CSV, DBN, Parquet) and the summary JSON (but for `elapsed_s` and `msgs_per_s`) are byte
+//! for byte one thread's, with or without `--symbols`/`--between`, and so is the exit
+//! status; a decode error stops every N at the same message with the same counts
+//! (`tests/tests/replay_threads.rs` checks N = 1..4, a lossy pcap included). System events
+//! (locate 0) go to the owner of locate 0, where they are counted. Each book thread formats
+//! its own top-of-book rows and makes its own DBN and Parquet records with the one-thread
+//! writers; the merge thread copies them into the files in message order, with the DBN
+//! tickers and the metadata's room taken at the same messages as on one thread. A capture's
+//! declared loss is noted at the first message after it, and every book thread marks its
+//! DBN records `F_MAYBE_BAD_BOOK` from that message on. Not with `--pace`; a DBN input
+//! replays on one thread. On a machine with fewer cores than threads (the reader, N book
+//! threads, the merge) the wall clock measures the wait for a core; `bench/README.md` has
+//! the per-thread instruction counts that say what cores to spare would give.
 
 use std::cell::Cell;
 use std::convert::Infallible;

@@ -12,7 +12,45 @@
 //! (`parquet_out` sits above this module).
 //!
 //! Cost: per boundary, per stock (`--between` and `--symbols` bound it); nothing per message
-//! but one compare of its timestamp with the next boundary.
+//! but one compare of its timestamp with the next boundary. At `1s` over 09:30–16:00 that is
+//! 23,400 boundaries times the stocks with a book: with 8,000 stocks, 187 million rows.
+//!
+//! # `--sample INTERVAL --sample-out PATH [--sample-depth N]`
+//!
+//! `INTERVAL` is a whole number and a unit (`ns`, `us`, `ms`, `s`, `m`, `h`: `100ms`, `1s`,
+//! `5m`); `N` defaults to 10.
+//!
+//! ```text
+//! ticklane gen day.itch50 --messages 100000 --stocks 4
+//! ticklane replay day.itch50 --sample 10ms --sample-out depth.csv --sample-depth 5 -q
+//! ticklane replay day.itch50 --sample 10ms --sample-out depth.dbn --date 2019-01-30 --symbols AAAA -q
+//! ticklane replay day.itch50 --sample 10ms --sample-out depth.parquet --sample-depth 5 -q
+//! ```
+//!
+//! - **CSV**: `timestamp_ns,locate,stock,bid_px_1,bid_qty_1,bid_orders_1,…,bid_orders_N,
+//!   ask_px_1,ask_qty_1,ask_orders_1,…,ask_orders_N`. `timestamp_ns` is the boundary
+//!   (nanoseconds since midnight), level 1 the best, prices in ITCH's 1/10,000 dollars, an
+//!   empty level `0,0,0` (as in `--bbo-out`); rows in boundary order, then by locate.
+//! - **DBN** (`.dbn`, `.dbn.zst`): MBP-10 records through the `--dbn-out` writer, with its
+//!   metadata and date rule (`--date`, else the file name): `ts_event` = `ts_recv` = the
+//!   boundary (New York midnight plus the boundary), action `N`, side `N`, price
+//!   `UNDEF_PRICE`, size 0, `depth` 0, `sequence` = the messages applied before the boundary
+//!   (from a DBN input, the `sequence` of the first record at or past it, less one),
+//!   `F_LAST` on each record, levels past `--sample-depth` (at most 10) empty.
+//! - **Parquet** (`.parquet`): the CSV's rows, one typed column per field, none null:
+//!   `timestamp_ns` uint64, `locate` uint16, `stock` string, then per side and level
+//!   `{bid,ask}_px_i` uint32, `{bid,ask}_qty_i` uint64, `{bid,ask}_orders_i` uint32 (an empty
+//!   level 0, 0, 0). The footer carries the provenance (`ticklane.schema` = `sample`, see
+//!   `parquet_out`) and declares the order (`timestamp_ns, locate`).
+//!
+//! Not with `--pace`. With `replay --threads N` the rows are byte for byte one thread's
+//! (Parquet: but for the footer's timings): the reader runs the boundary clock (it needs
+//! only the timestamps) and sends every book thread the epoch's sample points; each book
+//! thread takes its own stocks' depths just before its first message at or past a point (or
+//! at the end of its batch: its books cannot change in between), and the merge thread writes
+//! every thread's stocks in locate order, boundary by boundary. A DBN input samples in the
+//! same ITCH time (`replay::dbn_session`), through the metadata's `end` (exclusive), as an
+//! ITCH replay samples through its last message.
 
 mod boundary_clock;
 pub mod csv_rows;

@@ -2,9 +2,79 @@
 //! encoding. Sans-I/O: bytes in, messages out; the server, the client and the tests all go
 //! through these functions.
 //!
-//! A frame is a big-endian `u16` length (covering the type byte and the payload), a type
-//! byte, and the payload. Every integer is big-endian; symbols are 8 bytes, space padded;
-//! prices are ITCH's 1/10,000 dollars. The README lists every field.
+//! # Frames
+//!
+//! TCP. A frame is a big-endian `u16` length (covering the type byte and the payload), a type
+//! byte, and the payload. Every integer is big-endian; symbols are 8 bytes and accounts 16,
+//! printable ASCII, space padded; prices are `u32` in ITCH's 1/10,000 dollars. A *level* is
+//! 16 bytes: price `u32`, shares `u64`, orders `u32`. The first client frame must be a login;
+//! a frame the server cannot decode cuts the client loose (`P`), and a login whose account is
+//! blank or not printable ASCII is rejected (`J`, reason `P`, retry-after 0).
+//!
+//! # Client to server
+//!
+//! | type | message | payload |
+//! |---|---|---|
+//! | `L` | login | version `u16` (1), account 16 |
+//! | `S` | subscribe | request id `u32`, budget ms `u32`, symbol 8 |
+//! | `U` | unsubscribe | symbol 8 |
+//! | `Y` | symbol list | request id `u32`, budget ms `u32` |
+//! | `H` | heartbeat | none (after a heartbeat interval without sending) |
+//! | `O` | logout | none |
+//!
+//! A request that waits for an answer carries its remaining budget in milliseconds, never a
+//! clock time: clocks on two hosts disagree, a duration does not. The server notes when the
+//! request arrived; if the budget is 0 or has run out when the server is about to start on
+//! it, the request is dropped, answered with `X`, and counted (`requests dropped: budget ran
+//! out` in the run summary).
+//!
+//! # Server to client
+//!
+//! The sequenced messages (`I`, `Q`, `V`, `T`, `G`, `Z`, `N`) carry the client's own sequence
+//! number: 1 after login, one more per sequenced message, so a missing number is a lost
+//! message. Conflation never skips a number: it sends nothing for the instrument, then an
+//! image.
+//!
+//! | type | message | payload |
+//! |---|---|---|
+//! | `A` | login accepted | version `u16`, heartbeat ms `u32` |
+//! | `J` | login rejected | reason `u8`, retry-after ms `u32` (0: do not retry) |
+//! | `I` | book image | seq `u64`, request id `u32` (0: a refresh after conflation), symbol 8, locate `u16`, flags `u8` (1 STALE, 2 MAYBE_BAD, 4 AT_DEPTH: a side fills `snapshot.depth`), trading state `u8` (`H` `P` `Q` `T`, 0 none), feed seq `u64`, bid count `u16`, ask count `u16`, then the levels: bids best first, then asks best first |
+//! | `Q` | top of book | seq `u64`, symbol 8, bid level, ask level (all zero when a side is empty) |
+//! | `V` | level | seq `u64`, symbol 8, side `B`/`S`, level (shares 0: the level is gone) |
+//! | `T` | trade | seq `u64`, symbol 8, price `u32`, shares `u32` |
+//! | `G` | trading state | seq `u64`, symbol 8, state `u8`, reason 4 |
+//! | `Z` | symbol list | seq `u64`, request id `u32`, last `u8` (1 on the final frame), count `u16`, count symbols of 8 (at most [`SYMBOLS_PER_FRAME`] a frame) |
+//! | `N` | unknown symbol | seq `u64`, request id `u32`, symbol 8 |
+//! | `X` | request expired | request id `u32` |
+//! | `R` | come back later | reason `u8`, retry-after ms `u32`; the server closes after it |
+//! | `C` | cut loose | reason `u8`; the server closes after it |
+//! | `H` | heartbeat | none (after a heartbeat interval without sending) |
+//!
+//! An image comes from the snapshot, so it carries at most `snapshot.depth` levels a side;
+//! flag 4 (AT_DEPTH) says a side filled that depth and the book may hold more. Level updates
+//! (`V`) after the image are not limited to that depth.
+//!
+//! # Reasons
+//!
+//! `V` protocol version not supported, `B` busy (admission), `R` restarting, `S` slow
+//! consumer, `O` shed under overload, `P` protocol error, `M` too many subscriptions (256 a
+//! connection), `T` no login within the login timeout (`serve.login_timeout_ms`), `I` idle:
+//! nothing heard (no request, no heartbeat) within the idle timeout (`serve.idle_timeout_ms`).
+//! `I` and flag 4 came within version 1 without changing any frame's layout: a peer that
+//! does not know them reads `I` as an unknown reason (still a cut, then the close) and
+//! ignores the bit.
+//!
+//! # Closing
+//!
+//! After `R` or `C` the server reads and drops whatever the client still sends, sends
+//! everything queued, then shuts its write side (the client reads the frame, then the end of
+//! the stream); it closes when the client closes or at the closing grace (1 s; a stopping
+//! server's drain bound). Closing with the client's bytes unread would reset the connection,
+//! and a reset makes the client's kernel drop the frame it had not read yet.
+//!
+//! For example, a subscribe to AAPL with request id 7 and a 250 ms budget is
+//! `00 11 53 00 00 00 07 00 00 00 fa 41 41 50 4c 20 20 20 20`.
 //!
 //! ```
 //! use ticklane_engine::serve::protocol::{decode_client, encode_client, ClientMessage};
@@ -1132,7 +1202,7 @@ mod tests {
         }
     }
 
-    /// Hand-laid bytes from the README's field table.
+    /// Hand-laid bytes from the field tables in this module's documentation.
     #[test]
     fn subscribe_and_trade_bytes_match_the_readme() {
         let mut bytes = Vec::new();

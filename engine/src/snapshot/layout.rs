@@ -26,7 +26,7 @@
 //! | 72 | 8 | `flags` | bit 0 `STALE`: the feed is down, books are the last known state (since `stale_since_ns`, why in `line_state`); bit 1 `CLOSED`: the writer exited cleanly (the feed ended or a signal stopped it); bit 2 `MAYBE_BAD`: messages were declared lost, any book may be wrong until rebuilt |
 //! | 80 | 8 | `behind_ns` | how far publication lags the feed, in ns (0 when keeping up) |
 //! | 88 | 8 | `stale_since_ns` | wall-clock time `STALE` was set, ns since the Unix epoch; 0 while not stale |
-//! | 96 | 8 | `line_state` | the feed line's state: 0 live, 1 silent, 2 disconnected, 3 reconnecting, 4 ended silent, 5 ended with an error (4 and 5 leave `STALE` set and `CLOSED` clear) |
+//! | 96 | 8 | `line_state` | the feed line's state: 0 live, 1 silent, 2 disconnected, 3 reconnecting, 4 ended silent, 5 ended with an error (4 and 5 leave `STALE` set and `CLOSED` clear), 6 isolated by hand (the admin's `POST /feeds/{name}/isolate`) |
 //! | 104 | 8 | `maybe_bad_since_ns` | wall-clock time of the first declared loss, ns since the Unix epoch; 0 while `MAYBE_BAD` is clear |
 //! | 112 | 8 | `lost_messages` | messages the feed line declared lost so far |
 //! | 120 | 8 | `full_publications` | publications lost because every slot was taken (an instrument past `slot_capacity`) |

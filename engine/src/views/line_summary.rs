@@ -1,5 +1,42 @@
 //! The closing summary of a live line (`ticklane run`, the live demo): what the reader
 //! received, recovered and lost, why it ended, the stage latencies and overload control.
+//!
+//! # Reading it
+//!
+//! - **packets**: `gaps` counts the gaps still missing once the A/B arbitration wait (or,
+//!   on one line, the wait for a reordered packet) was over; a gap filled within the wait is
+//!   no gap. `recovered` counts the messages that filled a counted gap, whatever carried
+//!   them; on an A/B line it says how many came in retransmission replies and how many as
+//!   the other line's late copy. `N gaps filled` never passes `gaps`.
+//! - **A/B lines** (`views::ab_lines`): per line, packets, messages carried, messages won,
+//!   its own gaps, its longest and current silence, and how often it was silent past the
+//!   stale threshold while the other flowed (reported, not `STALE`: the books stay live);
+//!   `won A + won B + retransmitted = delivered`. Once the session is over the reader reads
+//!   on, for at most the arbitration wait, until both lines have sent their end of session,
+//!   so the trailing line is counted whole.
+//! - **store**: a full reorder store declares nothing lost; its packets farthest ahead are
+//!   let go and asked for again (`store ... let go and asked for again`).
+//! - **joined at**: the sequence the line started at (`feed.start_sequence`); with the
+//!   default `1`, a late join is a gap from 1, recovered or declared.
+//! - **OVERRUN**: datagrams the kernel dropped because the socket's receive buffer was full
+//!   (`ticklane_feed::net::ReceiveOverruns`), with when; the gaps they leave are recovered or
+//!   declared like any other.
+//! - **DECLARED LOST N messages in K ranges**: every range with its reason when there are at
+//!   most 8 (the first and last three, and a count of the rest, past that). A range is
+//!   declared lost only when its last retry went unanswered, its gap deadline passed (while
+//!   asked for, or while the breaker or the retry budget refused), there is no
+//!   retransmission server, a packet behind it was too long for a store slot, the line
+//!   ended, or a new session began. Whatever way a line ends, the packets held behind a gap
+//!   are delivered and the open gaps declared, so the summary accounts for every sequence up
+//!   to the highest seen and the books hold everything received, flagged `MAYBE_BAD`. The
+//!   line then exits 3.
+//!
+//! A try the retransmission server answered in part (a server sends so many messages a
+//! reply) is not a failure: once its replies stop for a reply timeout the rest is asked for
+//! at once as a *continuation*, with no backoff and no retry budget, so a gap of any size is
+//! recovered while the server answers. One try sends at most 64 request datagrams, so a
+//! header announcing a sequence near 2^64 cannot make the line send forever; the rest is
+//! asked for on later tries.
 
 use std::io::{self, Write};
 

@@ -112,7 +112,7 @@ mod tests {
             symbol: Alpha(*b"AAPL    "),
             locate: Locate(3),
             trading_state: Some(b'T'),
-            flags: SlotFlags(1), // bit 0: STALE (the README's slot layout)
+            flags: SlotFlags(1), // bit 0: STALE (the slot layout in `snapshot::layout`)
             feed_seq: 99,
             exchange_ts: Nanos(34_200_000_000_000),
             updated_ns: 1_700_000_000_123_456_789,

@@ -16,6 +16,56 @@
 //! in proportion to the books it watches and never slows the book thread or another
 //! browser.
 //!
+//! # Using it
+//!
+//! `ticklane run --config FILE --web 127.0.0.1:8080` (or `[web] listen` in the file, which
+//! needs `snapshot.path`) prints `ticklane run: browser view on http://127.0.0.1:8080/`.
+//! `?symbols=AAAA,AAAB` watches some books only, `?ladder=AAAA` opens on that book's depth.
+//! Against the simulator:
+//!
+//! ```text
+//! ticklane gen /tmp/day.itch50 --messages 2000000
+//! ticklane run --config line.toml --web 127.0.0.1:8080      # a MoldUDP64 line with snapshot.path
+//! ticklane sim /tmp/day.itch50 --udp 127.0.0.1:26477 --rate 20000
+//! ```
+//!
+//! - a **top-of-book table**, one row per subscribed book: best bid size and price, best ask
+//!   price and size, the last trade (price × shares), trades so far, the trading state and
+//!   the book's age (server time minus its last publication); `STALE`, `MAYBE_BAD` and
+//!   `CROSSED` badges from the slot's flags. Click a row to show its depth.
+//! - a **depth ladder** for one book: every level the snapshot holds, asks above bids, with
+//!   quantity bars, order counts and the book's flags in its title.
+//! - a **health bar**: the state (coloured), the raised conditions, draining, the line's
+//!   state, how far publication is behind the feed (the header's `behind_ns`), the
+//!   heartbeat's age, messages declared lost, and whether the engine exited cleanly. When the
+//!   socket closes the page says so and reconnects after a jittered 1–3 s.
+//!
+//! Prices are ITCH integers on the wire and are shown with four decimals computed from the
+//! integer, never through floating point.
+//!
+//! # How it works
+//!
+//! The browser sends `{"subscribe": ["AAAA", …]}` (an empty list: every book). *Which* books
+//! changed comes from the hub subscription, plus a once-a-second sweep of the slots' seqlock
+//! sequences that catches flag changes no event carries (a line going `STALE`); *what* they
+//! hold is read from the snapshot when the browser can take it. Request heads are read as
+//! the admin server reads them (`http_head`: 8 KiB, 2 s), messages from the browser are at
+//! most 16 KiB, and more than [`WebLimits::max_clients`] connections get 503. If the view's
+//! own subscription is cut loose (its queue filled), it subscribes again and refreshes every
+//! book from the snapshot.
+//!
+//! The browser view and the binary subscriber server ([`crate::serve`]) sit side by side in
+//! the engine process, each with its own listener, thread and hub subscription, so neither
+//! can slow the other or the book thread. The binary protocol is for programs (sequence
+//! numbers, gap detection, login, the storm defences); this view is for people, over JSON.
+//!
+//! `engine/tests/browser_view.rs` checks it in a real browser: `ticklane run --web` fed by
+//! `ticklane sim` is held at a known point (the simulator stalls after 100,000 messages), the
+//! page is opened in headless Chromium, and its table and ladder are read over the DevTools
+//! protocol until they show the prices the snapshot holds. Without Chromium it prints
+//! `SKIPPED` loudly; under `CI` it fails. `bench/browser_check.sh` runs the same check on
+//! demand.
+//!
 //! # Examples
 //!
 //! ```no_run

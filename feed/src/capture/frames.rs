@@ -172,7 +172,8 @@ mod tests {
 
     #[test]
     fn spec_len_table_agrees_with_the_spec_list() {
-        // The lengths as DESIGN.md lists them, not from `message_len`.
+        // The lengths as the specification lists them (the table in `itch`'s module docs),
+        // not from `message_len`.
         let spec: &[(u8, u8)] = &[
             (b'S', 12),
             (b'R', 39),

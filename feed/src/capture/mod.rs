@@ -11,6 +11,24 @@
 //! with their ranges, and sanitized captures (blank session, sequence 0) replayed
 //! unsequenced in file order (the rule is in [`crate::moldudp64`]).
 //!
+//! | first bytes | format |
+//! |---|---|
+//! | `1f 8b` | gzipped ITCH50 |
+//! | `DBN` | Databento DBN, versions 1 to 3 ([`DbnMboReader`]) |
+//! | `28 b5 2f fd` | zstd: taken to be DBN |
+//! | `0a 0d 0d 0a` | pcapng (sections of version 1.x) |
+//! | `a1 b2 c3 d4` or `a1 b2 3c 4d`, either byte order | pcap (version 2.x) |
+//! | anything else | an ITCH50 file: each message after a 2-byte big-endian length |
+//!
+//! Captures hold MoldUDP64 over Ethernet (802.1Q and 802.1ad tags allowed), IPv4 and UDP.
+//! An uncompressed input is mapped and read in place, so it must not be truncated while it is
+//! read. A compressed one (`.gz` ITCH, `.dbn.zst`) is inflated on a thread of its own
+//! (`read_thread`: 256 KiB chunks, four ahead, allocated once), and the bytes, and where a
+//! decompression error falls among them, are the decompressor's own. A length-framed message
+//! of a type ITCH 5.0 does not define is skipped and counted (Nasdaq adds types over the
+//! years); a truncated or corrupt input is an error naming the byte offset and the message
+//! index, after every message before it.
+//!
 //! ```no_run
 //! use std::path::Path;
 //! use ticklane_feed::capture::{CaptureReader, ReadOptions};

@@ -1,5 +1,28 @@
 //! Nasdaq TotalView-ITCH 5.0: sans-I/O decoding into zero-copy views, and encoding.
 //!
+//! # The wire facts this crate rests on
+//!
+//! From Nasdaq's TotalView-ITCH 5.0 specification:
+//!
+//! - Every message starts with its type (1 byte), the stock locate (2), a tracking number
+//!   (2) and a timestamp (6 bytes: nanoseconds since midnight). Integers are big-endian.
+//! - `Price(4)` is a `u32` with four implied decimals (1/10,000 dollars); `Price(8)`, used
+//!   only by the MWCB levels of `V`, is a `u64` with eight.
+//! - Each type has one fixed length, type byte included:
+//!
+//!   | type | S | R | H | Y | L | V | W | K | J | h | A | F | E | C | X | D | U | P | Q | B | I | N | O |
+//!   |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+//!   | bytes | 12 | 39 | 25 | 20 | 26 | 35 | 12 | 28 | 35 | 21 | 36 | 40 | 31 | 36 | 23 | 19 | 35 | 44 | 40 | 19 | 50 | 20 | 48 |
+//!
+//!   A frame whose length disagrees with its type's is corrupt input
+//!   ([`DecodeError::WrongLength`]), never a message to guess at; a type the specification
+//!   does not define is [`DecodeError::UnknownType`], which a length-framed input can skip.
+//! - A replace (`U`) carries neither side nor stock: the new order takes both from the order
+//!   it replaces. Executions, cancels and deletes (`E`, `C`, `X`, `D`) carry the order's
+//!   reference and locate, but no side or price: a book must remember them per order.
+//! - Nasdaq's day files (BinaryFILE, "ITCH50") put a 2-byte big-endian length before each
+//!   message; `crate::capture` reads them.
+//!
 //! ```
 //! use ticklane_feed::itch::{self, owned, Message, OrderRef, Price, Stock};
 //!

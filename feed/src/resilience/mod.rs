@@ -9,6 +9,32 @@
 //! `rng`: it imports nothing else of the crate, and `moldudp64` (and later SoupBinTCP
 //! reconnects) build on it.
 //!
+//! # The rules every line follows
+//!
+//! A feed handler's dependencies (a multicast line, a retransmission server, a SoupBinTCP
+//! server) fail in ordinary ways, and each way has one answer:
+//!
+//! - **Everything has a timeout**: connect, read and heartbeat (a silent feed is a dead
+//!   feed), retransmission replies. Reply timeouts are derived from measured latency
+//!   ([`ReplyTimeout`]) and stay below the caller's own deadline.
+//! - **One layer retries**, with exponential backoff and full jitter ([`Backoff`]), capped,
+//!   under a retry budget ([`RetryBudget`]) and an adaptive limit on requests in flight
+//!   ([`AdaptiveLimit`]); nothing above it retries too, since retries multiply across
+//!   layers. A delay the server asks for is honoured; one longer than the cap is reported,
+//!   not slept on.
+//! - **One circuit breaker per dependency** ([`Breaker`]): a time-based window, a minimum
+//!   number of calls, a failure ratio and a slow-call ratio (the slow threshold below the
+//!   timeout), half-open probes, and manual isolate/close from the admin interface. Only
+//!   infrastructure faults count, never an answer the dependency gave on purpose.
+//! - **Bulkheads**: one ring and one reader thread per line, so a stuck line stalls no other.
+//! - **Fallback is explicit**: a line that is down leaves its last books readable but flagged
+//!   `STALE`, never passed off as live; declared loss flags them `MAYBE_BAD`.
+//! - **Contract violations are not weather**: bytes that break the protocol are never
+//!   retried or masked; they are counted and reported.
+//! - **Storms are shaped at the server side and made visible**: per dependency, calls
+//!   against distinct request identities and the success ratio, which tell a retry storm
+//!   from real demand.
+//!
 //! ```
 //! use std::time::Duration;
 //! use ticklane_feed::resilience::{Backoff, BackoffConfig, RetryBudget, RetryBudgetConfig};

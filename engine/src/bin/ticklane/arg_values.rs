@@ -128,7 +128,7 @@ pub fn account(text: &str) -> Result<String, String> {
 }
 
 /// `--wait`: the documented names only (the strategy's own parser also takes aliases,
-/// which the README and `engine.wait` do not).
+/// which the documentation and `engine.wait` do not).
 pub fn wait(text: &str) -> Result<ticklane_engine::pipeline::WaitStrategy, String> {
     match text {
         "busy-spin" | "spin-yield" | "park" => text.parse(),
