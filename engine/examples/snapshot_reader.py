@@ -7,7 +7,7 @@ if it is odd a write is in progress, so try again; copy the payload; load the se
 if it is unchanged the copy is consistent, otherwise try again. Retries are bounded: a slot
 left mid-write by a killed writer is reported, never waited on forever.
 
-The layout (offsets, sizes, meanings) is documented in engine/src/snapshot/layout.rs.
+The layout (offsets, sizes, meanings) is documented in engine/snapshot/src/layout.rs.
 Python has no memory fences: this reader relies on the CPU keeping loads in program order,
 which x86-64 does. On weakly ordered CPUs (ARM), use the Rust reader.
 

@@ -6,9 +6,8 @@ use std::collections::HashMap;
 
 use snapshot_util::{book_csv, day, messages, publish_day, replay, snapshot_of};
 use ticklane_engine::book::{Books, Side};
-use ticklane_engine::snapshot::{
-    read_all, write_snapshot_book_csv, LastTrade, SnapshotReader, SnapshotWriter,
-};
+use ticklane_engine::csv::write_snapshot_book_csv;
+use ticklane_engine::snapshot::{read_all, LastTrade, SnapshotReader, SnapshotWriter};
 use ticklane_feed::itch::{self, Message, Nanos, Price};
 
 /// A resting order, as far as prints need it.

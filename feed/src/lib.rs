@@ -22,7 +22,7 @@
 #![deny(unsafe_code)]
 
 pub mod capture;
-pub mod itch;
+pub use ticklane_itch as itch;
 pub mod moldudp64;
 pub mod net;
 pub mod resilience;

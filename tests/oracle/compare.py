@@ -9,7 +9,7 @@ its own, such as one read out of a live snapshot with `ticklane book --snapshot 
 
 OURS_* are written by `ticklane replay FILE --bbo-out OURS_BBO --book-out OURS_BOOK --depth N`,
 THEIRS_* by `tests/oracle/itch_book_oracle.py FILE --bbo-out THEIRS_BBO --book-out THEIRS_BOOK
---depth N` (same FILE, same N). Both use the formats in engine/src/csv/mod.rs.
+--depth N` (same FILE, same N). Both use the formats in engine/outputs/src/csv/mod.rs.
 
 Top of book. itch-book's `bbo` table triggers on fewer changes than ticklane's stream (finding
 2 in itch_book_oracle.py): it emits a row only when bid_px, bid_qty, ask_px or ask_qty changes,

@@ -2,7 +2,7 @@
 
 Replays an ITCH 5.0 file (2-byte big-endian length before every message, as in Nasdaq's
 ITCH50 day files) through `itch_book._core.Session`, fed in chunks of the raw bytes, and
-writes, in ticklane's formats (documented in engine/src/csv/mod.rs, "The contracts"):
+writes, in ticklane's formats (documented in engine/outputs/src/csv/mod.rs, "The contracts"):
 
   --bbo-out PATH   msg_index,timestamp_ns,locate,stock,bid_px,bid_qty,bid_orders,ask_px,ask_qty,ask_orders
                    one row per row of itch-book's `bbo` table, i.e. itch-book's trigger rule,
@@ -22,7 +22,7 @@ itch_writer.py) and checks every finding against the installed itch-book; run it
 upgrading itch-book.
 
 Findings about itch-book 0.2.1, established by experiment on hand-built files (each is a
-check in self_test(); "ticklane" means the book rules in engine/src/book/mod.rs):
+check in self_test(); "ticklane" means the book rules in engine/book/src/lib.rs):
 
  1. `seq` is 1-based and counts the messages itch-book decodes: every frame whose type is one
     of the 23 ITCH 5.0 types and whose length is that type's spec length, including types it
@@ -49,7 +49,7 @@ check in self_test(); "ticklane" means the book rules in engine/src/book/mod.rs)
     locate), not the locate in the message header. Same as ticklane.
  5. U: the old order is removed and the new one added with the old order's side, at the new
     price, as a new order at the back of its level (FIFO position is not observable in these
-    tables; engine/src/book/mod.rs documents it). A U whose new order would be rejected (0 shares, or
+    tables; engine/book/src/lib.rs documents it). A U whose new order would be rejected (0 shares, or
     price 0) still removes the old order (stats `rejected` + 1). A U naming an unknown
     reference changes nothing (`missing_ref` + 1), adds nothing: as ticklane.
  6. An add (A/F) with price 0 is rejected (`rejected`): no order, no row. ticklane accepts

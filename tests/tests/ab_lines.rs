@@ -18,13 +18,14 @@ use std::time::Duration;
 
 use ticklane_engine::book::{Applier, BookConfig, NoBbo};
 use ticklane_engine::csv::write_book_csv;
+use ticklane_engine::csv::write_snapshot_book_csv;
 use ticklane_engine::live::{run_line, LineSource, LineSourceReport};
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::pipeline::{
     ArbitrationReport, KernelOverruns, MoldFeedConfig, MoldSource, MoldSourceReport,
     PipelineConfig, SourceEnd,
 };
-use ticklane_engine::snapshot::{write_snapshot_book_csv, SnapshotReader, SnapshotWriter};
+use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::{encode_end_of_session, PacketWriter, RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::sim::{

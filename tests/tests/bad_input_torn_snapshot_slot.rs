@@ -11,11 +11,10 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::process::Command;
 
-use ticklane_engine::csv::write_book_csv;
+use ticklane_engine::csv::{export_snapshot_book_csv, write_book_csv, write_snapshot_book_csv};
 use ticklane_engine::replay::{replay_file, ReplayOptions};
 use ticklane_engine::snapshot::{
-    export_snapshot_book_csv, read_all, write_snapshot_book_csv, ReadError, SnapshotError,
-    SnapshotReader, SnapshotWriter,
+    read_all, ReadError, SnapshotError, SnapshotReader, SnapshotWriter,
 };
 use ticklane_feed::itch::Nanos;
 use ticklane_feed::sim::GenConfig;

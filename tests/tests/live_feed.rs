@@ -20,13 +20,14 @@ use std::time::Duration;
 use ticklane_engine::book::BookConfig;
 use ticklane_engine::book::{Applier, NoBbo};
 use ticklane_engine::csv::write_book_csv;
+use ticklane_engine::csv::write_snapshot_book_csv;
 use ticklane_engine::live::{run_line, LineSource, LineSourceReport};
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::pipeline::{
     MoldFeedConfig, MoldSource, PipelineConfig, SoupFeedConfig, SoupSource, SourceEnd,
     DEFAULT_LINE_BREAKER,
 };
-use ticklane_engine::snapshot::{write_snapshot_book_csv, SnapshotReader, SnapshotWriter};
+use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::resilience::BackoffConfig;

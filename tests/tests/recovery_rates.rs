@@ -32,11 +32,12 @@ use std::time::{Duration, Instant};
 use ticklane_engine::book::{Applier, BookConfig, NoBbo};
 use ticklane_engine::config::RunConfig;
 use ticklane_engine::csv::write_book_csv;
+use ticklane_engine::csv::write_snapshot_book_csv;
 use ticklane_engine::live::{
     run_line, ExchangeSim, ExchangeSimConfig, LineRun, LineSource, LineSourceReport,
 };
 use ticklane_engine::overload::OverloadConfig;
-use ticklane_engine::snapshot::{write_snapshot_book_csv, SnapshotReader, SnapshotWriter};
+use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_engine::views::{line_run_status, write_line_run, ExitStatus};
 use ticklane_feed::sim::{
     BurstLoss, FaultInjector, Faults, GenConfig, MessageLog, PacketFate, Rate, SimStats,

@@ -14,7 +14,7 @@
 //! ```
 //!
 //! Single-threaded, every access hits the local cache: this counts the work of a hop, not
-//! its cache-line transfers (those are reasoned about in `engine/src/ring.rs`).
+//! its cache-line transfers (those are reasoned about in `engine/ring/src/ring.rs`).
 
 use anyhow::{bail, Result};
 use clap::Parser;

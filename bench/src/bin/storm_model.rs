@@ -14,7 +14,7 @@ use ticklane_bench::storm_model::{
 
 /// The model's parameters; the defaults are the model's own.
 #[derive(Parser, Debug)]
-#[command(about = "The layered-retry chain model (shared/storm-model.md)")]
+#[command(about = "The layered-retry chain model: retries at every layer against retries at one")]
 struct Args {
     /// Layers in the chain, each retrying on its own.
     #[arg(long, default_value_t = 3)]

@@ -22,12 +22,10 @@ use ticklane_feed::sim::{
 
 use crate::book::{Applier, NoBbo};
 use crate::book::{BookConfig, Books};
-use crate::csv::write_book_csv;
+use crate::csv::{write_book_csv, write_snapshot_book_csv};
 use crate::overload::{OverloadConfig, OverloadCounters};
 use crate::pipeline::{MoldFeedConfig, MoldSource, Percentiles, PipelineConfig, SourceEnd};
-use crate::snapshot::{
-    remove_snapshot_files, write_snapshot_book_csv, SnapshotError, SnapshotReader, SnapshotWriter,
-};
+use crate::snapshot::{remove_snapshot_files, SnapshotError, SnapshotReader, SnapshotWriter};
 
 use super::line::{run_line, LineSource, LineSourceReport};
 

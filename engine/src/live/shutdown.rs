@@ -1,4 +1,4 @@
-//! Shutdown that stops taking work first (issue 9, item 10). A signal-handling thread waits
+//! Shutdown that stops taking work first. A signal-handling thread waits
 //! for SIGTERM or SIGINT. On the first it marks health draining (so `/health` answers 503 at
 //! once, before anything else happens), then sets the flag the stages poll: the reader stops
 //! reading, the book thread drains the ring, the snapshot is flushed and marked `CLOSED`, and

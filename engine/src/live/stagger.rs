@@ -1,4 +1,4 @@
-//! Staggered start (issue 9, item 8): engines started together (one per host or partition)
+//! Staggered start: engines started together (one per host or partition)
 //! must not herd the exchange's login and retransmission servers. Each waits
 //! `min(index × step, cap)` plus full jitter, uniform in `0 .. step`, before its line's first
 //! connect or first packet; health says Starting meanwhile. The longest wait is therefore

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use ticklane_engine::csv::export_snapshot_book_csv;
 use ticklane_engine::snapshot::{
-    export_snapshot_book_csv, wall_clock_ns, FlaggedBooks, LineState, SnapshotHeader,
-    SnapshotReader,
+    wall_clock_ns, FlaggedBooks, LineState, SnapshotHeader, SnapshotReader,
 };
 use ticklane_engine::views::{write_book_view, write_top_frame, ExitStatus, TopFrames};
 

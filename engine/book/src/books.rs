@@ -1,0 +1,757 @@
+//! Every stock's order-by-order book, kept exactly as the feed says, in memory fixed at
+//! start-up.
+//!
+//! The rules are listed once, in the `book` module's documentation ("The book rules"): an
+//! order leaves at 0 shares; over-sized E, C or X are clamped and counted; unknown references
+//! are counted and change nothing; adds with 0 shares, an unknown side or a live reference
+//! are rejected and counted; reference 0 is ordinary; crossing adds are applied and flagged.
+
+use std::io;
+
+use ticklane_itch::{Locate, Message, OrderRef, Price, Stock};
+
+use super::ladder::{LadderView, Level, PriceLadder, Touched};
+use super::order_table::{InsertError, Order, OrderTable, Side};
+use super::prefetch::{prefetch, Touches, TouchesAhead};
+use super::top_of_book::TopOfBook;
+
+/// Every locate a 16-bit field can name.
+const LOCATES: usize = 1 << 16;
+/// `book_of` entry of a locate that has no book yet.
+const NO_BOOK: u32 = u32::MAX;
+
+/// Capacities fixed at start-up. The defaults fit a full Nasdaq day.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BookConfig {
+    /// Most orders live at once, over all books.
+    pub max_orders: usize,
+    /// Most stocks with a book (a book is opened at its stock's first add).
+    pub max_books: usize,
+    /// Most price levels on one side of one book.
+    pub levels_per_side: usize,
+}
+
+impl Default for BookConfig {
+    /// 8 Mi live orders, 16 Ki books, 1,024 levels per side. Memory is reserved as zeroed
+    /// pages that become resident only when touched.
+    fn default() -> Self {
+        BookConfig {
+            max_orders: 8 << 20,
+            max_books: 16 << 10,
+            levels_per_side: 1024,
+        }
+    }
+}
+
+/// What the books counted: every message that could not be applied as sent is here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BookCounters {
+    /// E, C, X, D or U naming a reference that is not live (a capture that starts mid-day).
+    pub unknown_refs: u64,
+    /// Adds (A, F, and the new half of U) rejected, for any of the reasons below.
+    pub rejected: u64,
+    /// ... because they had 0 shares.
+    pub rejected_zero_shares: u64,
+    /// ... because their reference was already live.
+    pub rejected_live_ref: u64,
+    /// ... because their side byte was neither `B` nor `S`.
+    pub rejected_bad_side: u64,
+    /// ... because the order table was full (`max_orders`).
+    pub rejected_order_capacity: u64,
+    /// ... because their book's side had no room for a new level (`levels_per_side`).
+    pub rejected_level_capacity: u64,
+    /// ... because no book could be opened for their stock (`max_books`).
+    pub rejected_book_capacity: u64,
+    /// E, C or X for more shares than the order had left (clamped to what was left).
+    pub clamped: u64,
+    /// Times a book went from uncrossed to crossed (bid at or above ask).
+    pub crossed_events: u64,
+    /// Most orders live at once.
+    pub live_orders_peak: u64,
+    /// Symbols (`R`, or a DBN input's metadata) holding a byte no output carries as is: a
+    /// control or non-ASCII byte, a comma or a double quote. Each such byte is kept as `?`,
+    /// so every CSV, DBN and Parquet output stays readable.
+    pub symbols_replaced: u64,
+}
+
+/// `symbol` as the books keep it: printable ASCII other than `,` and `"` as sent, any other
+/// byte `?`; and whether any byte was replaced.
+fn clean_symbol(mut symbol: Stock) -> (Stock, bool) {
+    let mut replaced = false;
+    for b in &mut symbol.0 {
+        if !(*b == b' ' || b.is_ascii_graphic()) || *b == b',' || *b == b'"' {
+            *b = b'?';
+            replaced = true;
+        }
+    }
+    (symbol, replaced)
+}
+
+/// What one message did to the books.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BookChange {
+    /// The locate whose book changed (for E, C, X, D and U, the order's own locate).
+    pub locate: Locate,
+    /// False when every change was behind the best levels, so the book's top of book is
+    /// exactly what it was before the message; true when it may have moved.
+    pub top_moved: bool,
+}
+
+/// Per-book state besides the levels.
+#[derive(Clone, Copy, Debug)]
+struct BookState {
+    locate: Locate,
+    /// Live levels per side: `[bid, ask]`, each at most `levels_per_side`.
+    depth: [u32; 2],
+    crossed: bool,
+}
+
+/// All books, the live-order table, each locate's symbol and trading state.
+///
+/// Applying a message allocates nothing.
+pub struct Books {
+    config: BookConfig,
+    orders: OrderTable,
+    /// Book index of each locate, or `NO_BOOK`.
+    book_of: Vec<u32>,
+    /// Opened books; capacity `max_books`, never reallocated.
+    books: Vec<BookState>,
+    /// `max_books * 2 * levels_per_side` levels: book `b`'s side `s` owns the window
+    /// starting at `(2 * b + s) * levels_per_side`.
+    levels: Vec<Level>,
+    /// Latest `R` symbol per locate (spaces when none seen).
+    symbols: Vec<Stock>,
+    /// Latest `H` trading state per locate (0 when none seen).
+    trading_states: Vec<u8>,
+    counters: BookCounters,
+}
+
+#[inline(always)]
+fn side_index(side: Side) -> usize {
+    match side {
+        Side::Bid => 0,
+        Side::Ask => 1,
+    }
+}
+
+impl Books {
+    /// Allocates every table once, at the configured capacities (each at least 1).
+    ///
+    /// # Errors
+    ///
+    /// If the tables do not fit the address space or cannot be mapped.
+    pub fn new(config: BookConfig) -> io::Result<Self> {
+        let config = BookConfig {
+            max_orders: config.max_orders.max(1),
+            max_books: config.max_books.clamp(1, LOCATES),
+            levels_per_side: config.levels_per_side.clamp(1, u32::MAX as usize),
+        };
+        let level_count = config
+            .max_books
+            .checked_mul(2 * config.levels_per_side)
+            .ok_or_else(|| io::Error::other("level capacity overflows the address space"))?;
+        Ok(Books {
+            config,
+            orders: OrderTable::with_capacity(config.max_orders)?,
+            book_of: vec![NO_BOOK; LOCATES],
+            books: Vec::with_capacity(config.max_books),
+            levels: bytemuck::zeroed_vec(level_count),
+            symbols: vec![Stock::default(); LOCATES],
+            trading_states: vec![0; LOCATES],
+            counters: BookCounters::default(),
+        })
+    }
+
+    /// The capacities in force.
+    pub fn config(&self) -> BookConfig {
+        self.config
+    }
+
+    /// What was counted so far.
+    pub fn counters(&self) -> BookCounters {
+        self.counters
+    }
+
+    /// Orders live now.
+    pub fn live_orders(&self) -> usize {
+        self.orders.len()
+    }
+
+    /// The live order with this reference.
+    pub fn order(&self, order_ref: OrderRef) -> Option<Order> {
+        self.orders.get(order_ref)
+    }
+
+    /// Symbol of the latest `R` for the locate, trailing spaces removed (empty if none).
+    pub fn symbol(&self, locate: Locate) -> &[u8] {
+        self.symbols[usize::from(locate.0)].trimmed()
+    }
+
+    /// Symbol of the latest `R` for the locate, space padded (all spaces if none).
+    #[inline]
+    pub fn symbol_raw(&self, locate: Locate) -> Stock {
+        self.symbols[usize::from(locate.0)]
+    }
+
+    /// Latest `H` trading state of the locate (`T`, `H`, `P`, `Q`), if one was seen.
+    pub fn trading_state(&self, locate: Locate) -> Option<u8> {
+        let s = self.trading_states[usize::from(locate.0)];
+        (s != 0).then_some(s)
+    }
+
+    /// Applies one message. Returns the locate whose book it changed, if it changed one
+    /// (for E, C, X, D and U, the locate the order was added under).
+    #[inline]
+    pub fn apply(&mut self, message: &Message<'_>) -> Option<Locate> {
+        self.apply_change(message).map(|c| c.locate)
+    }
+
+    /// [`Books::apply`], also saying whether the changed book's top of book may have moved,
+    /// so a top-of-book stream re-reads it only when it can differ.
+    #[inline]
+    pub fn apply_change(&mut self, message: &Message<'_>) -> Option<BookChange> {
+        match message {
+            Message::AddOrder(m) => {
+                self.add(m.locate(), m.side(), m.order_ref(), m.shares(), m.price())
+            }
+            Message::AddOrderMpid(m) => {
+                self.add(m.locate(), m.side(), m.order_ref(), m.shares(), m.price())
+            }
+            Message::OrderExecuted(m) => self.reduce(m.order_ref(), m.executed_shares()),
+            Message::OrderExecutedWithPrice(m) => self.reduce(m.order_ref(), m.executed_shares()),
+            Message::OrderCancel(m) => self.reduce(m.order_ref(), m.cancelled_shares()),
+            Message::OrderDelete(m) => self.delete(m.order_ref()),
+            Message::OrderReplace(m) => self.replace(
+                m.original_order_ref(),
+                m.new_order_ref(),
+                m.shares(),
+                m.price(),
+            ),
+            Message::StockDirectory(m) => {
+                self.set_symbol(m.locate(), m.stock());
+                None
+            }
+            Message::StockTradingAction(m) => {
+                self.trading_states[usize::from(m.locate().0)] = m.trading_state();
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Sets the symbol of a locate, as an `R` message does: for inputs whose stock
+    /// directory comes from elsewhere (DBN metadata).
+    pub fn set_symbol(&mut self, locate: Locate, symbol: Stock) {
+        let (symbol, replaced) = clean_symbol(symbol);
+        self.counters.symbols_replaced += u64::from(replaced);
+        self.symbols[usize::from(locate.0)] = symbol;
+    }
+
+    /// Adds an order under the add rules (as `A`; `side` is the ITCH byte, `B` or `S`, any
+    /// other is rejected and counted). Returns the locate if the book changed.
+    pub fn add_order(
+        &mut self,
+        locate: Locate,
+        side: u8,
+        order_ref: OrderRef,
+        shares: u32,
+        price: Price,
+    ) -> Option<Locate> {
+        self.add(locate, side, order_ref, shares, price)
+            .map(|c| c.locate)
+    }
+
+    /// Takes `shares` off a live order (as `X`): clamped and counted when more than it has,
+    /// counted when the reference is not live. Returns the order's locate if it was live.
+    pub fn reduce_order(&mut self, order_ref: OrderRef, shares: u32) -> Option<Locate> {
+        self.reduce(order_ref, shares).map(|c| c.locate)
+    }
+
+    /// Removes a live order (as `D`); an unknown reference is counted.
+    pub fn delete_order(&mut self, order_ref: OrderRef) -> Option<Locate> {
+        self.delete(order_ref).map(|c| c.locate)
+    }
+
+    /// Gives a live order a new price and size in place, keeping its reference, stock and
+    /// side (a DBN Modify; ITCH has no such message). The order leaves its level and rejoins
+    /// under the add rules, so a size of 0 removes it (counted as a rejected add). Queue
+    /// priority is not kept by these books, so whether a venue keeps it (Databento: a size
+    /// decrease at the same price does) changes no output. `None` if the reference is not
+    /// live (not counted here: the caller decides what an unknown modify means).
+    pub fn modify_order(
+        &mut self,
+        order_ref: OrderRef,
+        shares: u32,
+        price: Price,
+    ) -> Option<Locate> {
+        let order = self.orders.remove(order_ref)?;
+        self.take_from_level(order, order.shares, true);
+        self.add(order.locate, order.side.wire(), order_ref, shares, price);
+        Some(order.locate)
+    }
+
+    /// Removes every order of a locate's book (a DBN Clear). `None` if it has no book.
+    ///
+    /// An empty book costs nothing; a book with orders costs a scan of the whole order
+    /// table and one allocation, which is acceptable for an event a venue sends at a
+    /// session start or a recovery, not per message.
+    pub fn clear_book(&mut self, locate: Locate) -> Option<Locate> {
+        let book = match self.book_of[usize::from(locate.0)] {
+            NO_BOOK => return None,
+            book => book as usize,
+        };
+        if self.books[book].depth != [0, 0] {
+            let refs: Vec<OrderRef> = self
+                .orders
+                .iter()
+                .filter(|(_, order)| order.locate == locate)
+                .map(|(order_ref, _)| order_ref)
+                .collect();
+            for order_ref in refs {
+                self.delete(order_ref);
+            }
+        }
+        Some(locate)
+    }
+
+    /// The book of a locate, opening it on first use.
+    #[inline(always)]
+    fn book_index_or_open(&mut self, locate: Locate) -> Option<usize> {
+        let slot = &mut self.book_of[usize::from(locate.0)];
+        if *slot != NO_BOOK {
+            return Some(*slot as usize);
+        }
+        if self.books.len() == self.config.max_books {
+            return None;
+        }
+        let index = self.books.len();
+        self.books.push(BookState {
+            locate,
+            depth: [0, 0],
+            crossed: false,
+        });
+        *slot = index as u32;
+        Some(index)
+    }
+
+    #[inline(always)]
+    fn ladder(&mut self, book: usize, side: Side) -> PriceLadder<'_> {
+        let s = side_index(side);
+        let per_side = self.config.levels_per_side;
+        let base = (2 * book + s) * per_side;
+        PriceLadder::new(
+            side,
+            &mut self.levels[base..base + per_side],
+            &mut self.books[book].depth[s],
+        )
+    }
+
+    #[inline(always)]
+    fn view(&self, book: usize, side: Side) -> LadderView<'_> {
+        let s = side_index(side);
+        let base = (2 * book + s) * self.config.levels_per_side;
+        let depth = self.books[book].depth[s] as usize;
+        LadderView::new(side, &self.levels[base..base + depth])
+    }
+
+    #[inline(always)]
+    pub(super) fn add(
+        &mut self,
+        locate: Locate,
+        side: u8,
+        order_ref: OrderRef,
+        shares: u32,
+        price: Price,
+    ) -> Option<BookChange> {
+        let Some(side) = Side::from_wire(side) else {
+            self.reject(|c| &mut c.rejected_bad_side);
+            return None;
+        };
+        if shares == 0 {
+            self.reject(|c| &mut c.rejected_zero_shares);
+            return None;
+        }
+        let Some(book) = self.book_index_or_open(locate) else {
+            self.reject(|c| &mut c.rejected_book_capacity);
+            return None;
+        };
+        match self.orders.insert(
+            order_ref,
+            Order {
+                locate,
+                side,
+                price,
+                shares,
+            },
+        ) {
+            Ok(()) => {}
+            Err(InsertError::AlreadyLive) => {
+                self.reject(|c| &mut c.rejected_live_ref);
+                return None;
+            }
+            Err(InsertError::Full) => {
+                self.reject(|c| &mut c.rejected_order_capacity);
+                return None;
+            }
+        }
+        let Ok(touched) = self.ladder(book, side).add(price, shares) else {
+            self.orders.remove(order_ref);
+            self.reject(|c| &mut c.rejected_level_capacity);
+            return None;
+        };
+        let live = self.orders.len() as u64;
+        if live > self.counters.live_orders_peak {
+            self.counters.live_orders_peak = live;
+        }
+        let top_moved = touched == Touched::Best;
+        if top_moved {
+            self.note_crossing(book);
+        }
+        Some(BookChange { locate, top_moved })
+    }
+
+    #[inline(always)]
+    fn reject(&mut self, reason: impl FnOnce(&mut BookCounters) -> &mut u64) {
+        self.counters.rejected += 1;
+        *reason(&mut self.counters) += 1;
+    }
+
+    #[inline(always)]
+    pub(super) fn reduce(&mut self, order_ref: OrderRef, shares: u32) -> Option<BookChange> {
+        let Some((order, taken)) = self.orders.reduce(order_ref, shares) else {
+            self.counters.unknown_refs += 1;
+            return None;
+        };
+        if taken < shares {
+            self.counters.clamped += 1;
+        }
+        Some(BookChange {
+            locate: order.locate,
+            top_moved: self.take_from_level(order, taken, taken == order.shares),
+        })
+    }
+
+    #[inline(always)]
+    pub(super) fn delete(&mut self, order_ref: OrderRef) -> Option<BookChange> {
+        let Some(order) = self.orders.remove(order_ref) else {
+            self.counters.unknown_refs += 1;
+            return None;
+        };
+        Some(BookChange {
+            locate: order.locate,
+            top_moved: self.take_from_level(order, order.shares, true),
+        })
+    }
+
+    /// The original order leaves; the new reference joins the back of its level with the
+    /// original's stock and side, under the add rules.
+    #[inline(always)]
+    pub(super) fn replace(
+        &mut self,
+        original: OrderRef,
+        new: OrderRef,
+        shares: u32,
+        price: Price,
+    ) -> Option<BookChange> {
+        let Some(order) = self.orders.remove(original) else {
+            self.counters.unknown_refs += 1;
+            return None;
+        };
+        let left_top = self.take_from_level(order, order.shares, true);
+        // A rejected new half changed nothing more.
+        let joined_top = self
+            .add(order.locate, order.side.wire(), new, shares, price)
+            .is_some_and(|c| c.top_moved);
+        Some(BookChange {
+            locate: order.locate,
+            top_moved: left_top || joined_top,
+        })
+    }
+
+    /// Takes shares off a live order's level; true if that was the best level (the top
+    /// of book may have moved, and the crossing state is brought up to date).
+    #[inline(always)]
+    fn take_from_level(&mut self, order: Order, shares: u32, order_left: bool) -> bool {
+        let book = self.book_of[usize::from(order.locate.0)] as usize;
+        let touched = self
+            .ladder(book, order.side)
+            .reduce(order.price, shares, order_left);
+        let top_moved = touched == Some(Touched::Best);
+        if top_moved {
+            self.note_crossing(book);
+        }
+        top_moved
+    }
+
+    /// Asks for the memory three upcoming messages or records will touch, so that their
+    /// cache misses overlap with the messages applied before them: those
+    /// [`PREFETCH_FAR`](super::PREFETCH_FAR), [`PREFETCH_MID`](super::PREFETCH_MID) and
+    /// [`PREFETCH_NEAR`](super::PREFETCH_NEAR) places on, in three stages that each read only
+    /// lines the stage before asked for (a message is in the far stage, then the middle one,
+    /// then the near one): an order gets its bucket head, then its record, then the best
+    /// levels of its side; an add gets its book's state, then the best levels of its side.
+    /// Only a hint: what it reads decides nothing.
+    #[inline(always)]
+    pub fn prefetch(&self, ahead: TouchesAhead) {
+        match ahead.far {
+            Touches::Order(order_ref) => self.orders.prefetch_bucket(order_ref),
+            Touches::Add(locate, _) => {
+                if let Some(book) = self.book_of_locate(locate) {
+                    prefetch(self.books.as_ptr().wrapping_add(book));
+                }
+            }
+            Touches::Nothing => {}
+        }
+        match ahead.mid {
+            Touches::Order(order_ref) => {
+                self.orders.prefetch_record(self.orders.head_of(order_ref));
+            }
+            Touches::Add(locate, Some(side)) => {
+                if let Some(book) = self.book_of_locate(locate) {
+                    self.prefetch_touch(book, side);
+                }
+            }
+            Touches::Add(_, None) | Touches::Nothing => {}
+        }
+        if let Touches::Order(order_ref) = ahead.near {
+            let head = self.orders.head_of(order_ref);
+            if let Some(order) = self.orders.order_at(head, order_ref) {
+                if let Some(book) = self.book_of_locate(order.locate) {
+                    self.prefetch_touch(book, order.side);
+                }
+            }
+        }
+    }
+
+    /// Whether [`Books::prefetch`] pays now: once the live orders reach
+    /// [`PREFETCH_FROM_ORDERS`](super::PREFETCH_FROM_ORDERS) or the open books
+    /// [`PREFETCH_FROM_BOOKS`](super::PREFETCH_FROM_BOOKS), that is once the lines messages
+    /// touch no longer sit in a core's own caches. A replay asks it now and then (each block
+    /// or batch) and looks ahead only while it says yes: a small day runs without the
+    /// stages' instructions, a day that grows turns them on as it grows.
+    #[inline]
+    pub fn worth_prefetching(&self) -> bool {
+        self.orders.len() >= super::PREFETCH_FROM_ORDERS
+            || self.books.len() >= super::PREFETCH_FROM_BOOKS
+    }
+
+    #[inline(always)]
+    fn book_of_locate(&self, locate: Locate) -> Option<usize> {
+        match self.book_of[usize::from(locate.0)] {
+            NO_BOOK => None,
+            book => Some(book as usize),
+        }
+    }
+
+    /// The lines of a side's best levels: where the search for a level starts.
+    #[inline(always)]
+    fn prefetch_touch(&self, book: usize, side: Side) {
+        let s = side_index(side);
+        let Some(state) = self.books.get(book) else {
+            return;
+        };
+        let best = (2 * book + s) * self.config.levels_per_side + state.depth[s] as usize;
+        let levels = self.levels.as_ptr();
+        // The walk from the touch reads up to 16 levels: 256 bytes, four or five lines.
+        prefetch(levels.wrapping_add(best.wrapping_sub(1)));
+        prefetch(levels.wrapping_add(best.wrapping_sub(5)));
+        prefetch(levels.wrapping_add(best.wrapping_sub(9)));
+        prefetch(levels.wrapping_add(best.wrapping_sub(13)));
+    }
+
+    #[inline(always)]
+    fn note_crossing(&mut self, book: usize) {
+        let crossed = self.top_of_book_at(book).is_crossed();
+        let state = &mut self.books[book];
+        if crossed && !state.crossed {
+            self.counters.crossed_events += 1;
+        }
+        state.crossed = crossed;
+    }
+
+    #[inline(always)]
+    fn top_of_book_at(&self, book: usize) -> TopOfBook {
+        TopOfBook::new(
+            self.view(book, Side::Bid).best(),
+            self.view(book, Side::Ask).best(),
+        )
+    }
+
+    /// Best bid and offer of a locate's book (all zero if it has none).
+    #[inline(always)]
+    pub fn top_of_book(&self, locate: Locate) -> TopOfBook {
+        match self.book_of[usize::from(locate.0)] {
+            NO_BOOK => TopOfBook::default(),
+            book => self.top_of_book_at(book as usize),
+        }
+    }
+
+    /// One side of a locate's book, if it has a book.
+    pub fn side(&self, locate: Locate, side: Side) -> Option<LadderView<'_>> {
+        match self.book_of[usize::from(locate.0)] {
+            NO_BOOK => None,
+            book => Some(self.view(book as usize, side)),
+        }
+    }
+
+    /// Locates with a book, ascending.
+    pub fn locates(&self) -> Vec<Locate> {
+        let mut locates: Vec<Locate> = self.books.iter().map(|b| b.locate).collect();
+        locates.sort_unstable();
+        locates
+    }
+
+    /// Books crossed now.
+    pub fn crossed_books(&self) -> usize {
+        self.books.iter().filter(|b| b.crossed).count()
+    }
+
+    /// Rebuilds every level from the live orders and compares: a check for tests and
+    /// debugging, not for the hot path.
+    ///
+    /// # Errors
+    ///
+    /// A description of the first level whose aggregate disagrees with its orders.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        use std::collections::BTreeMap;
+        let mut expected: BTreeMap<(u16, u8, u32), (u64, u32)> = BTreeMap::new();
+        for (_, order) in self.orders.iter() {
+            let e = expected.entry((order.locate.0, order.side.letter() as u8, order.price.0));
+            let (qty, n) = e.or_default();
+            *qty += u64::from(order.shares);
+            *n += 1;
+        }
+        let mut actual = BTreeMap::new();
+        for locate in self.locates() {
+            for side in [Side::Bid, Side::Ask] {
+                let ladder = self
+                    .side(locate, side)
+                    .expect("invariant: listed locates have books");
+                for level in ladder.best_first() {
+                    actual.insert(
+                        (locate.0, side.letter() as u8, level.price.0),
+                        (level.qty, level.orders),
+                    );
+                }
+            }
+        }
+        if expected == actual {
+            Ok(())
+        } else {
+            let diff = expected
+                .iter()
+                .find(|(k, v)| actual.get(k) != Some(v))
+                .map(|(k, v)| format!("level {k:?}: orders say {v:?}, ladder {:?}", actual.get(k)))
+                .unwrap_or_else(|| "the ladder has a level with no orders".to_string());
+            Err(diff)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A message for the prefetch stages: any length and bytes, often a type they act on,
+    /// often naming a live order or an opened book so the later stages are reached.
+    fn upcoming_message() -> impl Strategy<Value = Vec<u8>> {
+        let tag = prop::sample::select(b"ADEFCXUSa\0".to_vec());
+        (
+            tag,
+            prop::collection::vec(any::<u8>(), 0..48),
+            0..4u64,
+            any::<bool>(),
+        )
+            .prop_map(|(tag, mut bytes, order, known)| {
+                if let Some(first) = bytes.first_mut() {
+                    *first = tag;
+                }
+                if known && bytes.len() >= 20 {
+                    bytes[1..3].copy_from_slice(&7u16.to_be_bytes());
+                    bytes[11..19].copy_from_slice(&(100 + order).to_be_bytes());
+                    bytes[19] = if order % 2 == 0 { b'B' } else { b'S' };
+                }
+                bytes
+            })
+    }
+
+    proptest! {
+        /// Prefetching reads bytes nobody checked (the framing ahead is not validated): no
+        /// bytes make it panic, and the books are as they were.
+        #[test]
+        fn prefetch_takes_any_bytes(
+            far in upcoming_message(),
+            mid in upcoming_message(),
+            near in upcoming_message(),
+        ) {
+            let config = BookConfig { max_orders: 64, max_books: 4, levels_per_side: 8 };
+            let mut books = Books::new(config).expect("small tables");
+            for (i, side) in [b'B', b'S', b'B'].into_iter().enumerate() {
+                let price = Price(1_000 + 100 * i as u32);
+                books.add(Locate(7), side, OrderRef(100 + i as u64), 10, price);
+            }
+            let before = books.top_of_book(Locate(7));
+            books.prefetch(TouchesAhead {
+                far: Touches::of_itch(&far),
+                mid: Touches::of_itch(&mid),
+                near: Touches::of_itch(&near),
+            });
+            prop_assert_eq!(books.top_of_book(Locate(7)), before);
+            prop_assert!(books.check_invariants().is_ok());
+        }
+    }
+
+    #[test]
+    fn prefetching_pays_from_enough_books_or_enough_live_orders() {
+        let config = BookConfig {
+            max_orders: 64 << 10,
+            max_books: 1024,
+            levels_per_side: 8,
+        };
+        let mut books = Books::new(config).expect("tables");
+        for locate in 0..crate::PREFETCH_FROM_BOOKS as u16 {
+            assert!(!books.worth_prefetching(), "{locate} books");
+            books.add(
+                Locate(locate),
+                b'B',
+                OrderRef(u64::from(locate)),
+                1,
+                Price(100),
+            );
+        }
+        assert!(books.worth_prefetching(), "as many books as the threshold");
+
+        let mut books = Books::new(config).expect("tables");
+        for r in 0..crate::PREFETCH_FROM_ORDERS as u64 {
+            assert!(!books.worth_prefetching(), "{r} orders");
+            books.add(Locate(1), b'S', OrderRef(r), 1, Price(100 + (r % 8) as u32));
+        }
+        assert!(
+            books.worth_prefetching(),
+            "as many live orders as the threshold"
+        );
+        books.delete(OrderRef(0));
+        assert!(!books.worth_prefetching(), "one fewer");
+    }
+
+    #[test]
+    fn a_symbol_no_output_carries_as_is_is_kept_with_question_marks_and_counted() {
+        let config = BookConfig {
+            max_orders: 16,
+            max_books: 4,
+            levels_per_side: 4,
+        };
+        let mut books = Books::new(config).expect("tables");
+        books.set_symbol(Locate(3), ticklane_itch::Alpha(*b"A,B\"\n\xffC "));
+        assert_eq!(books.symbol(Locate(3)), b"A?B???C");
+        assert_eq!(books.counters().symbols_replaced, 1);
+        books.set_symbol(Locate(3), ticklane_itch::Alpha(*b"BRK.A   "));
+        assert_eq!(books.symbol(Locate(3)), b"BRK.A");
+        assert_eq!(
+            books.counters().symbols_replaced,
+            1,
+            "a clean symbol counts nothing"
+        );
+    }
+}
