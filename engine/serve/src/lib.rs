@@ -21,7 +21,7 @@
 //! ```
 //!
 //! A mio loop on its own, unpinned thread reads the update stream through one
-//! [`Subscription`](crate::overload::Subscription) of the in-process hub and fans it out by
+//! [`Subscription`](ticklane_pipeline::overload::Subscription) of the in-process hub and fans it out by
 //! symbol. A subscription's first image comes from the snapshot ([`SnapshotImages`]: a
 //! lock-free copy of the slot, off the book thread, with its `STALE` and `MAYBE_BAD` flags),
 //! so it carries at most `snapshot.depth` levels a side; updates at or below the image's feed

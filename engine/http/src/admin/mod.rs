@@ -29,7 +29,7 @@
 //! draining, and each raised condition with what it means, since when (wall clock, ns since
 //! the Unix epoch) and how often it was raised; 200, or 503 only when Unhealthy or draining
 //! (a Degraded engine still serves its last books, flagged). Which condition is which is
-//! argued in [`crate::health`].
+//! argued in [`ticklane_pipeline::health`].
 //!
 //! ```text
 //! $ curl -i http://127.0.0.1:26680/health
@@ -59,7 +59,7 @@
 //! | `ticklane_reorder_store_packets`, `ticklane_reorder_store_capacity_packets`, `ticklane_reorder_store_packets_deferred_total` | gauge, gauge, counter | packets held behind a gap; what the store can hold (`feed.reorder_store_packets`); packets a full store let go, to be asked for again (never a loss) |
 //! | `ticklane_reconnects_total` | counter | SoupBinTCP reconnects |
 //! | `ticklane_snapshot_publications_total`, `ticklane_snapshot_publications_missed_total` | counter | states published into the snapshot; publications lost because it was full |
-//! | `ticklane_publications_shed_total`, `_conflated_total`, `_expired_total`, `ticklane_overload_episodes_total`, `ticklane_overload_seconds_total`, `ticklane_subscriber_events_{delivered,conflated,expired}_total`, `ticklane_subscribers_cut_total` | counter | overload control ([`crate::overload`]) |
+//! | `ticklane_publications_shed_total`, `_conflated_total`, `_expired_total`, `ticklane_overload_episodes_total`, `ticklane_overload_seconds_total`, `ticklane_subscriber_events_{delivered,conflated,expired}_total`, `ticklane_subscribers_cut_total` | counter | overload control ([`ticklane_pipeline::overload`]) |
 //! | `ticklane_max_sojourn_seconds` | gauge | the longest wait of a message in the book thread's queue |
 //! | `ticklane_book_latency_seconds{stat="p50"\|"p99"\|"p99.9"\|"max"}`, `ticklane_book_latency_samples_total` | gauge, counter | receive to applied by the book thread, over the run so far (the histogram the run summary prints), and the messages it covers; absent until the book thread applied something |
 //! | `ticklane_dependency_breaker_state` | gauge | per dependency: 0 closed, 1 open, 2 half-open, 3 isolated |

@@ -54,7 +54,7 @@
 //! own subscription is cut loose (its queue filled), it subscribes again and refreshes every
 //! book from the snapshot.
 //!
-//! The browser view and the binary subscriber server ([`crate::serve`]) sit side by side in
+//! The browser view and the binary subscriber server (`ticklane-serve`) sit side by side in
 //! the engine process, each with its own listener, thread and hub subscription, so neither
 //! can slow the other or the book thread. The binary protocol is for programs (sequence
 //! numbers, gap detection, login, the storm defences); this view is for people, over JSON.

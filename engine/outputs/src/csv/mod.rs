@@ -15,7 +15,7 @@
 //!   carry as it is (a control or non-ASCII byte, a comma, a double quote: never in a real
 //!   directory) is kept as `?`, in the books and so in every output, and counted
 //!   (`symbols_replaced` in the summary).
-//! - The books follow the rules in [`crate::book`] ("The book rules"); both files show the
+//! - The books follow the rules in [`ticklane_book`] ("The book rules"); both files show the
 //!   same books.
 //!
 //! # `--bbo-out PATH`: the top-of-book stream

@@ -69,7 +69,7 @@
 //!
 //! So the engine retries at one layer, under a budget and a circuit breaker
 //! (`ticklane_feed::resilience`), and keeps per dependency the counters that tell the two
-//! apart (`crate::dependency`): calls, distinct identities (for a retransmission server,
+//! apart (`ticklane_pipeline::dependency`): calls, distinct identities (for a retransmission server,
 //! distinct gap ranges; for a SoupBinTCP login, distinct sessions), successes, faults and
 //! refusals, exported in `/metrics` with the call multiplier and the success ratio.
 //!
