@@ -27,6 +27,4 @@ pub mod udp_source;
 pub mod warm_books;
 
 /// Pins the current thread to `core`, if one is given; returns whether it is pinned.
-pub fn pin(core: Option<usize>) -> bool {
-    core.is_some_and(|id| core_affinity::set_for_current(core_affinity::CoreId { id }))
-}
+pub use ticklane_engine::pipeline::pin;

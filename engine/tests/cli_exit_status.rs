@@ -643,3 +643,54 @@ fn a_pcap_of_an_unknown_version_is_refused_naming_file_offset_and_version() {
         "{err}"
     );
 }
+
+#[test]
+fn a_paced_replay_of_a_lossy_capture_flags_its_snapshot_maybe_bad_and_counts_the_loss() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gap.pcap");
+    // Sequences 1 and 2, then 6: 3 ..= 5 never came.
+    std::fs::write(&path, pcap(&[mold_frame(1, 2), mold_frame(6, 1)])).expect("write pcap");
+    let snap = dir.path().join("paced.snap");
+    let (path, snap_arg) = (path.to_str().expect("UTF-8"), snap.to_str().expect("UTF-8"));
+    let out = ticklane_bounded(&[
+        "replay",
+        path,
+        "--pace",
+        "max",
+        "--snapshot",
+        snap_arg,
+        "-q",
+    ]);
+    exits(&out, DECLARED_LOST, "3 messages declared lost");
+    let header = ticklane_engine::snapshot::SnapshotReader::open(&snap)
+        .expect("open snapshot")
+        .header();
+    assert!(header.is_maybe_bad(), "{header:?}");
+    assert_eq!(header.lost_messages, 3, "{header:?}");
+    assert!(header.is_closed(), "{header:?}");
+}
+
+#[test]
+fn a_pinning_core_this_process_cannot_run_on_is_refused_naming_the_flag() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = generated_day(dir.path());
+    // 1024 and past it used to abort the pinning thread (an index past the CPU set).
+    for flag in ["--reader-core", "--book-core"] {
+        for core in ["1024", "9999", "-1", "one"] {
+            refused(
+                &["replay", &day, "--pace", "max", &format!("{flag}={core}")],
+                flag,
+            );
+        }
+    }
+}
+
+#[test]
+fn tail_of_a_lossy_capture_exits_3_and_says_what_was_lost() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gap.pcap");
+    // Sequences 1 and 2, then 6: 3 ..= 5 never came.
+    std::fs::write(&path, pcap(&[mold_frame(1, 2), mold_frame(6, 1)])).expect("write pcap");
+    let out = ticklane_bounded(&["tail", "--capture", path.to_str().expect("UTF-8")]);
+    exits(&out, DECLARED_LOST, "3 messages declared lost");
+}

@@ -32,6 +32,9 @@ pub struct BookStageReport {
     pub latency: StageLatency,
     /// Whether an end frame was seen (the feed ended) rather than a stop request.
     pub ended: bool,
+    /// Messages the source declared lost (the sum of its loss frames), whatever the source:
+    /// what a consumer that sees only the books reports, and exits 3 for.
+    pub declared_lost: u64,
 }
 
 /// The book stage, before it runs.
@@ -80,6 +83,7 @@ impl<P: Publisher> BookStage<P> {
         let mut decode_errors = 0u64;
         let mut first_decode_error = None;
         let mut ended = false;
+        let mut declared_lost = 0u64;
         loop {
             let gone = frames.is_abandoned();
             // The clock is read once when a batch's first message is taken, then once per
@@ -101,6 +105,7 @@ impl<P: Publisher> BookStage<P> {
                     }
                     Some(FrameKind::Loss) => {
                         if let Some(loss) = frame.declared_loss() {
+                            declared_lost += loss.count;
                             self.publisher.declared_loss(self.applier.books(), loss);
                         }
                         return false;
@@ -194,6 +199,7 @@ impl<P: Publisher> BookStage<P> {
             first_decode_error,
             latency,
             ended,
+            declared_lost,
         }
     }
 }

@@ -11,7 +11,9 @@ use super::frame::Frame;
 use super::wait::{WaitStrategy, Waiter};
 use super::{FrameProducer, FrameSource};
 use crate::clock::Clock;
+use ticklane_book::publish::DeclaredLoss;
 use ticklane_ring::ring::PushError;
+use ticklane_snapshot::wall_clock_ns;
 
 /// How fast a capture is played.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -142,6 +144,31 @@ fn wait_until(clock: &Clock, deadline: u64, stop: &AtomicBool) {
     }
 }
 
+impl CaptureSource {
+    /// Tells the book thread, in order with the messages, of the messages the sequencer
+    /// declared lost since `declared` (a pcap's gap): the snapshot flags every book
+    /// `MAYBE_BAD` and counts them, as a live line's declared loss does. Returns `false` if
+    /// the book thread is gone.
+    #[cold]
+    fn declare_losses<Q: FrameProducer>(
+        &self,
+        frames: &mut Q,
+        waiter: &mut Waiter,
+        clock: &Clock,
+        declared: &mut u64,
+    ) -> bool {
+        let lost = self.reader.messages_lost();
+        let loss = DeclaredLoss {
+            first: self.reader.stats().gap_ranges.last().map_or(0, |r| r.first),
+            count: lost - *declared,
+            at_ns: wall_clock_ns(),
+        };
+        *declared = lost;
+        let recv_ns = clock.now_ns();
+        frames.push_waiting(waiter, |f: &mut Frame| f.set_declared_loss(loss, recv_ns))
+    }
+}
+
 impl FrameSource for CaptureSource {
     type Report = CaptureSourceReport;
 
@@ -158,6 +185,8 @@ impl FrameSource for CaptureSource {
                                                   // At `Pace::Max`, the stamp of the batch being read and how many messages it still
                                                   // covers.
         let (mut stamp_ns, mut unstamped) = (0u64, 0usize);
+        // Messages declared lost that the book thread has been told of.
+        let mut declared = 0u64;
         loop {
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -201,6 +230,17 @@ impl FrameSource for CaptureSource {
                 None => return report(&self.reader, messages, error),
             }
             messages += 1;
+            if self.reader.messages_lost() != declared
+                && !self.declare_losses(&mut frames, &mut waiter, &clock, &mut declared)
+            {
+                return report(&self.reader, messages, error);
+            }
+        }
+        // The end of the input declares the gaps still open.
+        if self.reader.messages_lost() != declared
+            && !self.declare_losses(&mut frames, &mut waiter, &clock, &mut declared)
+        {
+            return report(&self.reader, messages, error);
         }
         frames.push_end(&mut waiter, clock.now_ns());
         report(&self.reader, messages, error)

@@ -120,9 +120,16 @@ pub struct PipelineReport<R> {
     pub pinned: (bool, bool),
 }
 
-/// Pins the current thread to `core`, if asked; returns whether it is pinned.
-fn pin(core: Option<usize>) -> bool {
-    core.is_some_and(|id| core_affinity::set_for_current(core_affinity::CoreId { id }))
+/// Pins the current thread to `core`, if asked; returns whether it is pinned (never, for a
+/// core outside this process's affinity mask).
+pub fn pin(core: Option<usize>) -> bool {
+    // Only a core in this process's affinity mask: the pinning call indexes a fixed-size
+    // CPU set with the id, and panics past its end.
+    let allowed =
+        |id| core_affinity::get_core_ids().is_some_and(|ids| ids.iter().any(|c| c.id == id));
+    core.is_some_and(|id| {
+        allowed(id) && core_affinity::set_for_current(core_affinity::CoreId { id })
+    })
 }
 
 /// Runs `source` into the books until the feed ends or `stop` is set, over ticklane's ring

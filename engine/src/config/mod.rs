@@ -37,6 +37,7 @@ pub use allowed::Allowed;
 pub use error::{ConfigError, Conflict, Location, Place};
 pub use instance::{Instance, NAME_INDICES};
 pub use serve_keys::ServeSection;
+pub use validate::available_cores;
 
 use std::ffi::OsStr;
 use std::net::{Ipv4Addr, SocketAddr};

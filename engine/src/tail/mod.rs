@@ -96,6 +96,9 @@ pub struct TailReport {
     pub no_messages: Option<NoMessages>,
     /// The error that ended a capture early, if one did.
     pub input_error: Option<CaptureError>,
+    /// Messages the line or the capture declared lost: the books (and what was printed) may
+    /// be wrong from the first loss on.
+    pub declared_lost: u64,
 }
 
 impl TailReport {
@@ -115,6 +118,14 @@ impl TailReport {
         }
         if let Some(error) = &self.input_error {
             let _ = writeln!(t, "ticklane tail: stopped early: {error}");
+        }
+        if self.declared_lost > 0 {
+            let _ = writeln!(
+                t,
+                "ticklane tail: {} messages declared lost: the books are flagged MAYBE_BAD \
+                 from the first loss on",
+                self.declared_lost
+            );
         }
         t
     }
@@ -234,6 +245,7 @@ pub fn tail_capture(
             unseen_symbols: filter.unseen(&report.book.books),
             no_messages: report.source.no_messages,
             input_error: report.source.error,
+            declared_lost: report.book.declared_lost,
             ..TailReport::default()
         })
     })
@@ -330,7 +342,12 @@ fn tail_source<S: FrameSource>(
             Ok((printed, resubscribed))
         });
         let ran = |r: crate::pipeline::PipelineReport<S::Report>, counters: OverloadCounters| {
-            (r.book.messages, counters, filter.unseen(&r.book.books))
+            (
+                r.book.messages,
+                counters,
+                filter.unseen(&r.book.books),
+                r.book.declared_lost,
+            )
         };
         let run = |fanout| match snapshot {
             Some(writer) => {
@@ -353,7 +370,7 @@ fn tail_source<S: FrameSource>(
         let printed = printer
             .join()
             .map_err(|_| io::Error::other("the printing consumer panicked"))?;
-        let (messages, counters, unseen_symbols) = ran?;
+        let (messages, counters, unseen_symbols, declared_lost) = ran?;
         let (printed, resubscribed) = printed?;
         Ok(TailReport {
             messages,
@@ -361,6 +378,7 @@ fn tail_source<S: FrameSource>(
             resubscribed,
             counters,
             unseen_symbols,
+            declared_lost,
             ..TailReport::default()
         })
     })

@@ -357,6 +357,16 @@ impl CaptureReader {
         self.format
     }
 
+    /// Messages the MoldUDP64 sequencer has declared lost so far (0 for an ITCH50 file): a
+    /// cheap check after each message, where [`CaptureReader::stats`] gathers every counter.
+    pub fn messages_lost(&self) -> u64 {
+        match &self.inner {
+            Inner::Itch50(_) => 0,
+            Inner::Pcap(s, _) => s.messages_lost(),
+            Inner::PcapNg(s, _) => s.messages_lost(),
+        }
+    }
+
     /// The path being read.
     pub fn path(&self) -> &Path {
         &self.path

@@ -26,6 +26,22 @@ pub fn linger_seconds(text: &str) -> Result<std::time::Duration, String> {
     }
 }
 
+/// `--reader-core`, `--book-core`: a core this process may run on (its affinity mask), as
+/// `engine.reader_core` and `engine.book_core` are checked in a config file; pinning to any
+/// other core would fail on the thread, or quietly not happen.
+pub fn core(text: &str) -> Result<usize, String> {
+    let cores = ticklane_engine::config::available_cores();
+    text.parse::<usize>()
+        .ok()
+        .filter(|id| cores.contains(id))
+        .ok_or_else(|| {
+            format!(
+                "`{text}` is refused; allowed: {}",
+                ticklane_engine::config::Allowed::Core { cores }
+            )
+        })
+}
+
 /// `user:password` for SoupBinTCP (at most 6 and 10 characters).
 pub fn login(text: &str) -> Result<ticklane_feed::soupbintcp::Credentials, String> {
     let (user, pass) = text

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use ticklane_engine::book::{BookConfig, Books};
-use ticklane_engine::config::RunConfig;
+use ticklane_engine::config::{FeedConfig, RunConfig};
 use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, ItchDataset, SessionDate};
 use ticklane_engine::output_filter::OutputFilter;
 use ticklane_engine::parquet_out::{ParquetOutOptions, ParquetSchema};
@@ -18,7 +18,7 @@ use ticklane_engine::replay::{
 };
 use ticklane_engine::sample::{is_dbn_path, SampleInterval, SampleOptions};
 use ticklane_engine::tail::{tail_capture, tail_config, SymbolFilter};
-use ticklane_engine::views::{group, write_tops, ExitStatus};
+use ticklane_engine::views::{group, write_tops, ExitStatus, NO_REQUEST_SERVER};
 use ticklane_feed::itch::Locate;
 use ticklane_feed::sim::{
     write_itch50_file, write_itch50_file_profile, GenConfig, Profile, FULL_DAY_STOCKS,
@@ -137,11 +137,11 @@ pub struct ReplayArgs {
     #[arg(long, default_value = "spin-yield", requires = "pace",
           value_parser = super::arg_values::wait)]
     wait: WaitStrategy,
-    /// With --pace: pin the reader thread to this core.
-    #[arg(long, requires = "pace")]
+    /// With --pace: pin the reader thread to this core (one this process may run on).
+    #[arg(long, requires = "pace", value_parser = super::arg_values::core)]
     reader_core: Option<usize>,
-    /// With --pace: pin the book thread to this core.
-    #[arg(long, requires = "pace")]
+    /// With --pace: pin the book thread to this core (one this process may run on).
+    #[arg(long, requires = "pace", value_parser = super::arg_values::core)]
     book_core: Option<usize>,
     #[command(flatten)]
     capacity: CapacityArgs,
@@ -423,7 +423,9 @@ pub fn tail(args: &TailArgs) -> Result<ExitStatus> {
         // Converted here first, so a bad value reaches the edge as a ConfigError (exit 2)
         // rather than inside the io::Error that tail_config returns.
         config.pipeline()?;
-        config.feed_config()?;
+        if matches!(config.feed_config()?, FeedConfig::Mold(c) if c.request_server.is_none()) {
+            eprintln!("ticklane tail: {}: {NO_REQUEST_SERVER}", path.display());
+        }
         tail_config(&config, &filter, out)?
     } else {
         // clap requires one of the two.
@@ -438,7 +440,7 @@ pub fn tail(args: &TailArgs) -> Result<ExitStatus> {
     Ok(if report.input_error.is_some() {
         ExitStatus::Failure
     } else {
-        ExitStatus::Success
+        ExitStatus::of_loss(report.declared_lost)
     })
 }
 
