@@ -429,6 +429,12 @@ fn flags_that_would_hang_or_be_ignored_are_refused_naming_the_flag() {
     refused(&["demo", "--messages", "0"], "--messages");
     // The simulator: a destination port of 0 failed every send and kept running.
     refused(&["sim", "--udp", "127.0.0.1:0"], "--udp");
+    // A linger without --udp (SoupBinTCP alone has no end of session to linger after) was
+    // ignored, and the simulator served until killed.
+    refused(
+        &["sim", "--tcp", "127.0.0.1:0", "--linger-s", "1"],
+        "--linger-s",
+    );
     let udp = ["sim", "--udp", "127.0.0.1:9"];
     let with = |more: &[&'static str]| [&udp[..], more].concat();
     refused(&with(&["--udp-b", "127.0.0.1:0"]), "--udp-b");
@@ -693,4 +699,44 @@ fn tail_of_a_lossy_capture_exits_3_and_says_what_was_lost() {
     std::fs::write(&path, pcap(&[mold_frame(1, 2), mold_frame(6, 1)])).expect("write pcap");
     let out = ticklane_bounded(&["tail", "--capture", path.to_str().expect("UTF-8")]);
     exits(&out, DECLARED_LOST, "3 messages declared lost");
+}
+
+#[test]
+fn replay_outputs_into_a_closed_pipe_exit_141_as_a_sigpipe_death_would() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = generated_day(dir.path());
+    let outputs: [&[&str]; 4] = [
+        &["--bbo-out", "/dev/stdout"],
+        &["--dbn-out", "/dev/stdout", "--date", "2019-01-30"],
+        &["--parquet-out", "/dev/stdout", "--date", "2019-01-30"],
+        &["--sample", "1s", "--sample-out", "/dev/stdout"],
+    ];
+    for output in outputs {
+        // The pipe's reader is gone before the command starts, as under `… | head -1` once
+        // head has its line.
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_ticklane"))
+            .args(["replay", &day, "-q"])
+            .args(output)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .expect("run ticklane");
+        assert_eq!(
+            out.status.code(),
+            Some(141),
+            "{output:?}: stderr:\n{}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn an_output_that_names_a_folder_is_refused_naming_its_flag() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let day = generated_day(dir.path());
+    let folder = dir.path().to_str().expect("UTF-8");
+    refused(&["replay", &day, "--bbo-out", folder], "--bbo-out");
+    refused(&["replay", &day, "--book-out", folder], "--book-out");
 }

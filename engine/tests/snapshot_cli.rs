@@ -273,3 +273,31 @@ fn book_csv_of_a_flagged_snapshot_warns_on_stderr_and_keeps_stdout_the_csv() {
         "{stderr}"
     );
 }
+
+#[test]
+fn book_csv_of_a_writer_gone_without_closing_warns_that_it_is_silent() {
+    use ticklane_engine::snapshot::wall_clock_ns;
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("gone.snap");
+    let mut writer = SnapshotWriter::create(&path, 64, 10).expect("create");
+    let books = publish_day(&day(40_000, 5, 9, true), &mut writer);
+    // Its last heartbeat a minute ago, and never closed: as a writer killed with `kill -9`
+    // leaves the file (dropping the writer would mark it closed).
+    writer.heartbeat(wall_clock_ns() - 60_000_000_000);
+    std::mem::forget(writer);
+    let output = ticklane(&["book", "--snapshot", path.to_str().expect("UTF-8"), "--csv"]);
+    assert_eq!(
+        stdout_of(&output),
+        book_csv(&books, 10),
+        "stdout stays the CSV"
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with("ticklane: warning: ")
+            && stderr.contains("WRITER SILENT (last heartbeat 60.")
+            && stderr.contains("the writer is gone or stuck"),
+        "{stderr}"
+    );
+}

@@ -98,7 +98,7 @@ fn main() -> ExitCode {
         Some(Command::Sim(args)) => live_commands::sim(&args),
         Some(Command::Record(args)) => live_commands::record(&args),
         Some(Command::Demo(args)) => file_commands::demo(&args),
-        Some(Command::Replay(args)) => file_commands::replay(&args),
+        Some(Command::Replay(args)) => file_commands::replay(&args).or_else(stdout_closed),
         Some(Command::Gen(args)) => file_commands::generate(&args),
         Some(Command::Book(args)) => snapshot_commands::book(&args).or_else(stdout_closed),
         Some(Command::Top(args)) => snapshot_commands::top(&args).or_else(stdout_closed),
@@ -114,9 +114,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// For a command whose output is stdout (`book`, `top`, `tail`; a feed line's own
-/// disconnects are handled inside it, never returned): a broken pipe is `… | head` having
-/// read enough, which ends as a SIGPIPE death reports it (141), not as a failure.
+/// For a command whose output is stdout or may be a pipe (`book`, `top`, `tail`, `replay`
+/// with an output on `/dev/stdout` or a FIFO; a feed line's own disconnects are handled
+/// inside it, never returned): a broken pipe is `… | head` having read enough, which ends
+/// as a SIGPIPE death reports it (141), not as a failure.
 fn stdout_closed(error: anyhow::Error) -> anyhow::Result<ExitStatus> {
     let broken_pipe = error.chain().any(|cause| {
         cause

@@ -24,6 +24,7 @@
 //! (it had no footer) nor spoils an earlier `PATH`. A `PATH` that is a symbolic link is
 //! followed first, so the rename lands on the file it names (`dbn_out`'s `target` module).
 
+use parquet::errors::ParquetError;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -76,14 +77,27 @@ pub(super) struct ParquetFile {
     encoders: ColumnEncoders,
 }
 
-/// The writer's errors as ours, naming the file.
+/// The writer's errors as ours, naming the file; a failed write of the file itself stays an
+/// I/O error (a closed pipe under `--parquet-out /dev/stdout | head` is told as such).
 pub(super) fn parquet_error(
     path: &Path,
 ) -> impl Fn(parquet::errors::ParquetError) -> ParquetOutError {
     let path = path.to_path_buf();
-    move |e| ParquetOutError::Parquet {
-        path: path.clone(),
-        message: e.to_string(),
+    move |e| match e {
+        ParquetError::External(inner) => match inner.downcast::<std::io::Error>() {
+            Ok(io) => ParquetOutError::Io {
+                path: path.clone(),
+                source: *io,
+            },
+            Err(other) => ParquetOutError::Parquet {
+                path: path.clone(),
+                message: ParquetError::External(other).to_string(),
+            },
+        },
+        e => ParquetOutError::Parquet {
+            path: path.clone(),
+            message: e.to_string(),
+        },
     }
 }
 

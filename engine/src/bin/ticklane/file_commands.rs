@@ -199,8 +199,8 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
         .filter_map(|(flag, path)| Some((*flag, path.as_deref()?)))
         .collect();
     check_output_paths(&args.file, &outputs).map_err(ReplayError::from)?;
-    if let Some(missing) = missing_folder(&outputs) {
-        eprintln!("ticklane: {missing}");
+    if let Some(unwritable) = unwritable_output(&outputs) {
+        eprintln!("ticklane: {unwritable}");
         return Ok(ExitStatus::Usage);
     }
     let filter = OutputFilter::parse(
@@ -347,10 +347,17 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
     Ok(status_of(&summary))
 }
 
-/// The first output whose folder does not exist, said with its flag: every output is
-/// created only after the input is read, so this is told before anything runs.
-fn missing_folder(outputs: &[(&str, &std::path::Path)]) -> Option<String> {
+/// The first output that names a folder, or whose folder does not exist, said with its
+/// flag: every output is created only after the input is read, so this is told before
+/// anything runs.
+fn unwritable_output(outputs: &[(&str, &std::path::Path)]) -> Option<String> {
     outputs.iter().find_map(|&(flag, path)| {
+        if path.is_dir() {
+            return Some(format!(
+                "{flag} {}: is a folder; name a file in it",
+                path.display()
+            ));
+        }
         let folder = path.parent().filter(|p| !p.as_os_str().is_empty())?;
         (!folder.is_dir()).then(|| {
             format!(

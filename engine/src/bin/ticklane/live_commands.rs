@@ -154,10 +154,12 @@ pub struct SimArgs {
     /// Disconnect after this many messages (UDP: silence for a second; TCP: close).
     #[arg(long)]
     pub disconnect_after: Option<u64>,
-    /// Seconds the servers stay up after the MoldUDP64 end of session, answering
+    /// With --udp: seconds the servers stay up after the MoldUDP64 end of session, answering
     /// retransmission requests for the gaps a line still has open, as a real request
     /// server does; then the simulator exits (Ctrl-C stops it sooner). 0 exits at once.
-    #[arg(long = "linger-s", default_value = "5", value_parser = linger_seconds, value_name = "SECONDS")]
+    /// SoupBinTCP alone serves until Ctrl-C.
+    #[arg(long = "linger-s", default_value = "5", requires = "udp", value_parser = linger_seconds,
+          value_name = "SECONDS")]
     pub linger: Duration,
 }
 

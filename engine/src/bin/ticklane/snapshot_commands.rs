@@ -10,7 +10,9 @@ use ticklane_engine::csv::export_snapshot_book_csv;
 use ticklane_engine::snapshot::{
     wall_clock_ns, FlaggedBooks, LineState, SnapshotHeader, SnapshotReader,
 };
-use ticklane_engine::views::{write_book_view, write_top_frame, ExitStatus, TopFrames};
+use ticklane_engine::views::{
+    age, write_book_view, write_top_frame, ExitStatus, TopFrames, SILENT_AFTER_NS,
+};
 
 /// Arguments of `ticklane book`.
 #[derive(Args, Debug)]
@@ -72,7 +74,7 @@ pub fn book(args: &BookArgs) -> Result<ExitStatus> {
         for slot in &export.unreadable {
             eprintln!("ticklane: {slot}");
         }
-        if let Some(warning) = flags_warning(&reader.header(), &export.flagged) {
+        if let Some(warning) = flags_warning(&reader.header(), &export.flagged, wall_clock_ns()) {
             eprintln!("ticklane: warning: {}: {warning}", args.snapshot.display());
         }
         return Ok(if export.unreadable.is_empty() {
@@ -104,8 +106,9 @@ const NAMED_SYMBOLS: usize = 10;
 
 /// One line for stderr when the CSV's books may be wrong or out of date (the CSV has no
 /// column for flags, so a script would not know): each flag with the books that carry it,
-/// and the header's reason. `None` when neither the header nor any book is flagged.
-fn flags_warning(header: &SnapshotHeader, flagged: &FlaggedBooks) -> Option<String> {
+/// the header's reason, and a writer that stopped heartbeating without closing the file (gone
+/// or stuck: every book is its last). `None` when none of these holds at `now_ns`.
+fn flags_warning(header: &SnapshotHeader, flagged: &FlaggedBooks, now_ns: u64) -> Option<String> {
     let books = |symbols: &[String]| {
         let of = format!("{} of {} books", symbols.len(), flagged.books);
         if symbols.is_empty() || symbols.len() > NAMED_SYMBOLS {
@@ -130,6 +133,14 @@ fn flags_warning(header: &SnapshotHeader, flagged: &FlaggedBooks) -> Option<Stri
         parts.push(format!(
             "STALE (line {why}; last known books, not live) on {}",
             books(&flagged.stale)
+        ));
+    }
+    if !header.is_closed() && now_ns.saturating_sub(header.heartbeat_ns) > SILENT_AFTER_NS {
+        parts.push(format!(
+            "WRITER SILENT (last heartbeat {}: the writer is gone or stuck; these are its \
+             last books) on all {} books",
+            age(header.heartbeat_ns, now_ns),
+            flagged.books
         ));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
