@@ -740,3 +740,17 @@ fn an_output_that_names_a_folder_is_refused_naming_its_flag() {
     refused(&["replay", &day, "--bbo-out", folder], "--bbo-out");
     refused(&["replay", &day, "--book-out", folder], "--book-out");
 }
+
+#[test]
+fn a_threaded_replay_after_a_declared_loss_warns_that_its_outputs_may_depart_from_one_threads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("gap.pcap");
+    // Sequences 1 and 2, then 6: 3 ..= 5 never came.
+    std::fs::write(&path, pcap(&[mold_frame(1, 2), mold_frame(6, 1)])).expect("write pcap");
+    let path = path.to_str().expect("UTF-8");
+    let out = ticklane_bounded(&["replay", path, "--threads", "2", "-q"]);
+    exits(&out, DECLARED_LOST, "--threads 2: after a declared loss");
+    let out = ticklane_bounded(&["replay", path, "--threads", "1", "-q"]);
+    let err = stderr(&out);
+    assert!(!err.contains("after a declared loss"), "{err}");
+}

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod process_util;
-use process_util::{free_port, ticklane, wait_bounded, READY_WITHIN};
+use process_util::{free_port, ticklane, wait_bounded, Watched, READY_WITHIN};
 
 /// The documented exit status for "messages were declared lost".
 const DECLARED_LOST: i32 = 3;
@@ -379,4 +379,64 @@ fn after_the_end_of_session_a_line_waits_for_its_gaps_however_silent_then_exits_
         started.elapsed() > Duration::from_secs(1),
         "the line waited out its gap's retries"
     );
+}
+
+#[test]
+fn a_recording_that_misses_messages_exits_3_and_says_so_on_stderr() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let config = dir.path().join("record.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:{port}\"\nsilence_timeout_s = 1.0\n"
+        ),
+    )
+    .expect("write config");
+    let out = dir.path().join("lossy.pcap");
+    let mut record = Watched::spawn(ticklane().args([
+        "record",
+        "--config",
+        config.to_str().expect("UTF-8"),
+        "--out",
+        out.to_str().expect("UTF-8"),
+    ]));
+    record.wait_for_line("recording", READY_WITHIN);
+    // 5% of the packets dropped, and no retransmission in a recording: the file misses them.
+    let sim = ticklane()
+        .args([
+            "sim",
+            "--udp",
+            &format!("127.0.0.1:{port}"),
+            "--messages",
+            "20000",
+        ])
+        .args([
+            "--rate",
+            "200000",
+            "--drop",
+            "0.05",
+            "--seed",
+            "4",
+            "--linger-s",
+            "0",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the simulator");
+    let sim = wait_bounded(sim, Duration::from_secs(60));
+    assert!(
+        sim.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sim.stderr)
+    );
+    let recorded = record.finish(Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&recorded.stderr);
+    assert_eq!(
+        recorded.status.code(),
+        Some(DECLARED_LOST),
+        "stderr:\n{stderr}"
+    );
+    assert!(stderr.contains("never reached"), "{stderr}");
 }

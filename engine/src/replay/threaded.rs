@@ -24,7 +24,9 @@
 //! Where the outputs can differ from one thread: only on input that breaks ITCH's own
 //! rules. A modification whose locate is not its order's, or an add reusing a reference
 //! live under a locate of another thread, is applied by the owner of the message's locate
-//! alone; and the capacities (`--max-orders`, `--max-books`) hold per book thread.
+//! alone; and the capacities (`--max-orders`, `--max-books`) hold per book thread. A lossy
+//! capture is such input as soon as a lost delete's reference is reused under another
+//! stock, so after a declared loss `ticklane replay` says that the outputs may differ.
 //!
 //! What is the same: `--bbo-out`, `--book-out`, `--dbn-out` (every schema, plain or zstd),
 //! `--parquet-out` (both views; its footer but for the summary's timings), `--sample-out`

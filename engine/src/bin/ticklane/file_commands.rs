@@ -289,6 +289,15 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
             if outcome.summary.error.is_none() {
                 warn_unlisted_symbols(&filter, &outcome.books);
             }
+            if outcome.summary.declared_lost_messages() > 0 {
+                eprintln!(
+                    "ticklane: warning: --threads {}: after a declared loss the outputs may \
+                     depart from one thread's (an add reusing a reference whose delete was \
+                     lost is applied by its own stock's thread, where one thread rejects it); \
+                     --threads 1 keeps one set of books",
+                    args.threads
+                );
+            }
             outcome.summary
         }
         None => {
@@ -314,7 +323,9 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
             let outcome = replay_paced(&opts, pace, pipeline, target.as_ref())
                 .map_err(|e| name_the_output(e, &outputs))?;
             if !args.quiet {
-                for (name, p) in &outcome.latency {
+                // A stage with no samples (intended times at `--pace max`, where nothing is
+                // scheduled) says nothing rather than a line of zeros.
+                for (name, p) in outcome.latency.iter().filter(|(_, p)| p.count > 0) {
                     println!("  {name:<22} {}", p.to_line());
                 }
                 if let Some(c) = &outcome.overload {

@@ -531,5 +531,15 @@ pub fn record(args: &RecordArgs) -> Result<ExitStatus> {
             group(r.missing)
         );
     }
-    Ok(ExitStatus::Success)
+    if r.missing > 0 {
+        // Said on stderr too, so that a script that keeps only stderr knows the file is not
+        // the whole line.
+        eprintln!(
+            "ticklane: {} messages in {} gaps never reached {}",
+            group(r.missing),
+            r.gaps,
+            args.out.display()
+        );
+    }
+    Ok(ExitStatus::of_loss(r.missing))
 }
