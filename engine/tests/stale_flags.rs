@@ -28,7 +28,7 @@ use ticklane_engine::snapshot::{
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::sim::{
-    Faults, GenConfig, Interruption, MessageLog, MoldSimConfig, MoldSimulator, Rate,
+    Faults, GenConfig, Interruption, MessageLog, MoldSimConfig, MoldSimulator, Rate, ReplyFault,
 };
 
 const DEPTH: usize = 5;
@@ -343,6 +343,56 @@ fn a_line_that_joins_at_its_opening_leaves_the_books_unflagged() {
     let header = reader.header();
     assert!(!header.is_maybe_bad() && header.is_closed(), "{header:?}");
     assert!(every_slot(&reader, false, |s| s.flags.is_maybe_bad()));
+}
+
+#[test]
+fn a_line_waiting_out_its_gaps_after_the_end_of_session_is_not_stale() {
+    let log = log(20_000, 26);
+    // Stale after 0.6 s of silence; the last gap waits 2.5 s for a server that never
+    // answers, all of it after the end of session, when silence is the feed's design.
+    let silence_timeout = Duration::from_millis(1_200);
+    let recovery = RecoveryConfig {
+        start_sequence: Some(1),
+        retransmit_timeout: Duration::from_millis(100),
+        max_retries: 100,
+        gap_deadline: Duration::from_millis(2_500),
+        ..RecoveryConfig::default()
+    };
+    let mut source = mold_line(silence_timeout, recovery);
+    let mut sim = MoldSimConfig::new(
+        Session::new(b"ENDGAP").expect("fits"),
+        source.local_addr().expect("bound"),
+    );
+    sim.rate = Rate::per_second(200_000);
+    sim.faults = Faults {
+        lose_sequences: Some((19_000, 19_200)),
+        replies: ReplyFault::Silent,
+        ..Faults::default()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("endgap.snap");
+    let writer = SnapshotWriter::create(&path, 256, DEPTH).expect("snapshot");
+    let reader = SnapshotReader::open(&path).expect("open snapshot");
+    let sim = MoldSimulator::start(Arc::clone(&log), sim).expect("simulator");
+    source.set_request_server(sim.request_addr());
+    let run = spawn_line(source, writer)
+        .join()
+        .expect("line thread")
+        .expect("pipeline");
+    sim.stop().expect("simulator stops");
+    assert_eq!(*run.report.source.end(), SourceEnd::EndOfSession);
+    let LineSourceReport::Mold(report) = &run.report.source else {
+        panic!("a MoldUDP64 report")
+    };
+    assert!(report.recovery.messages_lost > 0, "the gap was declared");
+    let header = reader.header();
+    assert!(header.is_closed() && header.is_maybe_bad(), "{header:?}");
+    assert!(
+        !header.is_stale(),
+        "the session's last books, not stale: {header:?}"
+    );
+    assert_ne!(header.line(), Some(LineState::Silent), "{header:?}");
+    assert!(every_slot(&reader, false, |s| s.flags.is_stale()));
 }
 
 #[test]

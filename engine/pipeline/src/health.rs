@@ -10,7 +10,8 @@
 //! - [`Condition::LineSilent`]: a MoldUDP64 line that heard nothing, not even a heartbeat,
 //!   for its stale bound (two missed heartbeats, at most 2 s). UDP has no reconnect to try
 //!   and no one to ask: a peer engine that still hears the feed serves better books. Cleared
-//!   by the next packet.
+//!   by the next packet. Not after the end of session, whose silence is the feed's design
+//!   while the line waits out its open gaps.
 //! - [`Condition::LineEnded`]: a line that ended in error or past its silence timeout.
 //!
 //! Everything else is Degraded (200): a SoupBinTCP line disconnected, reconnecting or whose

@@ -437,7 +437,12 @@ impl FrameSource for MoldSource {
                 // One line silent while the other flows: counted, the books stay live.
                 lines.check_silence(now_ns);
             }
-            if line == FeedState::Live && now_ns - last_heard > stale_after {
+            // After the end of session silence is the feed's design, not a fault: the books
+            // are the session's last, not stale, while open gaps are still waited for.
+            if line == FeedState::Live
+                && !recovery.end_announced()
+                && now_ns - last_heard > stale_after
+            {
                 line = FeedState::Silent;
                 if !push_line_state(&mut frames, &mut waiter, clock, line, last_heard) {
                     break SourceEnd::BookThreadGone;
