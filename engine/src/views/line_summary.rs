@@ -6,8 +6,11 @@
 //! - **packets**: `gaps` counts the gaps still missing once the A/B arbitration wait (or,
 //!   on one line, the wait for a reordered packet) was over; a gap filled within the wait is
 //!   no gap. `recovered` counts the messages that filled a counted gap, whatever carried
-//!   them; on an A/B line it says how many came in retransmission replies and how many as
-//!   the other line's late copy. `N gaps filled` never passes `gaps`.
+//!   them (with a full store, that includes messages it let go and asked for again); on an
+//!   A/B line it says how many came in retransmission replies and how many as the other
+//!   line's late copy. Each gap ends filled (`N gaps filled`), merged into another gap
+//!   before either ended (filled or lost with it), or given up (declared lost in whole or in
+//!   part; `lost` counts its messages): at the end those three add up to `gaps`.
 //! - **A/B lines** (`views::ab_lines`): per line, packets, messages carried, messages won,
 //!   its own gaps, its longest and current silence, and how often it was silent past the
 //!   stale threshold while the other flowed (reported, not `STALE`: the books stay live);
@@ -117,6 +120,16 @@ pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Resu
             group(s.gaps_recovered),
             s.recover_p50.as_secs_f64() * 1e3,
             s.recover_max.as_secs_f64() * 1e3
+        )?;
+    }
+    if s.gaps_merged > 0 || s.gaps_given_up > 0 {
+        // Every gap is filled, merged into another, given up, or still open: say the rest,
+        // so that the counts add up to `gaps`.
+        writeln!(
+            out,
+            "               {} gaps merged into another (filled or lost with it), {} given up",
+            group(s.gaps_merged),
+            group(s.gaps_given_up)
         )?;
     }
     if s.packets_deferred > 0 {

@@ -255,6 +255,16 @@ pub struct RecoveryStats {
     pub joined_at: Option<u64>,
     /// Gaps filled in full (none of them declared lost): the samples of the times below.
     pub gaps_recovered: u64,
+    /// Gaps that joined another gap before either ended, and were filled or declared lost
+    /// with it: one detected past the store's deferred tail, one the tail took in when the
+    /// full store let go of packets, one the newest record took in when the gap table was
+    /// full. Each gap counted in [`RecoveryStats::gaps`] ends filled
+    /// ([`RecoveryStats::gaps_recovered`]), merged (this), or given up
+    /// ([`RecoveryStats::gaps_given_up`]).
+    pub gaps_merged: u64,
+    /// Gaps given up on (declared lost in whole or in part), each once however many ranges
+    /// it announced ([`RecoveryStats::gaps_lost`] counts the ranges).
+    pub gaps_given_up: u64,
     /// Time to recover, median over the gaps filled: from a gap's detection to the
     /// delivery of its last missing message (to within 1/16); zero if none was filled.
     pub recover_p50: Duration,
@@ -334,6 +344,9 @@ struct GapRecord {
     /// passed with something still missing. One never counted (filled within the wait) is
     /// no gap: its fill is neither a recovery nor a gap filled.
     counted: bool,
+    /// Made by the full store letting go of packets (the deferred tail): while not
+    /// `counted` it holds only what was received and let go, which is no gap at all.
+    deferred: bool,
     /// Given up on, and why: its holes are skipped (and announced) when delivery reaches
     /// them.
     lost: Option<LossReason>,
@@ -918,8 +931,9 @@ impl MoldRecovery {
                     if self.holes(gap.range).next().is_none() {
                         self.gaps[i].phase = Phase::Idle;
                     } else if gap.retries >= self.config.max_retries {
+                        // Out of flight already (the timeout released its slot).
                         self.gaps[i].phase = Phase::Idle;
-                        self.gaps[i].lost = Some(LossReason::RetriesExhausted);
+                        self.give_up(i, LossReason::RetriesExhausted);
                         newly_lost = true;
                     } else {
                         let delay = self.backoff.delay(gap.retries, &mut self.jitter);
@@ -985,9 +999,14 @@ impl MoldRecovery {
 
     fn open_gap(&mut self, range: GapRange, now: Duration) {
         if let Some(tail) = self.deferred_tail_mut() {
-            // Past what the full store let go: it joins the tail, asked for with it.
+            // Past what the full store let go: it joins the tail, asked for with it. A tail
+            // of received packets alone becomes this gap; one that is a gap already takes
+            // this one in.
             tail.range.last = tail.range.last.max(range.last);
+            let merged = tail.counted;
+            tail.counted = true;
             self.stats.gaps += 1;
+            self.stats.gaps_merged += u64::from(merged);
             return;
         }
         let phase = if !self.config.retransmission {
@@ -1011,6 +1030,7 @@ impl MoldRecovery {
             // is asked for with the record's next request.
             Some(newest) if full => {
                 newest.range.last = range.last;
+                self.stats.gaps_merged += u64::from(counted && newest.counted);
                 newest.counted |= counted;
                 if newest.phase == Phase::Idle && newest.lost.is_none() {
                     newest.phase = phase;
@@ -1023,6 +1043,7 @@ impl MoldRecovery {
                 retries: 0,
                 budget_refused: false,
                 counted,
+                deferred: false,
                 lost: None,
             }),
         }
@@ -1071,16 +1092,18 @@ impl MoldRecovery {
             }
         }
         let mut detected_at = self.now;
-        let mut counted = false;
+        // Counted gaps the tail takes in: it stands for one of them, the others merge.
+        let mut gaps_in = 0u64;
         while let Some(&back) = self.gaps.back() {
             if back.range.first < from {
                 break;
             }
             detected_at = detected_at.min(back.detected_at);
-            counted |= back.counted;
+            gaps_in += u64::from(back.counted);
             self.leave_flight(self.gaps.len() - 1);
             self.gaps.pop_back();
         }
+        let counted = gaps_in > 0;
         if let Some(back) = self.gaps.back_mut() {
             if back.range.last >= from {
                 back.range.last = from - 1;
@@ -1095,6 +1118,7 @@ impl MoldRecovery {
             // What the store let go was received, not missed: only a gap it absorbed
             // makes the tail one.
             counted,
+            deferred: true,
             lost: None,
         };
         let full = self.gaps.len() == self.gaps.capacity();
@@ -1103,9 +1127,17 @@ impl MoldRecovery {
             // (rather than grow the table on the hot path).
             Some(newest) if full => {
                 newest.range.last = last;
+                self.stats.gaps_merged += if newest.counted {
+                    gaps_in
+                } else {
+                    gaps_in.saturating_sub(1)
+                };
                 newest.counted |= counted;
             }
-            _ => self.gaps.push_back(tail),
+            _ => {
+                self.stats.gaps_merged += gaps_in.saturating_sub(1);
+                self.gaps.push_back(tail);
+            }
         }
     }
 
@@ -1132,6 +1164,9 @@ impl MoldRecovery {
         if !self.gaps[i].counted {
             self.stats.gaps += 1;
             self.gaps[i].counted = true;
+        }
+        if self.gaps[i].lost.is_none() {
+            self.stats.gaps_given_up += 1;
         }
         self.leave_flight(i);
         self.gaps[i].lost = Some(reason);
@@ -1250,8 +1285,9 @@ impl MoldRecovery {
         self.next_expected = Some(expected);
         while let Some(&gap) = self.gaps.front().filter(|g| g.range.last < expected) {
             if !gap.counted {
-                // Filled within its arbitration wait: no gap at all.
-                self.stats.gaps_arbitrated += 1;
+                // Filled within its arbitration wait, or only packets the full store let go
+                // and got back: no gap at all.
+                self.stats.gaps_arbitrated += u64::from(!gap.deferred);
             } else if gap.lost.is_none() {
                 self.times.record(self.now.saturating_sub(gap.detected_at));
             }
@@ -1413,6 +1449,24 @@ impl MoldRecovery {
     /// Packets waiting in the reorder store.
     pub fn stored_packets(&self) -> usize {
         self.index.len()
+    }
+
+    /// Asserts that every gap counted so far ends one way or is still open: filled,
+    /// merged into another, given up, or a record still waiting.
+    #[cfg(test)]
+    fn check_gap_accounting(&self) {
+        let st = self.stats();
+        let open = self
+            .gaps
+            .iter()
+            .filter(|g| g.counted && g.lost.is_none())
+            .count() as u64;
+        assert_eq!(
+            st.gaps,
+            st.gaps_recovered + st.gaps_merged + st.gaps_given_up + open,
+            "{st:?}; open {open}; records {:?}",
+            self.gaps
+        );
     }
 
     /// The counters.
@@ -2224,9 +2278,11 @@ mod tests {
             }
             for bytes in net.arrived(now) {
                 feed(&mut r, &bytes, now, &mut sink);
+                r.check_gap_accounting();
             }
             if r.next_deadline().is_some_and(|d| d <= now) {
                 r.poll_timers(now, &mut sink);
+                r.check_gap_accounting();
             }
             if answers {
                 for q in sink.requests.split_off(answered) {
@@ -2246,8 +2302,9 @@ mod tests {
             now += MS;
         }
         assert!(r.ended(), "the session did not finish: {:?}", r.stats());
-        let stats = r.stats();
-        (sink, stats)
+        // Every gap counted ended one way: filled, merged into another, or given up.
+        r.check_gap_accounting();
+        (sink, r.stats())
     }
 
     #[test]
