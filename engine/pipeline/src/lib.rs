@@ -16,6 +16,7 @@ pub mod clock;
 pub mod dependency;
 pub mod health;
 pub mod overload;
+pub mod server_thread;
 
 mod arbitration;
 mod book_stage;

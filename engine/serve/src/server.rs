@@ -16,13 +16,13 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use bumpalo::Bump;
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::rng::SplitMix64;
+use ticklane_pipeline::server_thread::{ServerThread, LISTENER, WAKE};
 
 use super::admission::{Admission, Stage, Verdict};
 use super::connection::{Connection, Phase, Sub};
@@ -37,7 +37,6 @@ use super::protocol::{
 use ticklane_pipeline::clock::Clock;
 use ticklane_pipeline::overload::{Event, EventBody, RecvError, SubscriberHub, Subscription};
 
-const LISTENER: Token = Token(0);
 /// Events the server takes from the hub per turn of the loop, so that reads and writes
 /// are never starved by a busy feed.
 const EVENTS_PER_TURN: usize = 4096;
@@ -113,16 +112,14 @@ impl ServeConfig {
 /// The running server. Dropping it stops it (gracefully) and waits for its thread.
 #[derive(Debug)]
 pub struct ServeHandle {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
     counters: Arc<ServeCounters>,
-    thread: Option<JoinHandle<io::Result<()>>>,
+    thread: ServerThread<io::Result<()>>,
 }
 
 impl ServeHandle {
     /// The address it listens on (the port the kernel chose, for port 0).
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.thread.local_addr()
     }
 
     /// The counters, live.
@@ -136,25 +133,11 @@ impl ServeHandle {
     /// # Errors
     ///
     /// If the server thread failed or panicked.
-    pub fn stop(mut self) -> io::Result<ServeCounts> {
-        self.join()?;
+    pub fn stop(self) -> io::Result<ServeCounts> {
+        self.thread
+            .stop()
+            .ok_or_else(|| io::Error::other("the serve thread panicked"))??;
         Ok(self.counters.load())
-    }
-
-    fn join(&mut self) -> io::Result<()> {
-        self.stop.store(true, Ordering::Relaxed);
-        match self.thread.take() {
-            Some(thread) => thread
-                .join()
-                .map_err(|_| io::Error::other("the serve thread panicked"))?,
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for ServeHandle {
-    fn drop(&mut self) {
-        let _ = self.join();
     }
 }
 
@@ -187,14 +170,10 @@ pub fn start_server_stopping_on(
     admission: Box<dyn Admission>,
     stop: Arc<AtomicBool>,
 ) -> io::Result<ServeHandle> {
-    let mut listener = TcpListener::bind(config.listen)?;
-    let addr = listener.local_addr()?;
-    let poll = Poll::new()?;
-    poll.registry()
-        .register(&mut listener, LISTENER, Interest::READABLE)?;
     let counters = Arc::new(ServeCounters::default());
     let subscription = hub.as_ref().map(SubscriberHub::subscribe);
-    let mut server = Server {
+    let thread_counters = Arc::clone(&counters);
+    let server = move |poll, listener| Server {
         config,
         poll,
         listener: Some(listener),
@@ -204,7 +183,7 @@ pub fn start_server_stopping_on(
         subscription,
         images,
         admission,
-        counters: Arc::clone(&counters),
+        counters: thread_counters,
         clock: Clock::start(),
         bump: Bump::with_capacity(64 << 10),
         rng: SplitMix64::new(config.seed),
@@ -212,16 +191,13 @@ pub fn start_server_stopping_on(
         last_fanned: vec![0u64; 1 << 16].into_boxed_slice(),
         conflation_mark: 0,
     };
-    let thread_stop = Arc::clone(&stop);
-    let thread = std::thread::Builder::new()
-        .name("ticklane-serve".into())
-        .spawn(move || server.run(&thread_stop))?;
-    Ok(ServeHandle {
-        addr,
+    let thread = ServerThread::start(
+        "ticklane-serve",
+        config.listen,
         stop,
-        counters,
-        thread: Some(thread),
-    })
+        move |poll, listener, stop| server(poll, listener).run(stop),
+    )?;
+    Ok(ServeHandle { counters, thread })
 }
 
 struct Server {
@@ -262,6 +238,7 @@ impl Server {
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept(now)?,
+                    WAKE => {}
                     Token(t) => self.serve_readable(t - 1, now),
                 }
             }
@@ -269,7 +246,7 @@ impl Server {
             self.owe_images(now);
             self.shed_heaviest(now);
             self.flush_all(now);
-            if stop.load(Ordering::Relaxed) && drain_deadline.is_none() {
+            if stop.load(Ordering::Acquire) && drain_deadline.is_none() {
                 drain_deadline = Some(self.begin_stop(now)?);
             }
             if let Some(deadline) = drain_deadline {

@@ -16,18 +16,15 @@ use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use mio::net::TcpListener;
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Poll};
 use prometheus_client::registry::Registry;
+use ticklane_pipeline::server_thread::ServerThread;
 
 use super::{metrics_registry, route, AdminState, Response};
 use crate::http_head::{read_blocking, reason, HeadLimits, Progress};
-
-const LISTENER: Token = Token(0);
-const WAKE: Token = Token(1);
 
 /// How much one request may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,10 +53,7 @@ impl Default for ServerLimits {
 /// The running server; dropping it stops it (and waits for its thread).
 #[derive(Debug)]
 pub struct AdminServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    waker: Arc<Waker>,
-    thread: Option<JoinHandle<()>>,
+    thread: ServerThread<()>,
 }
 
 impl AdminServer {
@@ -68,48 +62,25 @@ impl AdminServer {
     ///
     /// # Errors
     ///
-    /// If the address cannot be bound or the thread cannot start.
+    /// If the address cannot be bound (the error names it) or the thread cannot start.
     pub fn start(
         listen: SocketAddr,
         state: Arc<AdminState>,
         limits: ServerLimits,
     ) -> io::Result<Self> {
-        let mut listener = TcpListener::bind(listen)?;
-        let addr = listener.local_addr()?;
-        let poll = Poll::new()?;
-        poll.registry()
-            .register(&mut listener, LISTENER, Interest::READABLE)?;
-        let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let stop = Arc::clone(&stop);
-            let registry = metrics_registry(Arc::clone(&state));
-            std::thread::Builder::new()
-                .name("admin".into())
-                .spawn(move || serve(poll, listener, &state, &registry, limits, &stop))?
-        };
-        Ok(AdminServer {
-            addr,
-            stop,
-            waker,
-            thread: Some(thread),
-        })
+        let registry = metrics_registry(Arc::clone(&state));
+        let thread = ServerThread::start(
+            "admin",
+            listen,
+            Arc::default(),
+            move |poll, listener, stop| serve(poll, listener, &state, &registry, limits, stop),
+        )?;
+        Ok(AdminServer { thread })
     }
 
     /// The address it listens on.
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-}
-
-impl Drop for AdminServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // If the wake fails the loop still sees `stop` at its next event.
-        let _ = self.waker.wake();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.thread.local_addr()
     }
 }
 

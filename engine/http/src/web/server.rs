@@ -16,11 +16,10 @@ use std::io::{self, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use mio::net::TcpListener;
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Poll};
 use tungstenite::protocol::{Role, WebSocketConfig};
 use tungstenite::{Message, WebSocket};
 
@@ -30,10 +29,8 @@ use super::request::{classify, Request};
 use super::WebState;
 use crate::http_head::{reason, HeadError, HeadLimits, HeadReader, Progress};
 use ticklane_pipeline::overload::{RecvError, SubscriberHub, Subscription};
+use ticklane_pipeline::server_thread::ServerThread;
 use ticklane_snapshot::{wall_clock_ns, SnapshotReader};
-
-const LISTENER: Token = Token(0);
-const WAKE: Token = Token(1);
 
 /// The page, compiled in: one self-contained file, no CDN, no build step.
 pub const PAGE: &str = include_str!("page.html");
@@ -91,10 +88,7 @@ pub struct WebCounters {
 /// The running server; dropping it stops it and waits for its thread.
 #[derive(Debug)]
 pub struct WebServer {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-    waker: Arc<Waker>,
-    thread: Option<JoinHandle<WebCounters>>,
+    thread: ServerThread<WebCounters>,
 }
 
 impl WebServer {
@@ -103,50 +97,25 @@ impl WebServer {
     ///
     /// # Errors
     ///
-    /// If the address cannot be bound or the thread cannot start.
+    /// If the address cannot be bound (the error names it) or the thread cannot start.
     pub fn start(listen: SocketAddr, state: WebState, limits: WebLimits) -> io::Result<Self> {
-        let mut listener = TcpListener::bind(listen)?;
-        let addr = listener.local_addr()?;
-        let poll = Poll::new()?;
-        poll.registry()
-            .register(&mut listener, LISTENER, Interest::READABLE)?;
-        let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let stop = Arc::clone(&stop);
-            std::thread::Builder::new()
-                .name("web".into())
-                .spawn(move || Server::new(state, limits).run(poll, &listener, &stop))?
-        };
-        Ok(WebServer {
-            addr,
-            stop,
-            waker,
-            thread: Some(thread),
-        })
+        let thread = ServerThread::start(
+            "web",
+            listen,
+            Arc::default(),
+            move |poll, listener, stop| Server::new(state, limits).run(poll, &listener, stop),
+        )?;
+        Ok(WebServer { thread })
     }
 
     /// The address it listens on.
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.thread.local_addr()
     }
 
     /// Stops the server and returns its counters.
-    pub fn stop(mut self) -> WebCounters {
-        self.stop_thread().unwrap_or_default()
-    }
-
-    fn stop_thread(&mut self) -> Option<WebCounters> {
-        self.stop.store(true, Ordering::Release);
-        // If the wake fails the loop still sees `stop` within one tick.
-        let _ = self.waker.wake();
-        self.thread.take().and_then(|t| t.join().ok())
-    }
-}
-
-impl Drop for WebServer {
-    fn drop(&mut self) {
-        self.stop_thread();
+    pub fn stop(self) -> WebCounters {
+        self.thread.stop().unwrap_or_default()
     }
 }
 

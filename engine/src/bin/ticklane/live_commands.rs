@@ -315,7 +315,7 @@ fn start_web(
         hub: Some(hub),
     };
     let server = WebServer::start(listen, state, WebLimits::default())
-        .with_context(|| format!("browser view on {listen} (web.listen or --web)"))?;
+        .context("browser view (web.listen or --web)")?;
     println!(
         "ticklane run: browser view on http://{}/",
         server.local_addr()
@@ -363,7 +363,7 @@ fn start_admin(
         "admin calls off: no token"
     };
     let server = AdminServer::start(listen, state, ServerLimits::default())
-        .with_context(|| format!("admin server on {listen} (admin.listen or --admin)"))?;
+        .context("admin server (admin.listen or --admin)")?;
     println!(
         "ticklane run: admin on http://{} (/health, /metrics; {admin_calls})",
         server.local_addr()

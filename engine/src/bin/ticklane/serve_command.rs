@@ -73,7 +73,7 @@ pub fn start(
         Box::new(admission),
         Arc::clone(stop),
     )
-    .with_context(|| format!("subscriber server on {listen} (serve.listen or --serve)"))?;
+    .context("subscriber server (serve.listen or --serve)")?;
     println!("ticklane run: subscribers on {}", server.local_addr());
     Ok(Served {
         server,
