@@ -19,8 +19,6 @@ mod arg_values;
 mod file_commands;
 #[path = "ticklane/live_commands.rs"]
 mod live_commands;
-#[path = "ticklane/serve_command.rs"]
-mod serve_command;
 #[path = "ticklane/snapshot_commands.rs"]
 mod snapshot_commands;
 #[path = "ticklane/subscribe_command.rs"]

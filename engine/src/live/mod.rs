@@ -2,6 +2,7 @@
 //! of session, a signal, or a time limit; the live demo; `ticklane record`, which writes a
 //! line's packets to pcap; and `ticklane sim`, the exchange simulator that serves a day.
 
+mod configured_line;
 mod demo;
 mod exchange_sim;
 mod line;
@@ -10,6 +11,10 @@ mod record;
 mod shutdown;
 mod stagger;
 
+pub use configured_line::{
+    run_configured_line, without_snapshot, ConfiguredLineError, ConfiguredLineOptions,
+    ConfiguredLineRun, RunNotice,
+};
 pub use demo::{run_demo, DemoConfig, DemoError, DemoReport, TransportCheck};
 pub use exchange_sim::{ExchangeSim, ExchangeSimConfig, ExchangeSimReport};
 pub use line::{

@@ -8,24 +8,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use ticklane_engine::admin::{AdminServer, AdminState, FeedHandles, ServerLimits};
-use ticklane_engine::config::{ConfigError, Conflict, FeedConfig, Place, RunConfig};
+use ticklane_engine::config::{FeedConfig, RunConfig};
 use ticklane_engine::health::Health;
 use ticklane_engine::live::{
-    install_draining_shutdown, install_shutdown, process_seed, record_udp, run_demo,
-    run_served_line, stagger_delay, stagger_start, DemoConfig, ExchangeSim, ExchangeSimConfig,
-    LineHandles, LineSource,
+    install_draining_shutdown, install_shutdown, record_udp, run_configured_line, run_demo,
+    ConfiguredLineOptions, DemoConfig, ExchangeSim, ExchangeSimConfig, RunNotice,
 };
-use ticklane_engine::overload::{OverloadConfig, SubscriberConfig, SubscriberHub};
-use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_engine::views::{
     demo_status, group, line_run_status, ready_line, write_demo_intro, write_demo_report,
     write_line_run, write_mold_sim_stats, write_serve_counts, write_soup_sim_stats, ExitStatus,
     NO_REQUEST_SERVER,
 };
-use ticklane_engine::web::{WebLimits, WebServer, WebState};
 use ticklane_feed::capture::ReadOptions;
 use ticklane_feed::sim::{BurstLoss, Faults, GenConfig, Interruption, LineB, MessageLog, Rate};
 use ticklane_feed::soupbintcp::Credentials;
@@ -33,7 +28,6 @@ use ticklane_feed::soupbintcp::Credentials;
 use super::arg_values::{
     destination, fraction, linger_seconds, login, sim_rate, speed, DEFAULT_SIM_RATE,
 };
-use super::serve_command;
 
 /// `ticklane run`.
 #[derive(Args, Debug)]
@@ -181,17 +175,6 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
         return demo(args, &stop);
     };
     let config = RunConfig::load(path)?.with_environment()?;
-    // `--web` and `--serve` read the snapshot, as the file's own keys do (those are refused
-    // when the file is read): refused before anything starts.
-    if config.snapshot.path.is_none() {
-        let flags = [
-            (args.web.is_some(), Conflict::WebWithoutSnapshot),
-            (args.serve.is_some(), Conflict::ServeWithoutSnapshot),
-        ];
-        if let Some(&(_, conflict)) = flags.iter().find(|(given, _)| *given) {
-            return Err(without_snapshot(&config, conflict).into());
-        }
-    }
     // Health exists before anything runs: draining starts at the first signal, whatever the
     // line is doing then (waiting out its stagger included).
     let health = Arc::new(Health::new());
@@ -199,176 +182,58 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
         Some(Arc::clone(&health)),
         Some(config.engine.shutdown_timeout),
     )?;
-    let pipeline = config.pipeline()?;
-    let feed = config.feed_config()?;
-    let snapshot = match &config.snapshot.path {
-        Some(p) => Some(
-            SnapshotWriter::create(p, config.snapshot.capacity, config.snapshot.depth)
-                .with_context(|| format!("snapshot {}", p.display()))?,
-        ),
-        None => None,
+    let options = ConfiguredLineOptions {
+        admin: args.admin,
+        web: args.web,
+        serve: args.serve,
     };
-    let unrecoverable = matches!(&feed, FeedConfig::Mold(c) if c.request_server.is_none());
-    if unrecoverable {
-        eprintln!("ticklane run: {}: {NO_REQUEST_SERVER}", path.display());
-    }
-    let handles = LineHandles::new(&config.feed_name, &feed);
-    // Started before the stagger and the line, so that /health says Starting meanwhile; its
-    // thread is the main thread's child, never one of the pinned stages. Dropped (stopped)
-    // when `run` returns.
-    let _admin = match args.admin.or(config.admin.listen) {
-        Some(listen) => Some(start_admin(listen, &config, &health, &handles)?),
-        None => None,
-    };
-    let web_listen = args.web.or(config.web.listen);
-    let serve_listen = args.serve.or(config.serve.listen);
-    // One hub for the browser view and the subscriber server: the line's publisher has one
-    // fanout, and each server takes its own subscription from the hub.
-    let (hub, fanout) = if web_listen.is_some() || serve_listen.is_some() {
-        let (hub, fanout) = SubscriberHub::new(view_hub_config());
-        (Some(hub), Some(fanout))
-    } else {
-        (None, None)
-    };
-    let _web = match (web_listen, &hub) {
-        (Some(listen), Some(hub)) => Some(start_web(listen, &config, &health, hub.clone())?),
-        _ => None,
-    };
-    let engine = &config.engine;
-    let delay = stagger_delay(
-        engine.instance.index(),
-        engine.stagger_step,
-        engine.stagger_cap,
-        process_seed(engine.instance.seed()),
-    );
-    if !delay.is_zero() {
-        println!(
-            "staggered start: instance {} waits {} ms before it connects",
-            engine.instance,
-            delay.as_millis()
-        );
-    }
-    stagger_start(Some(&health), delay, &stop);
-    let source = LineSource::open(&feed, &pipeline)?;
-    let server = match (serve_listen, hub) {
-        (Some(listen), Some(hub)) => Some(serve_command::start(listen, &config, &stop, hub)?),
-        _ => None,
-    };
-    println!("{}", ready_line(path, &source)?);
-    let run = run_served_line(
-        source,
-        pipeline,
-        snapshot,
-        OverloadConfig::default(),
+    let mut ready = Ok(());
+    let ended = run_configured_line(
+        &config,
+        options,
+        health,
         &stop,
-        &handles,
-        Some(health),
-        fanout,
+        &mut |notice| match notice {
+            RunNotice::NoRequestServer => {
+                eprintln!("ticklane run: {}: {NO_REQUEST_SERVER}", path.display());
+            }
+            RunNotice::Admin { addr, token } => {
+                let calls = if token {
+                    "admin calls need the token"
+                } else {
+                    "admin calls off: no token"
+                };
+                println!("ticklane run: admin on http://{addr} (/health, /metrics; {calls})");
+            }
+            RunNotice::Web(addr) => println!("ticklane run: browser view on http://{addr}/"),
+            RunNotice::Staggered { instance, delay } => println!(
+                "staggered start: instance {instance} waits {} ms before it connects",
+                delay.as_millis()
+            ),
+            RunNotice::Serve(addr) => println!("ticklane run: subscribers on {addr}"),
+            RunNotice::Ready(source) => match ready_line(path, source) {
+                Ok(line) => println!("{line}"),
+                Err(e) => ready = Err(e),
+            },
+        },
     )?;
-    let served = server.map(serve_command::stop).transpose()?;
+    ready?;
     let mut out = io::stdout().lock();
-    write_line_run(&mut out, &run, unrecoverable)?;
-    if let Some((counts, admission)) = served {
-        write_serve_counts(&mut out, &counts, Some(&admission))?;
+    write_line_run(&mut out, &ended.run, ended.unrecoverable)?;
+    if let Some((counts, admission)) = &ended.served {
+        write_serve_counts(&mut out, counts, Some(admission))?;
     }
-    let status = line_run_status(&run);
+    let status = line_run_status(&ended.run);
     if status == ExitStatus::Failure {
         // The summary is on stdout; why the line failed goes to stderr as well, for a
         // caller that keeps only that.
         eprintln!(
             "ticklane run: {}: the line ended: {}",
             path.display(),
-            run.report.source.end()
+            ended.run.report.source.end()
         );
     }
     Ok(status)
-}
-
-/// A flag that reads the snapshot (`--web`, `--serve`) on a file without `snapshot.path`: a
-/// usage error naming the file, as the file's own keys get.
-pub fn without_snapshot(config: &RunConfig, conflict: Conflict) -> ConfigError {
-    ConfigError::Conflict {
-        place: Place {
-            path: config.file().to_path_buf(),
-            at: None,
-        },
-        conflict,
-    }
-}
-
-/// Starts the browser view on `listen`, reading the snapshot the line writes and one
-/// subscription on a hub whose fanout the line's publisher gets; says where.
-fn start_web(
-    listen: SocketAddr,
-    config: &RunConfig,
-    health: &Arc<Health>,
-    hub: SubscriberHub,
-) -> Result<WebServer> {
-    let Some(path) = &config.snapshot.path else {
-        return Err(without_snapshot(config, Conflict::WebWithoutSnapshot).into());
-    };
-    let snapshot = SnapshotReader::open(path)
-        .with_context(|| format!("browser view: snapshot {}", path.display()))?;
-    let state = WebState {
-        health: Arc::clone(health),
-        snapshot,
-        hub: Some(hub),
-    };
-    let server = WebServer::start(listen, state, WebLimits::default())
-        .context("browser view (web.listen or --web)")?;
-    println!(
-        "ticklane run: browser view on http://{}/",
-        server.local_addr()
-    );
-    Ok(server)
-}
-
-/// The hub the browser view and the subscriber server share. The view drains its
-/// subscription every 10 ms; this queue holds that long of an unpaced simulator's events, so
-/// it is rarely cut loose (and refreshes when it is).
-fn view_hub_config() -> SubscriberConfig {
-    SubscriberConfig {
-        queue_events: 32 * 1024,
-        reserved_events: 4 * 1024,
-        ..SubscriberConfig::default()
-    }
-}
-
-/// Starts the admin server on `listen` and says where.
-fn start_admin(
-    listen: SocketAddr,
-    config: &RunConfig,
-    health: &Arc<Health>,
-    handles: &LineHandles,
-) -> Result<AdminServer> {
-    let state = Arc::new(AdminState {
-        health: Arc::clone(health),
-        feeds: vec![FeedHandles {
-            name: handles.name.clone(),
-            line: Arc::clone(&handles.counters),
-            dependencies: handles.dependencies.clone(),
-            // Overload control runs only when there is a snapshot to publish into.
-            overload: config
-                .snapshot
-                .path
-                .is_some()
-                .then(|| Arc::clone(&handles.overload)),
-            latency: Some(Arc::clone(&handles.latency)),
-        }],
-        token: config.admin.token.clone(),
-    });
-    let admin_calls = if state.token.is_some() {
-        "admin calls need the token"
-    } else {
-        "admin calls off: no token"
-    };
-    let server = AdminServer::start(listen, state, ServerLimits::default())
-        .context("admin server (admin.listen or --admin)")?;
-    println!(
-        "ticklane run: admin on http://{} (/health, /metrics; {admin_calls})",
-        server.local_addr()
-    );
-    Ok(server)
 }
 
 fn demo(args: &RunArgs, stop: &AtomicBool) -> Result<ExitStatus> {
