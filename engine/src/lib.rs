@@ -31,6 +31,7 @@ pub use ticklane_snapshot as snapshot;
 
 pub mod config;
 pub mod digit_groups;
+pub mod exit_status;
 pub mod live;
 pub mod replay;
 pub mod tail;

@@ -19,11 +19,7 @@ use signal_hook::iterator::Signals;
 use crate::health::Health;
 use crate::snapshot::wall_clock_ns;
 
-/// The exit status of a process whose drain did not finish within its bound. Its snapshot
-/// is not marked `CLOSED` (a reader sees a writer that stopped without a clean end) unless
-/// the books had drained and the snapshot closed before what outlasted the bound; the
-/// message says which.
-pub const DRAIN_TIMED_OUT: i32 = 4;
+pub use crate::exit_status::DRAIN_TIMED_OUT;
 /// The exit status on a second signal (128 + SIGINT, as shells report an interrupt).
 pub const SECOND_SIGNAL: i32 = 130;
 /// A signal this soon after the first is the same one delivered twice, not a second:

@@ -43,36 +43,3 @@ pub enum ReplayFault {
         why: NoMessages,
     },
 }
-
-/// How a replay ended, for the process's exit status.
-///
-/// | variant | exit status | when |
-/// |---|---|---|
-/// | [`ReplayExit::Success`] | 0 | the input was read to its end and held feed data |
-/// | [`ReplayExit::Failure`] | 1 | a [`ReplayFault`]: stopped early, or no feed data at all |
-/// | [`ReplayExit::DeclaredLost`] | 3 | read to its end, but a capture's MoldUDP64 sequencer declared sequences lost |
-///
-/// A fault outranks loss: a replay that stopped early is a failure, whatever it lost.
-///
-/// A replay that could not start or write an output returns a
-/// [`ReplayError`](super::ReplayError) instead, also exit status 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReplayExit {
-    /// Exit status 0.
-    Success,
-    /// Exit status 1.
-    Failure,
-    /// Exit status 3: messages were declared lost (the summary lists the ranges).
-    DeclaredLost,
-}
-
-impl ReplayExit {
-    /// The process exit status: 0, 1 or 3.
-    pub fn code(self) -> u8 {
-        match self {
-            ReplayExit::Success => 0,
-            ReplayExit::Failure => 1,
-            ReplayExit::DeclaredLost => 3,
-        }
-    }
-}

@@ -36,9 +36,10 @@ use std::fmt::{self, Write as _};
 
 use ticklane_feed::capture::{CaptureStats, DbnStats, InputFormat, NoMessages, UnsupportedLink};
 
-use super::fault::{ReplayExit, ReplayFault};
+use super::fault::ReplayFault;
 use crate::book::{BookCounters, MboCounts, TypeCounts, MBO_ACTIONS};
 use crate::digit_groups::group;
+use crate::exit_status::ExitStatus;
 
 /// Declared-lost ranges listed one by one on the screen when there are at most this many.
 const SCREEN_GAP_RANGES: usize = 8;
@@ -247,12 +248,16 @@ impl ReplaySummary {
     }
 
     /// Success only when nothing stopped the replay, the input held feed data and nothing
-    /// was declared lost; a fault outranks loss. See [`ReplayExit`] for the exit statuses.
-    pub fn exit_status(&self) -> ReplayExit {
+    /// was declared lost; a fault outranks loss: 0 when the input was read to its end and held
+    /// feed data, 1 for a [`ReplayFault`] (stopped early, or no feed data at all), 3 when it
+    /// was read to its end but a capture's MoldUDP64 sequencer declared sequences lost. A
+    /// replay that could not start or write an output returns a
+    /// [`ReplayError`](super::ReplayError) instead, also exit status 1.
+    pub fn exit_status(&self) -> ExitStatus {
         match self.error {
-            Some(_) => ReplayExit::Failure,
-            None if self.declared_lost_messages() > 0 => ReplayExit::DeclaredLost,
-            None => ReplayExit::Success,
+            Some(_) => ExitStatus::Failure,
+            None if self.declared_lost_messages() > 0 => ExitStatus::DeclaredLost,
+            None => ExitStatus::Success,
         }
     }
 
@@ -599,7 +604,7 @@ mod tests {
             j.contains("\"declared_lost_messages\":0,\"declared_lost_ranges\":[],"),
             "every input says what it lost: {j}"
         );
-        assert_eq!(s.exit_status(), ReplayExit::Success);
+        assert_eq!(s.exit_status(), ExitStatus::Success);
     }
 
     #[test]
@@ -621,7 +626,7 @@ mod tests {
             ),
             "{j}"
         );
-        assert_eq!(s.exit_status(), ReplayExit::DeclaredLost);
+        assert_eq!(s.exit_status(), ExitStatus::DeclaredLost);
         assert_eq!(s.exit_status().code(), 3);
         let text = s.to_text();
         assert!(
@@ -643,7 +648,7 @@ mod tests {
             error: Some(ReplayFault::BookStage("bad message".into())),
             ..ReplaySummary::default()
         };
-        assert_eq!(s.exit_status(), ReplayExit::Failure);
+        assert_eq!(s.exit_status(), ExitStatus::Failure);
     }
 
     #[test]

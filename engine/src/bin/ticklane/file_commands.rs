@@ -14,7 +14,7 @@ use ticklane_engine::parquet_out::{ParquetOutOptions, ParquetSchema};
 use ticklane_engine::pipeline::{Pace, PipelineConfig, WaitStrategy};
 use ticklane_engine::replay::{
     check_output_paths, is_dbn_input, refuse_what_needs_itch, replay_file, replay_file_threaded,
-    replay_paced, ReplayError, ReplayExit, ReplayOptions, ReplaySummary, SnapshotTarget,
+    replay_paced, ReplayError, ReplayOptions, SnapshotTarget,
 };
 use ticklane_engine::sample::{is_dbn_path, SampleInterval, SampleOptions};
 use ticklane_engine::tail::{tail_capture, tail_config, SymbolFilter};
@@ -345,7 +345,7 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
     }
     // Exit status 3 is said on stderr too, -q or not: a caller that keeps only stderr (or
     // ran with -q) learns why the status is not 0.
-    if summary.exit_status() == ReplayExit::DeclaredLost {
+    if summary.exit_status() == ExitStatus::DeclaredLost {
         let gaps = summary.packets.as_ref().map_or(0, |p| p.gaps);
         eprintln!(
             "ticklane: {}: {} messages declared lost in {} sequence gaps (exit 3; the summary \
@@ -355,7 +355,7 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
             group(gaps)
         );
     }
-    Ok(status_of(&summary))
+    Ok(summary.exit_status())
 }
 
 /// The first output that names a folder, or whose folder does not exist, said with its
@@ -422,14 +422,6 @@ fn warn_unlisted_symbols(filter: &OutputFilter, parts: &[Books]) {
             "ticklane: warning: --symbols {}: not in the input's stock directory; their rows are empty",
             missing.join(",")
         );
-    }
-}
-
-fn status_of(summary: &ReplaySummary) -> ExitStatus {
-    match summary.exit_status() {
-        ReplayExit::Success => ExitStatus::Success,
-        ReplayExit::Failure => ExitStatus::Failure,
-        ReplayExit::DeclaredLost => ExitStatus::DeclaredLost,
     }
 }
 
@@ -519,5 +511,5 @@ pub fn demo(args: &DemoArgs) -> Result<ExitStatus> {
         out,
         "\nNext: `ticklane replay FILE --bbo-out bbo.csv --book-out book.csv` on your own capture."
     )?;
-    Ok(status_of(&outcome.summary))
+    Ok(outcome.summary.exit_status())
 }
