@@ -36,7 +36,7 @@ pub use line_summary::{
 };
 pub use serve_summary::write_serve_counts;
 pub use sim_summary::{write_mold_sim_stats, write_soup_sim_stats};
-pub use snapshot_status::{age, header_status, slot_flags, SILENT_AFTER_NS};
+pub use snapshot_status::{age, book_csv_warning, header_status, slot_flags, SILENT_AFTER_NS};
 pub use subscriber_lines::write_subscriber_event;
 pub use time_of_day::time_of_day;
 pub use top_frame::{write_top_frame, TopFrames, TopRow};

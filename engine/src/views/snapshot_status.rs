@@ -3,7 +3,7 @@
 //! loss, publications lost to a full file, closed) and a slot's flags. Ages are measured against
 //! `now_ns` (wall-clock ns since the Unix epoch), which the caller reads once per frame.
 
-use crate::snapshot::{InstrumentState, SnapshotHeader};
+use crate::snapshot::{FlaggedBooks, InstrumentState, LineState, SnapshotHeader};
 
 use crate::digit_groups::group;
 
@@ -83,6 +83,55 @@ pub fn slot_flags(s: &InstrumentState, now_ns: u64) -> String {
         flags.push(format!("BEHIND since {}", age(since, now_ns)));
     }
     flags.join(" ")
+}
+
+/// Most symbols a warning names before it gives their count only.
+const NAMED_SYMBOLS: usize = 10;
+
+/// One line for stderr when the CSV's books may be wrong or out of date (the CSV has no
+/// column for flags, so a script would not know): each flag with the books that carry it,
+/// the header's reason, and a writer that stopped heartbeating without closing the file (gone
+/// or stuck: every book is its last). `None` when none of these holds at `now_ns`.
+pub fn book_csv_warning(
+    header: &SnapshotHeader,
+    flagged: &FlaggedBooks,
+    now_ns: u64,
+) -> Option<String> {
+    let books = |symbols: &[String]| {
+        let of = format!("{} of {} books", symbols.len(), flagged.books);
+        if symbols.is_empty() || symbols.len() > NAMED_SYMBOLS {
+            of
+        } else {
+            format!("{of}: {}", symbols.join(" "))
+        }
+    };
+    let mut parts = Vec::new();
+    if header.is_maybe_bad() || !flagged.maybe_bad.is_empty() {
+        parts.push(format!(
+            "MAYBE_BAD ({} messages declared lost; books may be wrong) on {}",
+            header.lost_messages,
+            books(&flagged.maybe_bad)
+        ));
+    }
+    if header.is_stale() || !flagged.stale.is_empty() {
+        let why = header
+            .line()
+            .filter(|line| *line != LineState::Live)
+            .map_or("feed down", LineState::as_str);
+        parts.push(format!(
+            "STALE (line {why}; last known books, not live) on {}",
+            books(&flagged.stale)
+        ));
+    }
+    if !header.is_closed() && now_ns.saturating_sub(header.heartbeat_ns) > SILENT_AFTER_NS {
+        parts.push(format!(
+            "WRITER SILENT (last heartbeat {}: the writer is gone or stuck; these are its \
+             last books) on all {} books",
+            age(header.heartbeat_ns, now_ns),
+            flagged.books
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 #[cfg(test)]

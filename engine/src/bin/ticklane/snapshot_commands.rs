@@ -7,11 +7,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use ticklane_engine::csv::export_snapshot_book_csv;
-use ticklane_engine::snapshot::{
-    wall_clock_ns, FlaggedBooks, LineState, SnapshotHeader, SnapshotReader,
-};
+use ticklane_engine::snapshot::{wall_clock_ns, SnapshotReader};
 use ticklane_engine::views::{
-    age, write_book_view, write_top_frame, ExitStatus, TopFrames, SILENT_AFTER_NS,
+    book_csv_warning, write_book_view, write_top_frame, ExitStatus, TopFrames,
 };
 
 /// Arguments of `ticklane book`.
@@ -74,7 +72,8 @@ pub fn book(args: &BookArgs) -> Result<ExitStatus> {
         for slot in &export.unreadable {
             eprintln!("ticklane: {slot}");
         }
-        if let Some(warning) = flags_warning(&reader.header(), &export.flagged, wall_clock_ns()) {
+        if let Some(warning) = book_csv_warning(&reader.header(), &export.flagged, wall_clock_ns())
+        {
             eprintln!("ticklane: warning: {}: {warning}", args.snapshot.display());
         }
         return Ok(if export.unreadable.is_empty() {
@@ -99,51 +98,6 @@ pub fn book(args: &BookArgs) -> Result<ExitStatus> {
     write_book_view(&mut out, &reader.header(), &state, depth, wall_clock_ns())?;
     out.flush()?;
     Ok(ExitStatus::Success)
-}
-
-/// Most symbols a warning names before it gives their count only.
-const NAMED_SYMBOLS: usize = 10;
-
-/// One line for stderr when the CSV's books may be wrong or out of date (the CSV has no
-/// column for flags, so a script would not know): each flag with the books that carry it,
-/// the header's reason, and a writer that stopped heartbeating without closing the file (gone
-/// or stuck: every book is its last). `None` when none of these holds at `now_ns`.
-fn flags_warning(header: &SnapshotHeader, flagged: &FlaggedBooks, now_ns: u64) -> Option<String> {
-    let books = |symbols: &[String]| {
-        let of = format!("{} of {} books", symbols.len(), flagged.books);
-        if symbols.is_empty() || symbols.len() > NAMED_SYMBOLS {
-            of
-        } else {
-            format!("{of}: {}", symbols.join(" "))
-        }
-    };
-    let mut parts = Vec::new();
-    if header.is_maybe_bad() || !flagged.maybe_bad.is_empty() {
-        parts.push(format!(
-            "MAYBE_BAD ({} messages declared lost; books may be wrong) on {}",
-            header.lost_messages,
-            books(&flagged.maybe_bad)
-        ));
-    }
-    if header.is_stale() || !flagged.stale.is_empty() {
-        let why = header
-            .line()
-            .filter(|line| *line != LineState::Live)
-            .map_or("feed down", LineState::as_str);
-        parts.push(format!(
-            "STALE (line {why}; last known books, not live) on {}",
-            books(&flagged.stale)
-        ));
-    }
-    if !header.is_closed() && now_ns.saturating_sub(header.heartbeat_ns) > SILENT_AFTER_NS {
-        parts.push(format!(
-            "WRITER SILENT (last heartbeat {}: the writer is gone or stuck; these are its \
-             last books) on all {} books",
-            age(header.heartbeat_ns, now_ns),
-            flagged.books
-        ));
-    }
-    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// `ticklane top --snapshot PATH`.
