@@ -28,7 +28,7 @@
 //!   message; `crate::capture` reads them.
 //!
 //! ```
-//! use ticklane_itch::{self, owned, Message, OrderRef, Price, Stock};
+//! use ticklane_itch::{self as itch, owned, Message, OrderRef, Price, Stock};
 //!
 //! let add = owned::AddOrder {
 //!     order_ref: OrderRef(1),
