@@ -1,5 +1,5 @@
 """Reads a DBN file with Databento's own Python package (databento-dbn) and prints it as
-text for tests/tests/dbn_out.rs to compare: one JSON line of metadata, then one CSV line per
+text for tests/tests/it/dbn_out.rs to compare: one JSON line of metadata, then one CSV line per
 record. Independent of ticklane: the decoding is Databento's.
 
 usage: dbn_dump.py FILE            (zstd when FILE ends in .zst)

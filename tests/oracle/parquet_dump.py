@@ -1,5 +1,5 @@
 """Reads a Parquet file with Apache Arrow's own Python package (pyarrow) and prints it as text
-for tests/tests/parquet_out.rs to compare: one JSON line describing the file, then one CSV
+for tests/tests/it/parquet_out.rs to compare: one JSON line describing the file, then one CSV
 line per row (a null is an empty field). Independent of ticklane: the decoding is Arrow's.
 
 usage: parquet_dump.py FILE INPUT
