@@ -5,7 +5,7 @@
 //!
 //! A book is kept exactly as the feed says, and every message it could not apply as sent is
 //! counted ([`BookCounters`]), never dropped in silence. The CSV, DBN, Parquet and snapshot
-//! outputs, the naive model in `tests/tests/book_model.rs` and the itch-book oracle all rest
+//! outputs, the naive model in `tests/tests/it/book_model.rs` and the itch-book oracle all rest
 //! on these rules:
 //!
 //! - Prices are ITCH integers (1/10,000 dollars); a level's shares are summed in 64 bits, so

@@ -26,7 +26,7 @@
 //! lock-free copy of the slot, off the book thread, with its `STALE` and `MAYBE_BAD` flags),
 //! so it carries at most `snapshot.depth` levels a side; updates at or below the image's feed
 //! sequence are skipped, since the image holds them. The work of one request (an image, the
-//! symbol list) is done in a `bumpalo` arena reset after it: `engine/tests/serve_zero_alloc.rs`
+//! symbol list) is done in a `bumpalo` arena reset after it: `engine/tests/zero_alloc/serve_zero_alloc.rs`
 //! counts no allocation over 5,000 subscribe/unsubscribe cycles after warm-up.
 //!
 //! **Slow clients.** Each client has a write queue (1 MiB) with a high (512 KiB) and a low

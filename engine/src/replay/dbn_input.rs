@@ -17,7 +17,7 @@
 //!   `msg_index` is that record's `sequence` (for a file `--dbn-out` wrote from an ITCH50
 //!   file, the ITCH message index, so the rows are the ITCH replay's). A file written by
 //!   `--dbn-out` from one ITCH day replays to that day's `--bbo-out`, `--book-out`,
-//!   `--sample-out` (CSV) and Parquet `bbo` byte for byte (`tests/tests/dbn_round_trip.rs`).
+//!   `--sample-out` (CSV) and Parquet `bbo` byte for byte (`tests/tests/it/dbn_round_trip.rs`).
 //! - A file cut inside a record, a cut zstd stream or a record the decoder rejects stops the
 //!   replay with an error naming the file, the decompressed byte offset and the record index
 //!   (exit 1); so does a file that ends between two records of one event (no `F_LAST` after

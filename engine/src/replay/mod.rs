@@ -19,8 +19,6 @@ mod threaded;
 pub use crate::digit_groups::group;
 pub use dbn_input::{is_dbn_input, refuse_what_needs_itch};
 pub use fault::ReplayFault;
-// The name replays once had for their exit status; tests still use it.
-pub use crate::exit_status::ExitStatus as ReplayExit;
 pub use output_paths::{check_output_paths, PathClash};
 pub use paced::{replay_paced, PacedOutcome, SnapshotTarget};
 pub use partition::LocatePartition;

@@ -33,7 +33,7 @@
 //! (CSV, DBN, Parquet) and the summary JSON (but for `elapsed_s` and `msgs_per_s`) are byte
 //! for byte one thread's, with or without `--symbols`/`--between`, and so is the exit
 //! status; a decode error stops every N at the same message with the same counts
-//! (`tests/tests/replay_threads.rs` checks N = 1..4, a lossy pcap included). System events
+//! (`tests/tests/it/replay_threads.rs` checks N = 1..4, a lossy pcap included). System events
 //! (locate 0) go to the owner of locate 0, where they are counted. Each book thread formats
 //! its own top-of-book rows and makes its own DBN and Parquet records with the one-thread
 //! writers; the merge thread copies them into the files in message order, with the DBN

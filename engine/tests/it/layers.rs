@@ -256,7 +256,7 @@ fn violations(root: &Path, floors: Floors) -> (usize, Vec<String>) {
         };
         let own = floors.of(&module).unwrap_or_else(|| {
             panic!(
-                "{}: module `{module}` has no floor; add it to the floors in engine/tests/layers.rs (and the engine's table in lib.rs)",
+                "{}: module `{module}` has no floor; add it to the floors in engine/tests/it/layers.rs (and the engine's table in lib.rs)",
                 path.display()
             )
         });

@@ -21,6 +21,7 @@ mod cli_exit_status;
 mod config_random_values;
 mod config_rejects;
 mod config_serve_keys;
+mod configured_line;
 mod contract_violations;
 mod dbn_dataset;
 mod kill_restart;

@@ -7,9 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+use ticklane_engine::exit_status::ExitStatus;
 use ticklane_engine::pipeline::{Pace, PipelineConfig};
 use ticklane_engine::replay::{
-    replay_file, replay_paced, ReplayError, ReplayExit, ReplayFault, ReplayOptions, ReplaySummary,
+    replay_file, replay_paced, ReplayError, ReplayFault, ReplayOptions, ReplaySummary,
 };
 use ticklane_testkit::itch::START_OF_MESSAGES;
 use ticklane_testkit::moldudp64;
@@ -79,7 +80,7 @@ fn assert_no_feed_data(r: &Replayed, says: &[&str]) {
         "{:?}",
         s.error
     );
-    assert_eq!(s.exit_status(), ReplayExit::Failure);
+    assert_eq!(s.exit_status(), ExitStatus::Failure);
     assert_eq!(s.exit_status().code(), 1);
     let text = s.to_text();
     assert_eq!(text.matches("NO FEED DATA: ").count(), 1, "{text}");
@@ -170,7 +171,7 @@ fn a_session_of_heartbeats_is_an_honest_empty_result_not_a_failure() {
     let replayed = replay("quiet.pcap", &bytes);
     let s = &replayed.summary;
     assert!(s.error.is_none(), "{:?}", s.error);
-    assert_eq!(s.exit_status(), ReplayExit::Success);
+    assert_eq!(s.exit_status(), ExitStatus::Success);
     assert!(s.no_messages.is_some());
     let text = s.to_text();
     assert!(
@@ -202,7 +203,7 @@ fn an_unsupported_link_beside_real_traffic_gets_a_warning_and_the_messages_count
         let s = &replayed.summary;
         assert_eq!(s.messages, 2);
         assert!(s.error.is_none(), "{:?}", s.error);
-        assert_eq!(s.exit_status(), ReplayExit::Success);
+        assert_eq!(s.exit_status(), ExitStatus::Success);
         let text = s.to_text();
         assert!(
             text.contains("WARNING: link type 105 (IEEE 802.11) is not supported")
@@ -267,7 +268,7 @@ fn a_read_error_is_carried_once_typed() {
         panic!("a truncated input is an input fault: {:?}", s.error);
     };
     assert_eq!((error.offset, error.index), (14, 2));
-    assert_eq!(s.exit_status(), ReplayExit::Failure);
+    assert_eq!(s.exit_status(), ExitStatus::Failure);
     let text = s.to_text();
     let said = error.to_string();
     assert_eq!(text.matches(&said).count(), 1, "{text}");

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use dbn::encode::{DbnEncoder, EncodeRecord};
 use dbn::{FlagSet, MappingInterval, MboMsg, Metadata, RecordHeader, SType, Schema, SymbolMapping};
 use ticklane_engine::book::BookConfig;
-use ticklane_engine::replay::{replay_file, ReplayExit, ReplayOptions, ReplaySummary};
+use ticklane_engine::exit_status::ExitStatus;
+use ticklane_engine::replay::{replay_file, ReplayOptions, ReplaySummary};
 
 const F_LAST: u8 = 1 << 7;
 /// DBN price units per dollar.
@@ -69,7 +70,7 @@ fn databento_test_files_replay_without_error() {
         // checking what Databento's own files exercise.
         let _ = writeln!(std::io::stderr(), "{}", summary.to_text());
         assert!(summary.error.is_none(), "{name}: {:?}", summary.error);
-        assert_eq!(summary.exit_status(), ReplayExit::Success, "{name}");
+        assert_eq!(summary.exit_status(), ExitStatus::Success, "{name}");
         let dbn = summary.dbn.expect("DBN counts");
         // Each file holds two MBO records (Databento's own fixture: two cancels of ESH1,
         // instrument 5482, read from the bytes above), and no other record.
@@ -347,7 +348,7 @@ fn truncated_dbn_names_the_offset_and_record() {
     );
     assert!(error.contains("10 bytes into a DBN record"), "{error}");
     assert_eq!(summary.messages, 1);
-    assert_eq!(summary.exit_status(), ReplayExit::Failure);
+    assert_eq!(summary.exit_status(), ExitStatus::Failure);
 }
 
 #[test]
@@ -433,7 +434,7 @@ fn an_input_cut_inside_an_event_applies_none_of_it_and_counts_it() {
         let error = summary.error.as_ref().expect("a cut input is an error");
         let error = error.to_string();
         assert!(error.contains(&says), "cut at {cut}: {error}");
-        assert_eq!(summary.exit_status(), ReplayExit::Failure, "cut at {cut}");
+        assert_eq!(summary.exit_status(), ExitStatus::Failure, "cut at {cut}");
         assert_eq!(book.lines().collect::<Vec<_>>(), before, "cut at {cut}");
         let rows: Vec<&str> = bbo.lines().skip(1).collect();
         assert_eq!(summary.bbo_rows, rows.len() as u64, "cut at {cut}: {bbo}");

@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use ticklane_engine::book::BookConfig;
-use ticklane_engine::replay::{replay_file, ReplayExit, ReplayOptions, ReplaySummary};
+use ticklane_engine::exit_status::ExitStatus;
+use ticklane_engine::replay::{replay_file, ReplayOptions, ReplaySummary};
 
 use crate::util;
 
@@ -54,9 +55,9 @@ fn live_nasdaq_captures_decode_with_their_gap() {
         assert_eq!(s.unknown_types, 0);
         // Only the capture with the gap declares loss, and that is its own exit status (3).
         let expected = if has_the_gap(file) {
-            ReplayExit::DeclaredLost
+            ExitStatus::DeclaredLost
         } else {
-            ReplayExit::Success
+            ExitStatus::Success
         };
         assert_eq!(s.exit_status(), expected, "{}", file.display());
         let p = s.packets.expect("pcap inputs report packets");

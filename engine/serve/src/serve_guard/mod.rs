@@ -47,7 +47,7 @@
 //!
 //! Three programs show the policy at work (their output is in `bench/README.md`):
 //! `reconnect_storm` simulates 2,000 clients against this `Admission`, `serve_storm` runs
-//! the same storm through the real server over loopback, and `engine/tests/serve_storm.rs`
+//! the same storm through the real server over loopback, and `engine/tests/it/serve_storm.rs`
 //! starts 300 clients at once against an accept rate of 60/s and checks every one is served.
 //!
 //! # Retry storms: why one layer retries
