@@ -25,7 +25,9 @@ use ticklane_engine::snapshot::{
 };
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
-use ticklane_feed::sim::{Faults, Interruption, MoldSimConfig, MoldSimulator, Rate, ReplyFault};
+use ticklane_feed::sim::{
+    Faults, Interruption, MessageLog, MoldSimConfig, MoldSimulator, Rate, ReplyFault,
+};
 use ticklane_testkit::loopback;
 
 use crate::util::{books, log};
@@ -76,6 +78,35 @@ fn spawn_line(
             &AtomicBool::new(false),
         )
     })
+}
+
+/// Runs `source` until its line ends, fed by a simulator sending `log` as `sim` says (its
+/// destination set to the source's socket, its request server given to the source), into
+/// a fresh snapshot; returns the run and a reader of the snapshot (the folder with it).
+fn run_to_end(
+    mut source: MoldSource,
+    log: &Arc<MessageLog>,
+    session: &[u8],
+    faults: Faults,
+) -> (LineRun, SnapshotReader, tempfile::TempDir) {
+    let mut sim = MoldSimConfig::new(
+        Session::new(session).expect("fits"),
+        source.local_addr().expect("bound"),
+    );
+    sim.rate = Rate::per_second(200_000);
+    sim.faults = faults;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("line.snap");
+    let writer = SnapshotWriter::create(&path, 256, DEPTH).expect("snapshot");
+    let reader = SnapshotReader::open(&path).expect("open snapshot");
+    let sim = MoldSimulator::start(Arc::clone(log), sim).expect("simulator");
+    source.set_request_server(sim.request_addr());
+    let run = spawn_line(source, writer)
+        .join()
+        .expect("line thread")
+        .expect("pipeline");
+    sim.stop().expect("simulator stops");
+    (run, reader, dir)
 }
 
 /// Polls `reader` until `done` holds for the header and every slot in use, or the deadline
@@ -251,26 +282,12 @@ fn a_line_that_joins_past_its_opening_flags_every_book_maybe_bad_without_countin
         ..RecoveryConfig::default()
     };
     let source = mold_line(Duration::from_secs(5), recovery);
-    let mut sim = MoldSimConfig::new(
-        Session::new(b"JOIN").expect("fits"),
-        source.local_addr().expect("bound"),
-    );
-    sim.rate = Rate::per_second(200_000);
-    sim.faults = Faults {
+    let started_ns = wall_clock_ns();
+    let faults = Faults {
         lose_sequences: Some((1, 500)),
         ..Faults::default()
     };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("join.snap");
-    let writer = SnapshotWriter::create(&path, 256, DEPTH).expect("snapshot");
-    let reader = SnapshotReader::open(&path).expect("open snapshot");
-    let started_ns = wall_clock_ns();
-    let sim = MoldSimulator::start(Arc::clone(&log), sim).expect("simulator");
-    let run = spawn_line(source, writer)
-        .join()
-        .expect("line thread")
-        .expect("pipeline");
-    sim.stop().expect("simulator stops");
+    let (run, reader, _dir) = run_to_end(source, &log, b"JOIN", faults);
     let LineSourceReport::Mold(report) = &run.report.source else {
         panic!("a MoldUDP64 report")
     };
@@ -297,21 +314,7 @@ fn a_line_that_joins_at_its_opening_leaves_the_books_unflagged() {
         ..RecoveryConfig::default()
     };
     let source = mold_line(Duration::from_secs(5), recovery);
-    let mut sim = MoldSimConfig::new(
-        Session::new(b"JOIN1").expect("fits"),
-        source.local_addr().expect("bound"),
-    );
-    sim.rate = Rate::per_second(200_000);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("join1.snap");
-    let writer = SnapshotWriter::create(&path, 256, DEPTH).expect("snapshot");
-    let reader = SnapshotReader::open(&path).expect("open snapshot");
-    let sim = MoldSimulator::start(Arc::clone(&log), sim).expect("simulator");
-    let run = spawn_line(source, writer)
-        .join()
-        .expect("line thread")
-        .expect("pipeline");
-    sim.stop().expect("simulator stops");
+    let (run, reader, _dir) = run_to_end(source, &log, b"JOIN1", Faults::default());
     let LineSourceReport::Mold(report) = &run.report.source else {
         panic!("a MoldUDP64 report")
     };
@@ -335,28 +338,13 @@ fn a_line_waiting_out_its_gaps_after_the_end_of_session_is_not_stale() {
         gap_deadline: Duration::from_millis(2_500),
         ..RecoveryConfig::default()
     };
-    let mut source = mold_line(silence_timeout, recovery);
-    let mut sim = MoldSimConfig::new(
-        Session::new(b"ENDGAP").expect("fits"),
-        source.local_addr().expect("bound"),
-    );
-    sim.rate = Rate::per_second(200_000);
-    sim.faults = Faults {
+    let source = mold_line(silence_timeout, recovery);
+    let faults = Faults {
         lose_sequences: Some((19_000, 19_200)),
         replies: ReplyFault::Silent,
         ..Faults::default()
     };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("endgap.snap");
-    let writer = SnapshotWriter::create(&path, 256, DEPTH).expect("snapshot");
-    let reader = SnapshotReader::open(&path).expect("open snapshot");
-    let sim = MoldSimulator::start(Arc::clone(&log), sim).expect("simulator");
-    source.set_request_server(sim.request_addr());
-    let run = spawn_line(source, writer)
-        .join()
-        .expect("line thread")
-        .expect("pipeline");
-    sim.stop().expect("simulator stops");
+    let (run, reader, _dir) = run_to_end(source, &log, b"ENDGAP", faults);
     assert_eq!(*run.report.source.end(), SourceEnd::EndOfSession);
     let LineSourceReport::Mold(report) = &run.report.source else {
         panic!("a MoldUDP64 report")
