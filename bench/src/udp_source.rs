@@ -22,14 +22,14 @@ use ticklane_engine::pipeline::{
 };
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
-use ticklane_feed::sim::{MessageLog, MoldSimConfig, MoldSimulator, Rate, SimStats};
+use ticklane_feed::sim::{MessageLog, MoldSimConfig, MoldSimulator, Rate, SimCounts};
 
 /// What the UDP source did: the reader's report and the simulator's counters.
 pub struct UdpReport {
     /// The engine's MoldUDP64 reader.
     pub source: MoldSourceReport,
     /// The simulator's counters, or why it failed.
-    pub sim: Result<SimStats, String>,
+    pub sim: Result<SimCounts, String>,
 }
 
 /// A `MoldSource` with its simulator; the simulator is stopped when the source ends.

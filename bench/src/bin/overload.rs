@@ -22,7 +22,7 @@ use ticklane_engine::book::{Applier, NoBbo};
 use ticklane_engine::book::{BookConfig, Books};
 use ticklane_engine::clock::Clock;
 use ticklane_engine::overload::{
-    Change, OverloadConfig, OverloadCounters, SheddingPublisher, StateSink,
+    Change, OverloadConfig, OverloadCounts, SheddingPublisher, StateSink,
 };
 use ticklane_engine::pipeline::{
     human_ns, new_histogram, BookStage, Frame, Percentiles, WaitStrategy,
@@ -219,7 +219,7 @@ struct RunResult {
     staleness: Percentiles,
     windows: Vec<Percentiles>,
     source: SourceReport,
-    counters: OverloadCounters,
+    counters: OverloadCounts,
     applied: u64,
 }
 
@@ -463,7 +463,7 @@ mod virtual_time {
         apply_ns: u64,
         rate: f64,
         messages: usize,
-    ) -> (Percentiles, usize, OverloadCounters) {
+    ) -> (Percentiles, usize, OverloadCounts) {
         let now = Rc::new(Cell::new(1u64));
         let sink = VirtualSink {
             now: Rc::clone(&now),

@@ -45,7 +45,7 @@ impl Default for BookConfig {
 
 /// What the books counted: every message that could not be applied as sent is here.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BookCounters {
+pub struct BookCounts {
     /// E, C, X, D or U naming a reference that is not live (a capture that starts mid-day).
     pub unknown_refs: u64,
     /// Adds (A, F, and the new half of U) rejected, for any of the reasons below.
@@ -123,7 +123,7 @@ pub struct Books {
     symbols: Vec<Stock>,
     /// Latest `H` trading state per locate (0 when none seen).
     trading_states: Vec<u8>,
-    counters: BookCounters,
+    counters: BookCounts,
 }
 
 #[inline(always)]
@@ -158,7 +158,7 @@ impl Books {
             levels: bytemuck::zeroed_vec(level_count),
             symbols: vec![Stock::default(); LOCATES],
             trading_states: vec![0; LOCATES],
-            counters: BookCounters::default(),
+            counters: BookCounts::default(),
         })
     }
 
@@ -168,7 +168,7 @@ impl Books {
     }
 
     /// What was counted so far.
-    pub fn counters(&self) -> BookCounters {
+    pub fn counters(&self) -> BookCounts {
         self.counters
     }
 
@@ -411,7 +411,7 @@ impl Books {
     }
 
     #[inline(always)]
-    fn reject(&mut self, reason: impl FnOnce(&mut BookCounters) -> &mut u64) {
+    fn reject(&mut self, reason: impl FnOnce(&mut BookCounts) -> &mut u64) {
         self.counters.rejected += 1;
         *reason(&mut self.counters) += 1;
     }

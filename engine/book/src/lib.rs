@@ -4,7 +4,7 @@
 //! # The book rules
 //!
 //! A book is kept exactly as the feed says, and every message it could not apply as sent is
-//! counted ([`BookCounters`]), never dropped in silence. The CSV, DBN, Parquet and snapshot
+//! counted ([`BookCounts`]), never dropped in silence. The CSV, DBN, Parquet and snapshot
 //! outputs, the naive model in `tests/tests/it/book_model.rs` and the itch-book oracle all rest
 //! on these rules:
 //!
@@ -55,7 +55,7 @@ mod zeroed_pages;
 
 pub use apply::{Applied, Applier, ApplyError, NoBbo};
 pub use bbo_row::{BboRow, BboSink};
-pub use books::{BookChange, BookConfig, BookCounters, Books};
+pub use books::{BookChange, BookConfig, BookCounts, Books};
 pub use ladder::{LadderFull, LadderView, Level, LevelView, PriceLadder, Touched};
 pub use mbo::{
     MboApplier, MboCounts, ACTIONS as MBO_ACTIONS, F_LAST, F_MAYBE_BAD_BOOK, F_SNAPSHOT,

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use ticklane_feed::capture::{CaptureError, CaptureReader, CaptureStats, InputFormat, NoMessages};
+use ticklane_feed::capture::{CaptureCounts, CaptureError, CaptureReader, InputFormat, NoMessages};
 use ticklane_feed::itch::{Nanos, WireField};
 use ticklane_feed::moldudp64::GapRange;
 
@@ -52,7 +52,7 @@ pub struct CaptureSourceReport {
     pub messages: u64,
     /// The reader's counters at the end; their `gap_ranges` are empty here: the ranges are
     /// in [`CaptureSourceReport::gap_ranges`] (see [`CaptureSourceReport::stats`]).
-    pub counts: CaptureStats<'static>,
+    pub counts: CaptureCounts<'static>,
     /// The first ranges the MoldUDP64 sequencer declared lost.
     pub gap_ranges: Vec<GapRange>,
     /// Why the input yielded no message although it read to its end, if it did not.
@@ -63,8 +63,8 @@ pub struct CaptureSourceReport {
 
 impl CaptureSourceReport {
     /// The reader's counters at the end, gap ranges included.
-    pub fn stats(&self) -> CaptureStats<'_> {
-        CaptureStats {
+    pub fn stats(&self) -> CaptureCounts<'_> {
+        CaptureCounts {
             gap_ranges: &self.gap_ranges,
             ..self.counts
         }
@@ -256,7 +256,7 @@ fn report(
     CaptureSourceReport {
         format: reader.format(),
         messages,
-        counts: CaptureStats {
+        counts: CaptureCounts {
             gap_ranges: &[],
             ..stats
         },

@@ -22,7 +22,7 @@ use ticklane_feed::itch::{DecodeError, Message};
 
 use super::contract_violations::{ContractViolations, ViolationAt, ViolationKind};
 use crate::health::{Condition, Health};
-use crate::overload::SharedCounters;
+use crate::overload::OverloadCounters;
 use ticklane_book::publish::{Arrival, DeclaredLoss, FeedState, LateJoin, Publisher};
 use ticklane_book::{Applied, Books};
 use ticklane_snapshot::wall_clock_ns;
@@ -33,7 +33,7 @@ pub struct HealthWatch<P: Publisher> {
     health: Option<Arc<Health>>,
     violations: Arc<ContractViolations>,
     /// The overload counters of the publisher inside, for its refused publications.
-    overload: Option<Arc<SharedCounters>>,
+    overload: Option<Arc<OverloadCounters>>,
     /// Whether `Starting` is still to be cleared.
     starting: bool,
     /// Whether a Silent line has no way back but the feed itself (MoldUDP64).
@@ -67,7 +67,7 @@ impl<P: Publisher> HealthWatch<P> {
 
     /// Also raises `PublicationsMissed` when `overload` counts a publication the snapshot
     /// had no room for.
-    pub fn with_overload(mut self, overload: Arc<SharedCounters>) -> Self {
+    pub fn with_overload(mut self, overload: Arc<OverloadCounters>) -> Self {
         self.overload = Some(overload);
         self
     }
@@ -190,7 +190,7 @@ impl<P: Publisher> Publisher for HealthWatch<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::overload::OverloadCounters;
+    use crate::overload::OverloadCounts;
     use ticklane_book::publish::NoPublisher;
     use ticklane_book::{Applier, BookConfig, NoBbo};
 
@@ -295,13 +295,13 @@ mod tests {
     #[test]
     fn a_refused_publication_raises_publications_missed() {
         let (w, h, books) = watch();
-        let counters = Arc::new(SharedCounters::default());
+        let counters = Arc::new(OverloadCounters::default());
         let mut w = w.with_overload(Arc::clone(&counters));
         w.batch_end(&books, 1);
         assert!(!h.is_raised(Condition::PublicationsMissed));
-        counters.store(&OverloadCounters {
+        counters.store(&OverloadCounts {
             snapshot_full: 1,
-            ..OverloadCounters::default()
+            ..OverloadCounts::default()
         });
         w.batch_end(&books, 2);
         assert!(h.is_raised(Condition::PublicationsMissed));

@@ -50,7 +50,7 @@ pub use latency::{
     human_ns, new_histogram, LatencyGroup, Percentiles, StageLatency, LATENCY_GROUP,
 };
 pub use latency_gauges::{LatencyGauges, LatencyNow, LatencyPublisher, PUBLISH_EVERY_NS};
-pub use line_counters::{LineCounters, LineCountersWriter, LineCountsNow, COPY_EVERY_NS};
+pub use line_counters::{LineCounters, LineCountersWriter, LineCounts, COPY_EVERY_NS};
 pub use line_guard::{
     retransmission_counts, GuardHandles, LineCalls, LineGuard, DEFAULT_LINE_BREAKER,
 };

@@ -2,7 +2,7 @@
 //! that the reader stage copies its own stats into at most about once a millisecond (never
 //! per message), and that the metrics endpoint reads.
 //!
-//! The reader keeps the authoritative counts in its own structs (`RecoveryStats`, the
+//! The reader keeps the authoritative counts in its own structs (`RecoveryCounts`, the
 //! SoupBinTCP report); this block is a copy, each value individually current, the set not one
 //! atomic snapshot (metrics do not need one). `LineCounters` is `Send` and `Sync`: share it in
 //! an `Arc`. [`LineCountersWriter`] is the reader's side: `Send` but not `Sync`, it stays on
@@ -12,7 +12,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ticklane_feed::moldudp64::RecoveryStats;
+use ticklane_feed::moldudp64::RecoveryCounts;
 
 use super::soup_source::SoupSourceReport;
 
@@ -48,7 +48,7 @@ pub struct LineCounters {
 
 /// A copy of a line's counters at one moment (what [`LineCounters::load`] returns).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LineCountsNow {
+pub struct LineCounts {
     /// Messages pushed into the ring.
     pub messages: u64,
     /// Packets received (MoldUDP64; heartbeats included). 0 for SoupBinTCP.
@@ -100,7 +100,7 @@ impl LineCounters {
     }
 
     /// Copies a MoldUDP64 reader's stats in.
-    pub fn store_mold(&self, stats: &RecoveryStats, messages: u64) {
+    pub fn store_mold(&self, stats: &RecoveryCounts, messages: u64) {
         let set = |cell: &AtomicU64, v: u64| cell.store(v, Ordering::Relaxed);
         set(&self.messages, messages);
         set(&self.packets, stats.packets);
@@ -138,9 +138,9 @@ impl LineCounters {
     }
 
     /// Reads every counter.
-    pub fn load(&self) -> LineCountsNow {
+    pub fn load(&self) -> LineCounts {
         let get = |cell: &AtomicU64| cell.load(Ordering::Relaxed);
-        LineCountsNow {
+        LineCounts {
             messages: get(&self.messages),
             packets: get(&self.packets),
             gaps_detected: get(&self.gaps_detected),
@@ -224,7 +224,7 @@ mod tests {
     fn a_mold_copy_carries_each_stat_to_its_own_counter() {
         let c = LineCounters::new();
         // Distinct values per field, so a field copied into the wrong cell shows.
-        let stats = RecoveryStats {
+        let stats = RecoveryCounts {
             packets: 11,
             gaps: 12,
             recovered: 13,
@@ -244,12 +244,12 @@ mod tests {
             store_packets: 27,
             store_capacity: 28,
             packets_deferred: 29,
-            ..RecoveryStats::default()
+            ..RecoveryCounts::default()
         };
         c.store_mold(&stats, 10);
         assert_eq!(
             c.load(),
-            LineCountsNow {
+            LineCounts {
                 messages: 10,
                 packets: 11,
                 gaps_detected: 12,

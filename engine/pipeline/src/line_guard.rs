@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ticklane_feed::moldudp64::{MoldRecovery, RecoveryStats};
+use ticklane_feed::moldudp64::{MoldRecovery, RecoveryCounts};
 use ticklane_feed::resilience::{Breaker, BreakerConfig, BreakerState, CallOutcome};
 
 use super::source_end::DropReason;
@@ -278,7 +278,7 @@ pub fn drop_is_fault(reason: &DropReason) -> bool {
 
 /// The retransmission server's storm counters: a call is one try of one gap, its identity
 /// the gap's range.
-pub fn retransmission_counts(s: &RecoveryStats) -> DependencyCounts {
+pub fn retransmission_counts(s: &RecoveryCounts) -> DependencyCounts {
     DependencyCounts {
         calls: s.first_requests + s.retries,
         distinct: s.ranges_requested,

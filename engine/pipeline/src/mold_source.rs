@@ -9,7 +9,7 @@ use std::time::Duration;
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::moldudp64::{
     Delivered, GapRange, LossReason, LostRanges, MoldError, MoldRecovery, Packet, PacketKind,
-    RecoveryConfig, RecoverySink, RecoveryStats, RetransmitRequest,
+    RecoveryConfig, RecoveryCounts, RecoverySink, RetransmitRequest,
 };
 use ticklane_feed::net::{
     FeedKeys, NetError, OsError, SocketError, SocketErrorCounts, UdpFeed, UdpFeedConfig,
@@ -102,7 +102,7 @@ impl Default for MoldFeedConfig {
 #[derive(Debug, Default)]
 pub struct MoldSourceReport {
     /// Recovery counters: packets, gaps, requests, recovered and lost messages, duplicates.
-    pub recovery: RecoveryStats,
+    pub recovery: RecoveryCounts,
     /// Messages pushed into the ring.
     pub messages: u64,
     /// Every range declared lost (adjacent ones merged), however many: each declared after

@@ -17,13 +17,13 @@ use std::time::Duration;
 use ticklane_feed::moldudp64::{GapRange, RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::sim::{
-    Faults, GenConfig, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimError, SimStats,
+    Faults, GenConfig, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimCounts, SimError,
 };
 
 use crate::book::{Applier, NoBbo};
 use crate::book::{BookConfig, Books};
 use crate::csv::{write_book_csv, write_snapshot_book_csv};
-use crate::overload::{OverloadConfig, OverloadCounters};
+use crate::overload::{OverloadConfig, OverloadCounts};
 use crate::pipeline::{MoldFeedConfig, MoldSource, Percentiles, PipelineConfig, SourceEnd};
 use crate::snapshot::{remove_snapshot_files, SnapshotError, SnapshotReader, SnapshotWriter};
 
@@ -62,7 +62,7 @@ impl Default for DemoConfig {
 /// What the demo did.
 pub struct DemoReport {
     /// The simulator's counters.
-    pub sim: SimStats,
+    pub sim: SimCounts,
     /// The reader's counters (packets, gaps, recovered, lost).
     pub source: LineSourceReport,
     /// Messages the book thread applied.
@@ -74,7 +74,7 @@ pub struct DemoReport {
     /// Receive to applied.
     pub receive_to_applied: Percentiles,
     /// What overload control did.
-    pub overload: Option<OverloadCounters>,
+    pub overload: Option<OverloadCounts>,
     /// The snapshot's books against a plain replay of the messages the line delivered.
     pub transport: TransportCheck,
     /// Whether a stop request (a signal) ended the line before the end of session.

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use ticklane_feed::moldudp64::Session;
 use ticklane_feed::sim::{
-    Faults, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimError, SimStats,
-    SoupSimConfig, SoupSimStats, SoupSimulator,
+    Faults, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimCounts, SimError,
+    SoupSimConfig, SoupSimCounts, SoupSimulator,
 };
 use ticklane_feed::soupbintcp::Credentials;
 
@@ -55,9 +55,9 @@ pub struct ExchangeSim {
 #[derive(Clone, Copy, Debug)]
 pub struct ExchangeSimReport {
     /// The MoldUDP64 stream's counters, if it ran.
-    pub mold: Option<SimStats>,
+    pub mold: Option<SimCounts>,
     /// The SoupBinTCP server's counters, if it ran.
-    pub soup: Option<SoupSimStats>,
+    pub soup: Option<SoupSimCounts>,
 }
 
 impl ExchangeSim {
@@ -111,7 +111,7 @@ impl ExchangeSim {
     }
 
     /// The MoldUDP64 stream's counters now, when it is served.
-    pub fn mold_stats(&self) -> Option<SimStats> {
+    pub fn mold_stats(&self) -> Option<SimCounts> {
         self.mold.as_ref().map(MoldSimulator::stats)
     }
 

@@ -10,7 +10,7 @@ use crate::clock::Clock;
 use crate::config::FeedConfig;
 use crate::health::Health;
 use crate::overload::{
-    EventFanout, OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink,
+    EventFanout, OverloadConfig, OverloadCounts, SheddingPublisher, SnapshotSink,
 };
 use crate::pipeline::{
     run_pipeline_with_latency, ContractViolations, FrameProducer, FrameSource, GuardHandles,
@@ -137,7 +137,7 @@ pub struct LineRun {
     /// Reader and book thread reports.
     pub report: LineReport,
     /// Published, shed, conflated, expired, time in overload, maximum sojourn.
-    pub overload: Option<OverloadCounters>,
+    pub overload: Option<OverloadCounts>,
     /// Input that broke the protocol, by kind (never retried; health Degraded).
     pub violations: ViolationCounts,
 }

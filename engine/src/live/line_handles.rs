@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::config::FeedConfig;
 use crate::dependency::{Dependency, DependencyKind};
 use crate::health::Health;
-use crate::overload::SharedCounters;
+use crate::overload::OverloadCounters;
 use crate::pipeline::{GuardHandles, LatencyGauges, LineCounters};
 
 /// Suffix of a line's retransmission server's dependency name (`{feed}.retransmission`).
@@ -22,7 +22,7 @@ pub struct LineHandles {
     /// The reader's counters.
     pub counters: Arc<LineCounters>,
     /// The publisher's overload counters.
-    pub overload: Arc<SharedCounters>,
+    pub overload: Arc<OverloadCounters>,
     /// The book thread's receive-to-applied latency percentiles.
     pub latency: Arc<LatencyGauges>,
     /// The line itself (named as the feed), then its retransmission server if it has one.
@@ -42,7 +42,7 @@ impl LineHandles {
         LineHandles {
             name: name.to_owned(),
             counters: Arc::new(LineCounters::new()),
-            overload: Arc::new(SharedCounters::default()),
+            overload: Arc::new(OverloadCounters::default()),
             latency: Arc::new(LatencyGauges::new()),
             dependencies,
         }

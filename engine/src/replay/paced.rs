@@ -23,7 +23,7 @@ use super::run::{with_failure_summary, ReplayError, ReplayOptions};
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::Books;
 use crate::csv::write_book_csv;
-use crate::overload::{OverloadConfig, OverloadCounters, SheddingPublisher, SnapshotSink};
+use crate::overload::{OverloadConfig, OverloadCounts, SheddingPublisher, SnapshotSink};
 use crate::pipeline::{
     run_pipeline, CaptureSource, Pace, Percentiles, PipelineConfig, PipelineReport,
 };
@@ -50,7 +50,7 @@ pub struct PacedOutcome {
     /// The final books.
     pub books: Books,
     /// What overload control did, when publishing into a snapshot.
-    pub overload: Option<OverloadCounters>,
+    pub overload: Option<OverloadCounts>,
 }
 
 /// Replays `opts.input` through the pipeline at `pace`. `opts.bbo_out` is not supported

@@ -34,10 +34,12 @@
 
 use std::fmt::{self, Write as _};
 
-use ticklane_feed::capture::{CaptureStats, DbnStats, InputFormat, NoMessages, UnsupportedLink};
+use ticklane_feed::capture::{
+    CaptureCounts, DbnRecordCounts, InputFormat, NoMessages, UnsupportedLink,
+};
 
 use super::fault::ReplayFault;
-use crate::book::{BookCounters, MboCounts, TypeCounts, MBO_ACTIONS};
+use crate::book::{BookCounts, MboCounts, TypeCounts, MBO_ACTIONS};
 use crate::digit_groups::group;
 use crate::exit_status::ExitStatus;
 
@@ -80,7 +82,7 @@ pub struct PacketCounts {
 
 impl PacketCounts {
     /// The packet-level part of a capture reader's counters.
-    pub fn of(stats: &CaptureStats<'_>) -> Self {
+    pub fn of(stats: &CaptureCounts<'_>) -> Self {
         PacketCounts {
             packets: stats.packets,
             mold_packets: stats.mold_packets,
@@ -103,7 +105,7 @@ impl PacketCounts {
     }
 
     /// The counts of `stats` if `format` is a packet capture, else `None`.
-    pub fn of_capture(format: InputFormat, stats: &CaptureStats<'_>) -> Option<Self> {
+    pub fn of_capture(format: InputFormat, stats: &CaptureCounts<'_>) -> Option<Self> {
         matches!(format, InputFormat::Pcap | InputFormat::PcapNg).then(|| Self::of(stats))
     }
 }
@@ -112,7 +114,7 @@ impl PacketCounts {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DbnCounts {
     /// What the DBN reader counted.
-    pub reader: DbnStats,
+    pub reader: DbnRecordCounts,
     /// What the MBO translation counted.
     pub mbo: MboCounts,
     /// The session the rows are stamped in (ns since its New York midnight), if one was
@@ -214,7 +216,7 @@ pub struct ReplaySummary {
     /// Length-framed messages of a type ITCH 5.0 does not define.
     pub unknown_types: u64,
     /// What the books counted.
-    pub book: BookCounters,
+    pub book: BookCounts,
     /// Books crossed at the end.
     pub crossed_books_end: u64,
     /// Orders live at the end.

@@ -69,7 +69,7 @@ use super::run::{
     ReplayError, ReplayOptions, PROGRESS_EVERY,
 };
 use super::summary::{PacketCounts, ReplaySummary};
-use crate::book::{BookCounters, Books, TypeCounts};
+use crate::book::{BookCounts, Books, TypeCounts};
 use crate::csv::{write_partitioned_book_csv, CsvBuffer, BBO_HEADER};
 use crate::dbn_out::{DbnOutOptions, DbnSchema, FeedStamp, InputEnd, ItchDataset, MergedDbnOut};
 use crate::parquet_out::{BboParquet, Mbp10Parquet, ParquetOutError, ParquetSchema};
@@ -171,10 +171,10 @@ fn check(bytes: &[u8]) -> Result<u16, DecodeError> {
     }
 }
 
-fn sum_counters(parts: &[BookCounters], live_orders_peak: u64) -> BookCounters {
-    let mut c = BookCounters {
+fn sum_counters(parts: &[BookCounts], live_orders_peak: u64) -> BookCounts {
+    let mut c = BookCounts {
         live_orders_peak,
-        ..BookCounters::default()
+        ..BookCounts::default()
     };
     for p in parts {
         c.unknown_refs += p.unknown_refs;
@@ -455,7 +455,7 @@ fn replay_partitioned(
             *sum += n;
         }
     }
-    let counters: Vec<BookCounters> = parts.iter().map(|p| p.books.counters()).collect();
+    let counters: Vec<BookCounts> = parts.iter().map(|p| p.books.counters()).collect();
     let messages = parts.iter().map(|p| p.messages).sum::<u64>() + unknown_types;
     let bbo_rows = parts.iter().map(|p| p.bbo_rows).sum();
     // The metadata ends at the last message the schema writers saw, as on one thread.

@@ -24,7 +24,7 @@ use every_event::EveryEvent;
 use crate::book::{Books, LevelView, Side};
 use crate::config::{FeedConfig, RunConfig};
 use crate::overload::{
-    Change, Event, EventBody, OverloadConfig, OverloadCounters, RecvError, SheddingPublisher,
+    Change, Event, EventBody, OverloadConfig, OverloadCounts, RecvError, SheddingPublisher,
     SnapshotSink, StateSink, SubscriberConfig, SubscriberHub,
 };
 use crate::pipeline::{
@@ -89,7 +89,7 @@ pub struct TailReport {
     /// capture: its consumer is waited for).
     pub resubscribed: u64,
     /// The overload counters of the run (all 0 for a capture: nothing is shed).
-    pub counters: OverloadCounters,
+    pub counters: OverloadCounts,
     /// Symbols asked for with `--symbols` that the feed never named.
     pub unseen_symbols: Vec<String>,
     /// Why a capture yielded no message, if it read to its end without one.
@@ -341,7 +341,7 @@ fn tail_source<S: FrameSource>(
             out.flush()?;
             Ok((printed, resubscribed))
         });
-        let ran = |r: crate::pipeline::PipelineReport<S::Report>, counters: OverloadCounters| {
+        let ran = |r: crate::pipeline::PipelineReport<S::Report>, counters: OverloadCounts| {
             (
                 r.book.messages,
                 counters,

@@ -43,7 +43,7 @@
 
 use std::io::{self, Write};
 
-use crate::overload::OverloadCounters;
+use crate::overload::OverloadCounts;
 use ticklane_feed::moldudp64::{LostRange, LostRanges};
 
 use crate::pipeline::{KernelOverruns, MoldSourceReport, Percentiles, SoupSourceReport};
@@ -77,7 +77,7 @@ pub fn write_latency(out: &mut impl Write, name: &str, p: &Percentiles) -> io::R
 /// # Errors
 ///
 /// Whatever `out` returns.
-pub fn write_overload(out: &mut impl Write, counters: Option<&OverloadCounters>) -> io::Result<()> {
+pub fn write_overload(out: &mut impl Write, counters: Option<&OverloadCounts>) -> io::Result<()> {
     if let Some(c) = counters {
         writeln!(out, "  overload     {}", c.to_text())?;
     }
@@ -278,7 +278,7 @@ pub fn write_soup_source(out: &mut impl Write, r: &SoupSourceReport) -> io::Resu
 mod tests {
     use super::*;
     use crate::pipeline::SourceEnd;
-    use ticklane_feed::moldudp64::{GapRange, LossReason, RecoveryStats};
+    use ticklane_feed::moldudp64::{GapRange, LossReason, RecoveryCounts};
 
     fn lost(ranges: &[(u64, u64)]) -> LostRanges {
         let mut l = LostRanges::default();
@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn a_lossy_mold_line_names_each_lost_range() {
         let report = MoldSourceReport {
-            recovery: RecoveryStats {
+            recovery: RecoveryCounts {
                 packets: 12_345,
                 gaps: 3,
                 recovered: 1_000,
@@ -307,7 +307,7 @@ mod tests {
                 gaps_recovered: 2,
                 recover_p50: std::time::Duration::from_micros(1_500),
                 recover_max: std::time::Duration::from_millis(40),
-                ..RecoveryStats::default()
+                ..RecoveryCounts::default()
             },
             messages: 99_000,
             lost: lost(&[(10, 12), (50, 53)]),
@@ -348,12 +348,12 @@ mod tests {
     #[test]
     fn an_ab_line_says_which_recovered_messages_were_retransmitted() {
         let report = MoldSourceReport {
-            recovery: RecoveryStats {
+            recovery: RecoveryCounts {
                 packets: 9_000,
                 gaps: 50,
                 recovered: 2_076,
                 requests_sent: 50,
-                ..RecoveryStats::default()
+                ..RecoveryCounts::default()
             },
             lines: Some(crate::pipeline::ArbitrationReport {
                 retransmitted_won: 2_034,
@@ -434,7 +434,7 @@ mod tests {
             "{line}"
         );
         assert_eq!(text(|out| write_overload(out, None)), "");
-        let c = OverloadCounters::default();
+        let c = OverloadCounts::default();
         assert!(text(|out| write_overload(out, Some(&c))).starts_with("  overload     published=0"));
     }
 }

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use ticklane_feed::sim::{SimStats, SoupSimStats};
+use ticklane_feed::sim::{SimCounts, SoupSimCounts};
 
 use crate::digit_groups::group;
 
@@ -11,7 +11,7 @@ use crate::digit_groups::group;
 /// # Errors
 ///
 /// Whatever `out` returns.
-pub fn write_mold_sim_stats(out: &mut impl Write, s: &SimStats) -> io::Result<()> {
+pub fn write_mold_sim_stats(out: &mut impl Write, s: &SimCounts) -> io::Result<()> {
     writeln!(
         out,
         "MoldUDP64: {} messages in {} packets; dropped {}, duplicated {}, reordered {}; resent {} on {} requests",
@@ -40,7 +40,7 @@ pub fn write_mold_sim_stats(out: &mut impl Write, s: &SimStats) -> io::Result<()
 /// # Errors
 ///
 /// Whatever `out` returns.
-pub fn write_soup_sim_stats(out: &mut impl Write, s: &SoupSimStats) -> io::Result<()> {
+pub fn write_soup_sim_stats(out: &mut impl Write, s: &SoupSimCounts) -> io::Result<()> {
     writeln!(
         out,
         "SoupBinTCP: {} logins, {} messages sent, {} disconnects",
@@ -56,13 +56,13 @@ mod tests {
 
     #[test]
     fn mold_and_soup_lines() {
-        let mold = SimStats {
+        let mold = SimCounts {
             messages_sent: 150_000,
             packets_sent: 4_321,
             packets_dropped: 43,
             messages_retransmitted: 1_502,
             retransmit_requests: 40,
-            ..SimStats::default()
+            ..SimCounts::default()
         };
         let mut out = Vec::new();
         write_mold_sim_stats(&mut out, &mold).expect("Vec");
@@ -70,11 +70,11 @@ mod tests {
             String::from_utf8(out).expect("UTF-8"),
             "MoldUDP64: 150,000 messages in 4,321 packets; dropped 43, duplicated 0, reordered 0; resent 1,502 on 40 requests\n"
         );
-        let soup = SoupSimStats {
+        let soup = SoupSimCounts {
             logins: 2,
             messages_sent: 1_000,
             disconnects: 1,
-            ..SoupSimStats::default()
+            ..SoupSimCounts::default()
         };
         let mut out = Vec::new();
         write_soup_sim_stats(&mut out, &soup).expect("Vec");

@@ -37,14 +37,14 @@ pub enum DbnItem {
     Symbol {
         /// The instrument.
         instrument_id: u32,
-        /// Its symbol, space padded (see [`DbnStats::long_symbols`]).
+        /// Its symbol, space padded (see [`DbnRecordCounts::long_symbols`]).
         symbol: Stock,
     },
 }
 
 /// Counters of a DBN read so far.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DbnStats {
+pub struct DbnRecordCounts {
     /// Records read, of any type.
     pub records: u64,
     /// MBO records yielded.
@@ -108,7 +108,7 @@ pub struct DbnMboReader {
     end: Option<u64>,
     /// Decompressed offset of the next record.
     next_offset: u64,
-    stats: DbnStats,
+    stats: DbnRecordCounts,
     done: bool,
     /// Where the MBO records after the last `F_LAST` one begin, and how many there are: an
     /// input that ends with some is cut inside an event.
@@ -183,7 +183,7 @@ impl DbnMboReader {
                 return Err(fail(0, CaptureErrorKind::DbnSchema(schema.to_string())));
             }
         }
-        let mut stats = DbnStats::default();
+        let mut stats = DbnRecordCounts::default();
         let mut symbols = Vec::new();
         for mapping in &metadata.mappings {
             // With `stype_out` instrument id, each interval's symbol is the id; the first
@@ -234,7 +234,7 @@ impl DbnMboReader {
     }
 
     /// Counters so far.
-    pub fn stats(&self) -> DbnStats {
+    pub fn stats(&self) -> DbnRecordCounts {
         self.stats
     }
 
@@ -371,7 +371,7 @@ impl DbnMboReader {
 }
 
 /// `text` as an ITCH stock field, cut to 8 bytes (counted) when longer.
-fn stock(text: &str, stats: &mut DbnStats) -> Stock {
+fn stock(text: &str, stats: &mut DbnRecordCounts) -> Stock {
     let bytes = text.as_bytes();
     if bytes.len() > 8 {
         stats.long_symbols += 1;

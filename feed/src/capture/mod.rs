@@ -56,7 +56,7 @@ mod pcapng;
 mod read_thread;
 mod window;
 
-pub use dbn_mbo::{DbnItem, DbnMboReader, DbnStats, MboRecord};
+pub use dbn_mbo::{DbnItem, DbnMboReader, DbnRecordCounts, MboRecord};
 pub use error::{CaptureError, CaptureErrorKind, IoOp};
 pub use frames::{Frames, FramesAhead, FramesRead};
 pub use link::LinkType;
@@ -168,7 +168,7 @@ pub struct RawMessage<'a> {
 
 /// Counters for a read so far, for summaries and progress.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CaptureStats<'a> {
+pub struct CaptureCounts<'a> {
     /// Messages yielded.
     pub messages: u64,
     /// Captured frames read (pcap records, pcapng packet blocks); 0 for ITCH50 files.
@@ -494,11 +494,11 @@ impl CaptureReader {
     }
 
     /// Counters so far; gap ranges are borrowed from the reader.
-    pub fn stats(&self) -> CaptureStats<'_> {
-        let mut stats = CaptureStats {
+    pub fn stats(&self) -> CaptureCounts<'_> {
+        let mut stats = CaptureCounts {
             messages: self.yielded,
             bytes_total: self.bytes_total,
-            ..CaptureStats::default()
+            ..CaptureCounts::default()
         };
         let tally = match &self.inner {
             Inner::Itch50(r) => {

@@ -7,7 +7,7 @@
 use std::fmt;
 
 use super::link::LinkType;
-use super::CaptureStats;
+use super::CaptureCounts;
 
 /// Frames on a link type the reader does not unwrap (pcapng interfaces; a pcap file with one
 /// fails to open instead).
@@ -21,7 +21,7 @@ pub struct UnsupportedLink {
 
 impl UnsupportedLink {
     /// The unsupported-link part of `stats`, if any frame was skipped for its link type.
-    pub fn of(stats: &CaptureStats<'_>) -> Option<Self> {
+    pub fn of(stats: &CaptureCounts<'_>) -> Option<Self> {
         let linktype = stats.unsupported_link_type?;
         Some(UnsupportedLink {
             linktype,
@@ -76,7 +76,7 @@ pub enum NoMessages {
 
 impl NoMessages {
     /// Which case `stats` (of a read that ended cleanly with no message) is.
-    pub(crate) fn of(stats: &CaptureStats<'_>) -> Self {
+    pub(crate) fn of(stats: &CaptureCounts<'_>) -> Self {
         if stats.bytes_consumed == 0 {
             NoMessages::EmptyInput
         } else if stats.packets == 0 {

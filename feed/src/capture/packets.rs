@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::error::Fault;
 use super::link::{self, Skip};
 use super::window::Window;
-use super::{CaptureStats, Located};
+use super::{CaptureCounts, Located};
 use crate::moldudp64::{
     Delivered, GapRange, LossReason, MoldRecovery, Origin, Packet, RecoveryConfig, RecoverySink,
     RetransmitRequest, MAX_MESSAGES,
@@ -273,7 +273,7 @@ impl<F: FrameSource> PacketStream<F> {
         self.sequencer.stats().messages_lost
     }
 
-    pub(crate) fn add_stats<'a>(&'a self, stats: &mut CaptureStats<'a>) {
+    pub(crate) fn add_stats<'a>(&'a self, stats: &mut CaptureCounts<'a>) {
         let s = self.sequencer.stats();
         stats.packets = self.counts.packets;
         stats.mold_packets = self.counts.mold_packets;

@@ -66,7 +66,7 @@ pub use packet::{
     HEARTBEAT_COUNT, MAX_MESSAGES, SESSION_LEN,
 };
 pub use recovery::{
-    Delivered, MoldRecovery, Origin, RecoveryConfig, RecoverySink, RecoveryStats,
+    Delivered, MoldRecovery, Origin, RecoveryConfig, RecoveryCounts, RecoverySink,
     DEFAULT_STORE_PACKETS,
 };
 pub use request::{GapRange, RetransmitRequest, RetransmitRequests};

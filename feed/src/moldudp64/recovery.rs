@@ -70,7 +70,7 @@ pub struct Origin {
 pub struct RecoveryConfig {
     /// Packets the reorder store holds while a gap is open. With retransmission on, a full
     /// store declares nothing lost: the packets farthest ahead give way and are asked for
-    /// again once it has room ([`RecoveryStats::packets_deferred`]). Without it, the oldest
+    /// again once it has room ([`RecoveryCounts::packets_deferred`]). Without it, the oldest
     /// gap is declared lost to make room.
     pub store_packets: usize,
     /// Longest packet the store holds (the path's MTU payload); a longer packet that must
@@ -122,8 +122,8 @@ pub struct RecoveryConfig {
     /// How long a new gap waits before it is counted and asked for: the arbitration wait of
     /// a session heard on two lines (A and B), where the other line's copy of the missing
     /// packets usually comes a few microseconds later. A gap the other line fills within it
-    /// is no gap: never requested, never counted in [`RecoveryStats::gaps`] (it is counted
-    /// in [`RecoveryStats::gaps_arbitrated`]). Zero (the default, one line) asks at once.
+    /// is no gap: never requested, never counted in [`RecoveryCounts::gaps`] (it is counted
+    /// in [`RecoveryCounts::gaps_arbitrated`]). Zero (the default, one line) asks at once.
     pub arbitration_wait: Duration,
 }
 
@@ -167,7 +167,7 @@ impl Default for RecoveryConfig {
 
 /// Counters kept by [`MoldRecovery`]. All totals since it was made.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RecoveryStats {
+pub struct RecoveryCounts {
     /// Packets fed, of every kind.
     pub packets: u64,
     /// Heartbeats fed.
@@ -238,7 +238,7 @@ pub struct RecoveryStats {
     pub store_capacity: usize,
     /// Without retransmission: times the store was full and the oldest open gap was
     /// declared lost to make room. With retransmission the store never declares a loss
-    /// (see [`RecoveryStats::packets_deferred`]); a packet too long for a slot still does.
+    /// (see [`RecoveryCounts::packets_deferred`]); a packet too long for a slot still does.
     pub store_overflows: u64,
     /// Packets that found the store full (or lay past the packets it had already let go)
     /// and were dropped, or stored ones let go for a nearer packet: the farthest ahead give
@@ -258,12 +258,12 @@ pub struct RecoveryStats {
     /// Gaps that joined another gap before either ended, and were filled or declared lost
     /// with it: one detected past the store's deferred tail, one the tail took in when the
     /// full store let go of packets, one the newest record took in when the gap table was
-    /// full. Each gap counted in [`RecoveryStats::gaps`] ends filled
-    /// ([`RecoveryStats::gaps_recovered`]), merged (this), or given up
-    /// ([`RecoveryStats::gaps_given_up`]).
+    /// full. Each gap counted in [`RecoveryCounts::gaps`] ends filled
+    /// ([`RecoveryCounts::gaps_recovered`]), merged (this), or given up
+    /// ([`RecoveryCounts::gaps_given_up`]).
     pub gaps_merged: u64,
     /// Gaps given up on (declared lost in whole or in part), each once however many ranges
-    /// it announced ([`RecoveryStats::gaps_lost`] counts the ranges).
+    /// it announced ([`RecoveryCounts::gaps_lost`] counts the ranges).
     pub gaps_given_up: u64,
     /// Time to recover, median over the gaps filled: from a gap's detection to the
     /// delivery of its last missing message (to within 1/16); zero if none was filled.
@@ -340,7 +340,7 @@ struct GapRecord {
     /// The retry budget refused its latest retry (cleared when a try goes out): a deadline
     /// that passes now is the budget's doing.
     budget_refused: bool,
-    /// Counted in [`RecoveryStats::gaps`]: from its detection, or once its arbitration wait
+    /// Counted in [`RecoveryCounts::gaps`]: from its detection, or once its arbitration wait
     /// passed with something still missing. One never counted (filled within the wait) is
     /// no gap: its fill is neither a recovery nor a gap filled.
     counted: bool,
@@ -398,7 +398,7 @@ struct StoredPacket {
 ///   let go, and everything from it to the highest sequence seen becomes the *deferred
 ///   tail*, a gap not asked for until the store is half empty again, then asked for like
 ///   any other (its deadline running from its earliest detection); later packets past it are
-///   let go too and counted ([`RecoveryStats::packets_deferred`]). Without retransmission
+///   let go too and counted ([`RecoveryCounts::packets_deferred`]). Without retransmission
 ///   the oldest open gap is declared lost to make room;
 /// - [`MoldRecovery::end_of_input`] declares every open gap lost and delivers the rest;
 /// - messages already delivered or stored are duplicates, skipped and counted;
@@ -470,7 +470,7 @@ pub struct MoldRecovery {
     limit: AdaptiveLimit,
     breaker: Option<Breaker>,
     jitter: SplitMix64,
-    stats: RecoveryStats,
+    stats: RecoveryCounts,
     /// How long each gap filled in full took to fill.
     times: RecoveryTimes,
     /// The latest time the caller gave (a packet's arrival, a timer): when a gap is
@@ -514,7 +514,7 @@ impl MoldRecovery {
             limit: AdaptiveLimit::new(config.limit),
             breaker: config.breaker.map(Breaker::new),
             jitter: SplitMix64::new(config.jitter_seed),
-            stats: RecoveryStats::default(),
+            stats: RecoveryCounts::default(),
             times: RecoveryTimes::default(),
             now: Duration::ZERO,
             reply_size: 0,
@@ -1413,7 +1413,7 @@ impl MoldRecovery {
         self.session
     }
 
-    /// Where the machine joined the line ([`RecoveryStats::joined_at`]).
+    /// Where the machine joined the line ([`RecoveryCounts::joined_at`]).
     pub fn joined_at(&self) -> Option<u64> {
         self.stats.joined_at
     }
@@ -1470,8 +1470,8 @@ impl MoldRecovery {
     }
 
     /// The counters.
-    pub fn stats(&self) -> RecoveryStats {
-        RecoveryStats {
+    pub fn stats(&self) -> RecoveryCounts {
+        RecoveryCounts {
             gaps_recovered: self.times.count(),
             recover_p50: self.times.p50(),
             recover_max: self.times.max(),
@@ -1501,7 +1501,7 @@ fn deliver_messages(
     origin: Origin,
     from_store: bool,
     gaps: &VecDeque<GapRecord>,
-    stats: &mut RecoveryStats,
+    stats: &mut RecoveryCounts,
     sink: &mut impl RecoverySink,
 ) {
     let first = packet.sequence();
@@ -2226,7 +2226,7 @@ mod tests {
 
     /// Publishes `total` messages through a lossy, reordering, duplicating network, with a
     /// retransmission server that answers (over the same kind of network) when `answers`.
-    fn simulate(seed: u64, total: u64, answers: bool, drop: f64) -> (Recorder, RecoveryStats) {
+    fn simulate(seed: u64, total: u64, answers: bool, drop: f64) -> (Recorder, RecoveryCounts) {
         simulate_with(seed, total, answers, drop, 512, 1)
     }
 
@@ -2240,7 +2240,7 @@ mod tests {
         drop: f64,
         store_packets: usize,
         joins_at: u64,
-    ) -> (Recorder, RecoveryStats) {
+    ) -> (Recorder, RecoveryCounts) {
         let s = session(b"SIM");
         let mut net = LossyNet {
             rng: crate::rng::SplitMix64::new(seed),

@@ -184,7 +184,7 @@ impl MoldSimConfig {
 
 /// Counters of a [`MoldSimulator`], as of the moment they were read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SimStats {
+pub struct SimCounts {
     /// Messages given a sequence number on the live stream: sent, or lost to a fault.
     pub messages_released: u64,
     /// Data packets written on the live stream (a duplicate counts twice; a dropped one
@@ -319,10 +319,10 @@ impl Shared {
         self.live_end_changed.notify_all();
     }
 
-    fn snapshot(&self) -> SimStats {
+    fn snapshot(&self) -> SimCounts {
         let c = &self.counters;
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        SimStats {
+        SimCounts {
             messages_released: self.released.load(Ordering::Relaxed),
             packets_sent: get(&c.packets_sent),
             messages_sent: get(&c.messages_sent),
@@ -457,7 +457,7 @@ impl MoldSimulator {
     }
 
     /// The counters now.
-    pub fn stats(&self) -> SimStats {
+    pub fn stats(&self) -> SimCounts {
         self.shared.snapshot()
     }
 
@@ -507,7 +507,7 @@ impl MoldSimulator {
     ///
     /// The error that ended a thread early: [`SimError::Send`] (live stream),
     /// [`SimError::Receive`] (retransmission server), or [`SimError::ThreadPanicked`].
-    pub fn stop(mut self) -> Result<SimStats, SimError> {
+    pub fn stop(mut self) -> Result<SimCounts, SimError> {
         let (live, server) = self.join();
         live?;
         server?;
@@ -1578,7 +1578,7 @@ mod tests {
     }
 
     /// Runs a lossy stream without repairing it; returns what the receiver saw missing.
-    fn lossy_run(seed: u64) -> (Vec<GapRange>, SimStats) {
+    fn lossy_run(seed: u64) -> (Vec<GapRange>, SimCounts) {
         let n = 10_000;
         let mut rx = Receiver::unicast(n as usize);
         let mut config = MoldSimConfig::new(session(), rx.addr());
@@ -1620,7 +1620,7 @@ mod tests {
     }
 
     /// Polls the simulator's counters until `done` holds (bounded).
-    fn until(sim: &MoldSimulator, what: &str, done: impl Fn(&SimStats) -> bool) -> SimStats {
+    fn until(sim: &MoldSimulator, what: &str, done: impl Fn(&SimCounts) -> bool) -> SimCounts {
         let deadline = Instant::now() + DEADLINE;
         loop {
             let stats = sim.stats();
@@ -1842,7 +1842,7 @@ mod tests {
 
     /// Runs the live stream of `log` to its end of session in virtual time, on this
     /// thread, and returns every datagram it sent with the time it went out.
-    fn run_in_virtual_time(log: Arc<MessageLog>, config: MoldSimConfig) -> (Vec<Sent>, SimStats) {
+    fn run_in_virtual_time(log: Arc<MessageLog>, config: MoldSimConfig) -> (Vec<Sent>, SimCounts) {
         config.validate(&log).unwrap();
         let clock = VirtualClock::new();
         let recorder = Recorder {

@@ -16,7 +16,7 @@ use crate::rng;
 
 pub use crate::rng::SplitMix64;
 pub use error::SimError;
-pub use exchange::{LineB, MoldSimConfig, MoldSimulator, SimStats};
+pub use exchange::{LineB, MoldSimConfig, MoldSimulator, SimCounts};
 pub use faults::{BurstLoss, FaultInjector, Faults, Interruption, PacketFate, ReplyFault};
 pub use generator::{
     write_itch50, write_itch50_file, write_itch50_file_profile, write_itch50_profile, GenConfig,
@@ -25,4 +25,4 @@ pub use generator::{
 };
 pub use message_log::MessageLog;
 pub use pacing::{Rate, WaitStrategy};
-pub use soup_server::{SoupSimConfig, SoupSimStats, SoupSimulator};
+pub use soup_server::{SoupSimConfig, SoupSimCounts, SoupSimulator};

@@ -61,7 +61,7 @@ impl SoupSimConfig {
 
 /// Counters of the SoupBinTCP simulator, over all connections.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SoupSimStats {
+pub struct SoupSimCounts {
     /// Connections accepted.
     pub connections: u64,
     /// Logins accepted.
@@ -91,8 +91,8 @@ struct Counters {
 }
 
 impl Counters {
-    fn snapshot(&self) -> SoupSimStats {
-        SoupSimStats {
+    fn snapshot(&self) -> SoupSimCounts {
+        SoupSimCounts {
             connections: self.connections.load(Ordering::Relaxed),
             logins: self.logins.load(Ordering::Relaxed),
             rejected: self.rejected.load(Ordering::Relaxed),
@@ -159,12 +159,12 @@ impl SoupSimulator {
     }
 
     /// Counters so far.
-    pub fn stats(&self) -> SoupSimStats {
+    pub fn stats(&self) -> SoupSimCounts {
         self.counters.snapshot()
     }
 
     /// Stops accepting and serving; returns the final counters.
-    pub fn stop(mut self) -> SoupSimStats {
+    pub fn stop(mut self) -> SoupSimCounts {
         self.shutdown();
         self.counters.snapshot()
     }

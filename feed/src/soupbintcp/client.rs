@@ -90,7 +90,7 @@ pub enum ClientEvent<'a> {
 
 /// Counters kept by [`SoupClient`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ClientStats {
+pub struct ClientCounts {
     /// Frames received, of every type.
     pub frames_received: u64,
     /// Sequenced messages delivered.
@@ -124,7 +124,7 @@ pub struct SoupClient {
     /// Sequence number of the next sequenced message: the requested one until the login is
     /// accepted, then the accepted one plus one per message.
     pub(super) next_sequence: u64,
-    pub(super) stats: ClientStats,
+    pub(super) stats: ClientCounts,
 }
 
 impl SoupClient {
@@ -135,7 +135,7 @@ impl SoupClient {
             state: ClientState::Connecting,
             session: None,
             next_sequence: config.next_sequence,
-            stats: ClientStats::default(),
+            stats: ClientCounts::default(),
             config,
         }
     }
@@ -379,7 +379,7 @@ impl SoupClient {
     }
 
     /// The counters.
-    pub fn stats(&self) -> ClientStats {
+    pub fn stats(&self) -> ClientCounts {
         self.stats
     }
 

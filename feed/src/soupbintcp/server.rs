@@ -73,7 +73,7 @@ pub enum ServerEvent<'a> {
 
 /// Counters kept by [`SoupServerSession`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ServerStats {
+pub struct ServerCounts {
     /// Frames received, of every type.
     pub frames_received: u64,
     /// Sequenced messages queued.
@@ -104,7 +104,7 @@ pub struct SoupServerSession {
     pub(super) next_available: u64,
     /// Sequence number of the next message to send.
     pub(super) next_sequence: u64,
-    pub(super) stats: ServerStats,
+    pub(super) stats: ServerCounts,
 }
 
 impl SoupServerSession {
@@ -117,7 +117,7 @@ impl SoupServerSession {
             client_timeout: config.client_timeout,
             next_available: next_available.max(1),
             next_sequence: 1,
-            stats: ServerStats::default(),
+            stats: ServerCounts::default(),
             config,
         }
     }
@@ -377,7 +377,7 @@ impl SoupServerSession {
     }
 
     /// The counters.
-    pub fn stats(&self) -> ServerStats {
+    pub fn stats(&self) -> ServerCounts {
         self.stats
     }
 }

@@ -26,7 +26,9 @@ use ticklane_engine::pipeline::{
 use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::{encode_end_of_session, PacketWriter, RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
-use ticklane_feed::sim::{Faults, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimStats};
+use ticklane_feed::sim::{
+    Faults, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimCounts,
+};
 use ticklane_testkit::loopback;
 
 use crate::util::{books, log, replayed_book};
@@ -67,7 +69,7 @@ fn ab_feed(recovery: RecoveryConfig, silence: Duration) -> MoldFeedConfig {
 /// Serves `log` on lines A and B with `a` and `b` faults, the retransmission server
 /// answering; runs the A/B line into a snapshot. Returns the snapshot's book CSV, the
 /// reader's report and the simulator's counters.
-fn ab_run(log: &Arc<MessageLog>, a: Faults, b: Faults) -> (String, MoldSourceReport, SimStats) {
+fn ab_run(log: &Arc<MessageLog>, a: Faults, b: Faults) -> (String, MoldSourceReport, SimCounts) {
     let recovery = RecoveryConfig {
         retransmit_timeout: Duration::from_millis(20),
         max_retries: 20,
@@ -121,7 +123,7 @@ fn ab_run(log: &Arc<MessageLog>, a: Faults, b: Faults) -> (String, MoldSourceRep
 
 /// What every A/B run must hold: nothing lost, a clean end, the wins adding up to what was
 /// delivered, each line's packets and messages as the simulator sent them.
-fn check_common(r: &MoldSourceReport, sim: &SimStats) -> ArbitrationReport {
+fn check_common(r: &MoldSourceReport, sim: &SimCounts) -> ArbitrationReport {
     assert!(r.lost.is_empty(), "unfilled gaps: {:?}", r.lost);
     assert_eq!(r.end, SourceEnd::EndOfSession);
     let lines = r.lines.expect("per-line counters of an A/B line");

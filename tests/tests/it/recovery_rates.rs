@@ -39,7 +39,7 @@ use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_engine::views::{line_run_status, write_line_run, ExitStatus};
 use ticklane_feed::sim::{
-    BurstLoss, FaultInjector, Faults, GenConfig, MessageLog, PacketFate, Rate, SimStats,
+    BurstLoss, FaultInjector, Faults, GenConfig, MessageLog, PacketFate, Rate, SimCounts,
 };
 use ticklane_testkit::poll_until;
 
@@ -176,7 +176,7 @@ fn line_config(dir: &Path, data: SocketAddr, request: SocketAddr) -> RunConfig {
 /// What one case did.
 struct Outcome {
     run: LineRun,
-    sim: SimStats,
+    sim: SimCounts,
     csv: String,
     took: Duration,
 }

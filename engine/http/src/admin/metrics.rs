@@ -119,7 +119,7 @@ fn encode_lines(encoder: &mut DescriptorEncoder, state: &AdminState) -> fmt::Res
         .iter()
         .map(|f| (vec![("feed", f.name.clone())], f.line.load()))
         .collect();
-    type Pick = fn(&ticklane_pipeline::LineCountsNow) -> u64;
+    type Pick = fn(&ticklane_pipeline::LineCounts) -> u64;
     let counters: [(&str, &str, Pick); 16] = [
         (
             "messages_total",
@@ -259,7 +259,7 @@ fn encode_overload(encoder: &mut DescriptorEncoder, state: &AdminState) -> fmt::
                 .map(|o| (vec![("feed", f.name.clone())], o.load()))
         })
         .collect();
-    type Pick = fn(&ticklane_pipeline::overload::OverloadCounters) -> u64;
+    type Pick = fn(&ticklane_pipeline::overload::OverloadCounts) -> u64;
     let counters: [(&str, &str, Pick); 10] = [
         (
             "snapshot_publications_total",
@@ -504,22 +504,22 @@ pub fn render_metrics(registry: &Registry) -> String {
 mod tests {
     use super::*;
     use crate::admin::FeedHandles;
-    use ticklane_feed::moldudp64::RecoveryStats;
+    use ticklane_feed::moldudp64::RecoveryCounts;
     use ticklane_pipeline::dependency::{
         BreakerMirror, Dependency, DependencyCounts, DependencyKind,
     };
     use ticklane_pipeline::health::{Condition, Health};
-    use ticklane_pipeline::overload::{OverloadCounters, SharedCounters};
+    use ticklane_pipeline::overload::{OverloadCounters, OverloadCounts};
     use ticklane_pipeline::{LatencyGauges, LatencyPublisher, LineCounters};
 
     fn state() -> Arc<AdminState> {
         let line = Arc::new(LineCounters::new());
         line.store_mold(
-            &RecoveryStats {
+            &RecoveryCounts {
                 packets: 40,
                 gaps: 3,
                 reply_timeout: std::time::Duration::from_millis(250),
-                ..RecoveryStats::default()
+                ..RecoveryCounts::default()
             },
             1234,
         );
@@ -534,12 +534,12 @@ mod tests {
             successes: 12,
             ..DependencyCounts::default()
         });
-        let overload = Arc::new(SharedCounters::default());
-        overload.store(&OverloadCounters {
+        let overload = Arc::new(OverloadCounters::default());
+        overload.store(&OverloadCounts {
             published: 900,
             snapshot_full: 7,
             max_sojourn_ns: 1_500_000,
-            ..OverloadCounters::default()
+            ..OverloadCounts::default()
         });
         let health = Arc::new(Health::new());
         health.raise(Condition::LineStale, 1);

@@ -130,7 +130,7 @@ use std::sync::Arc;
 use crate::admin_token::AdminToken;
 use ticklane_pipeline::dependency::Dependency;
 use ticklane_pipeline::health::Health;
-use ticklane_pipeline::overload::SharedCounters;
+use ticklane_pipeline::overload::OverloadCounters;
 use ticklane_pipeline::{LatencyGauges, LineCounters};
 
 /// What the server reads: the process's health and, per feed, its shared handles.
@@ -154,7 +154,7 @@ pub struct FeedHandles {
     /// The dependencies the feed calls (its line, its retransmission server).
     pub dependencies: Vec<Arc<Dependency>>,
     /// The publisher's overload counters (absent when nothing is published).
-    pub overload: Option<Arc<SharedCounters>>,
+    pub overload: Option<Arc<OverloadCounters>>,
     /// The book thread's receive-to-applied latency percentiles (absent: none exported).
     pub latency: Option<Arc<LatencyGauges>>,
 }

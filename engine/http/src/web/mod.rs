@@ -93,7 +93,7 @@ mod server;
 pub use messages::{book_json, health_json, parse_request, BrowserRequest, MAX_SUBSCRIBED_SYMBOLS};
 pub use pending::PendingBooks;
 pub use request::{classify, Request, SOCKET_PATH};
-pub use server::{WebCounters, WebLimits, WebServer, PAGE};
+pub use server::{WebCounts, WebLimits, WebServer, PAGE};
 
 use std::sync::Arc;
 

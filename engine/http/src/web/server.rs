@@ -74,7 +74,7 @@ impl Default for WebLimits {
 
 /// What the server has done, for tests and the curious.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WebCounters {
+pub struct WebCounts {
     /// Pages served.
     pub pages: u64,
     /// WebSocket connections accepted.
@@ -88,7 +88,7 @@ pub struct WebCounters {
 /// The running server; dropping it stops it and waits for its thread.
 #[derive(Debug)]
 pub struct WebServer {
-    thread: ServerThread<WebCounters>,
+    thread: ServerThread<WebCounts>,
 }
 
 impl WebServer {
@@ -114,7 +114,7 @@ impl WebServer {
     }
 
     /// Stops the server and returns its counters.
-    pub fn stop(self) -> WebCounters {
+    pub fn stop(self) -> WebCounts {
         self.thread.stop().unwrap_or_default()
     }
 }
@@ -189,7 +189,7 @@ struct Server {
     browsers: Vec<Browser>,
     /// Slots changed this turn.
     changed: PendingBooks,
-    counters: WebCounters,
+    counters: WebCounts,
 }
 
 impl Server {
@@ -208,11 +208,11 @@ impl Server {
             http: Vec::new(),
             browsers: Vec::new(),
             changed: PendingBooks::new(),
-            counters: WebCounters::default(),
+            counters: WebCounts::default(),
         }
     }
 
-    fn run(mut self, mut poll: Poll, listener: &TcpListener, stop: &AtomicBool) -> WebCounters {
+    fn run(mut self, mut poll: Poll, listener: &TcpListener, stop: &AtomicBool) -> WebCounts {
         let mut events = Events::with_capacity(8);
         let mut next_health = Instant::now();
         let mut next_sweep = Instant::now();

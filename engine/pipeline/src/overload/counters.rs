@@ -5,12 +5,12 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Counters in [`OverloadCounters::fields`].
+/// Counters in [`OverloadCounts::fields`].
 const FIELDS: usize = 12;
 
 /// Overload counters of one publisher (the book thread's publication and its consumers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct OverloadCounters {
+pub struct OverloadCounts {
     /// Instrument states published into the snapshot.
     pub published: u64,
     /// Publications not made at their message's turn (deferred to the dirty set): overload
@@ -40,7 +40,7 @@ pub struct OverloadCounters {
     pub snapshot_full: u64,
 }
 
-impl OverloadCounters {
+impl OverloadCounts {
     /// The counters as `key=value` pairs on one line, for the terminal summary.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
@@ -54,7 +54,7 @@ impl OverloadCounters {
         out
     }
 
-    /// The counters as one JSON object, keys as in [`OverloadCounters::fields`].
+    /// The counters as one JSON object, keys as in [`OverloadCounts::fields`].
     pub fn to_json(&self) -> String {
         let mut out = String::from("{");
         for (i, (key, value)) in self.fields().into_iter().enumerate() {
@@ -86,23 +86,23 @@ impl OverloadCounters {
 /// The counters as atomics, written by the book thread (once per batch, Relaxed) and read
 /// by anyone (a metrics endpoint). `Send` and `Sync`; share it in an `Arc`.
 #[derive(Debug, Default)]
-pub struct SharedCounters {
+pub struct OverloadCounters {
     cells: [AtomicU64; FIELDS],
 }
 
-impl SharedCounters {
+impl OverloadCounters {
     /// Stores every counter. Each value is individually current; the set is not one atomic
     /// snapshot, which metrics do not need.
-    pub fn store(&self, counters: &OverloadCounters) {
+    pub fn store(&self, counters: &OverloadCounts) {
         for (cell, (_, value)) in self.cells.iter().zip(counters.fields()) {
             cell.store(value, Ordering::Relaxed);
         }
     }
 
     /// Reads every counter.
-    pub fn load(&self) -> OverloadCounters {
+    pub fn load(&self) -> OverloadCounts {
         let v = |i: usize| self.cells[i].load(Ordering::Relaxed);
-        OverloadCounters {
+        OverloadCounts {
             published: v(0),
             shed: v(1),
             conflated: v(2),
@@ -125,7 +125,7 @@ mod tests {
 
     #[test]
     fn shared_cells_round_trip_every_counter() {
-        let mut c = OverloadCounters::default();
+        let mut c = OverloadCounts::default();
         for (i, field) in [
             &mut c.published,
             &mut c.shed,
@@ -145,7 +145,7 @@ mod tests {
         {
             *field = i as u64 + 1;
         }
-        let shared = SharedCounters::default();
+        let shared = OverloadCounters::default();
         shared.store(&c);
         assert_eq!(shared.load(), c);
         assert!(c.to_json().starts_with("{\"published\":1,\"shed\":2"));

@@ -10,7 +10,7 @@
 //! - [`SubscriberHub`] hands out [`Subscription`]s to the update stream ([`Event`]); each
 //!   consumer has its own bounded queue; trades and trading-state changes are never
 //!   conflated and never dropped silently.
-//! - [`OverloadCounters`] counts every shed, conflation, expiry and cut.
+//! - [`OverloadCounts`] counts every shed, conflation, expiry and cut.
 //!
 //! # Detection: sojourn time, never occupancy
 //!
@@ -50,7 +50,7 @@
 //! consumer after what was queued before; it may subscribe again. `ticklane tail --config
 //! FILE [--symbols A,B]` runs the engine with a printing consumer attached.
 //!
-//! Counters ([`OverloadCounters`], and [`SharedCounters`] atomics for `/metrics`):
+//! Counters ([`OverloadCounts`], and [`OverloadCounters`] atomics for `/metrics`):
 //! `published`, `shed`, `conflated`, `expired`, `overload_episodes`, `overload_ns`,
 //! `max_sojourn_ns`, `events_delivered`, `events_conflated`, `events_expired`,
 //! `consumers_cut`.
@@ -116,13 +116,12 @@ mod snapshot_sink;
 mod subscribers;
 
 pub use codel::{CodelConfig, SojournDetector, Transition};
-pub use counters::{OverloadCounters, SharedCounters};
+pub use counters::{OverloadCounters, OverloadCounts};
 pub use dirty_set::{DirtyEntry, DirtySet};
 pub use events::{Event, EventBody, EventDeriver, Refresh, REFRESH_DEPTH};
 pub use jittered_period::JitteredPeriod;
 pub use shedding_publisher::{Change, OverloadConfig, ServicePolicy, SheddingPublisher, StateSink};
 pub use snapshot_sink::SnapshotSink;
 pub use subscribers::{
-    CutReason, EventFanout, FanoutCounters, RecvError, SubscriberConfig, SubscriberHub,
-    Subscription,
+    CutReason, EventFanout, FanoutCounts, RecvError, SubscriberConfig, SubscriberHub, Subscription,
 };

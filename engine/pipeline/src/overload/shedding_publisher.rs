@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ticklane_feed::itch::{Locate, Message, Nanos};
 
 use super::codel::{CodelConfig, SojournDetector, Transition};
-use super::counters::{OverloadCounters, SharedCounters};
+use super::counters::{OverloadCounters, OverloadCounts};
 use super::dirty_set::DirtySet;
 use super::events::EventDeriver;
 use super::jittered_period::JitteredPeriod;
@@ -143,8 +143,8 @@ pub struct SheddingPublisher<S: StateSink> {
     config: OverloadConfig,
     detector: SojournDetector,
     dirty: DirtySet,
-    counters: OverloadCounters,
-    shared: Arc<SharedCounters>,
+    counters: OverloadCounts,
+    shared: Arc<OverloadCounters>,
     events: Option<(EventDeriver, EventFanout)>,
     pending_trade: Option<Trade>,
     /// Sojourn of the latest frame (ns).
@@ -173,8 +173,8 @@ impl<S: StateSink> SheddingPublisher<S> {
             config,
             detector: SojournDetector::new(config.codel),
             dirty: DirtySet::new(),
-            counters: OverloadCounters::default(),
-            shared: Arc::new(SharedCounters::default()),
+            counters: OverloadCounts::default(),
+            shared: Arc::new(OverloadCounters::default()),
             events: None,
             pending_trade: None,
             last_sojourn_ns: 0,
@@ -194,18 +194,18 @@ impl<S: StateSink> SheddingPublisher<S> {
 
     /// Stores its counters into `shared` (one made before the run, handed to a metrics
     /// endpoint) instead of a block of its own.
-    pub fn with_shared_counters(mut self, shared: Arc<SharedCounters>) -> Self {
+    pub fn with_shared_counters(mut self, shared: Arc<OverloadCounters>) -> Self {
         self.shared = shared;
         self
     }
 
     /// The counters, readable from any thread while the engine runs (updated each batch).
-    pub fn shared_counters(&self) -> Arc<SharedCounters> {
+    pub fn shared_counters(&self) -> Arc<OverloadCounters> {
         Arc::clone(&self.shared)
     }
 
     /// The counters now.
-    pub fn counters(&self) -> OverloadCounters {
+    pub fn counters(&self) -> OverloadCounts {
         let mut c = self.counters;
         c.snapshot_full = self.sink.refused();
         c.overload_episodes = self.detector.episodes();

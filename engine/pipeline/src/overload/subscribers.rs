@@ -289,7 +289,7 @@ impl fmt::Debug for EventFanout {
 
 /// Counts of a fanout.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FanoutCounters {
+pub struct FanoutCounts {
     /// Events queued to consumers.
     pub delivered: u64,
     /// State events folded into a pending refresh instead of queued.
@@ -314,8 +314,8 @@ impl EventFanout {
     }
 
     /// What the fanout has done so far.
-    pub fn counters(&self) -> FanoutCounters {
-        FanoutCounters {
+    pub fn counters(&self) -> FanoutCounts {
+        FanoutCounts {
             delivered: self.delivered,
             conflated: self.conflated,
             expired: self.expired + self.hub.consumer_expired.load(Ordering::Relaxed),

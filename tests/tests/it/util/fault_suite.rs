@@ -24,8 +24,8 @@ use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::resilience::BackoffConfig;
 use ticklane_feed::sim::{
-    Faults, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimStats, SoupSimConfig,
-    SoupSimStats, SoupSimulator,
+    Faults, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimCounts, SoupSimConfig,
+    SoupSimCounts, SoupSimulator,
 };
 use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
 use ticklane_testkit::{loopback, poll_until};
@@ -159,9 +159,9 @@ impl Line {
 #[derive(Clone, Copy, Debug)]
 pub enum SimSide {
     /// MoldUDP64.
-    Mold(SimStats),
+    Mold(SimCounts),
     /// SoupBinTCP.
-    Soup(SoupSimStats),
+    Soup(SoupSimCounts),
 }
 
 /// One run's results, for the row and the checks.
@@ -193,18 +193,18 @@ impl Outcome {
     }
 
     /// The MoldUDP64 simulator's counters (a check of a MoldUDP64 row).
-    pub fn mold_sim(&self) -> SimStats {
+    pub fn mold_sim(&self) -> SimCounts {
         match self.sim {
             SimSide::Mold(s) => s,
-            SimSide::Soup(_) => SimStats::default(),
+            SimSide::Soup(_) => SimCounts::default(),
         }
     }
 
     /// The SoupBinTCP simulator's counters (a check of a SoupBinTCP row).
-    pub fn soup_sim(&self) -> SoupSimStats {
+    pub fn soup_sim(&self) -> SoupSimCounts {
         match self.sim {
             SimSide::Soup(s) => s,
-            SimSide::Mold(_) => SoupSimStats::default(),
+            SimSide::Mold(_) => SoupSimCounts::default(),
         }
     }
 }
