@@ -37,7 +37,7 @@ use ticklane_testkit::soupbintcp::frame as soup_frame;
 
 const SESSION: &[u8; 10] = b"VIOLATION1";
 
-/// A MoldUDP64 header (spec: session 10 ASCII bytes, sequence u64, count u16, big-endian).
+/// A MoldUDP64 header (spec: the session in 10 ASCII bytes, sequence u64, count u16, big-endian).
 fn header(seq: u64, count: u16) -> Vec<u8> {
     moldudp64::header(SESSION, seq, count)
 }
@@ -137,7 +137,7 @@ fn a_malformed_soupbintcp_frame_ends_the_line_and_is_never_retried() {
     let server_addr = listener.local_addr().expect("bound");
     let server = std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().expect("the line connects");
-        // The login request (spec: 'L', username 6, password 10, session 10, sequence 20).
+        // The login request (spec: 'L', username 6, password 10, the session in 10, sequence 20).
         let mut login = [0u8; 49];
         conn.read_exact(&mut login).expect("login request");
         assert_eq!(login[2], b'L');

@@ -271,7 +271,7 @@ fn a_mold_line_isolated_by_hand_is_flagged_stale_then_live_and_recovered_after_c
 
 /// Forwards the datagrams arriving on `socket` to `to`, except the data packets whose first
 /// sequence is below `join`: the line joins there. Reads the MoldUDP64 header by hand
-/// (session 10 bytes, sequence u64, count u16, big-endian).
+/// (the session in 10 bytes, sequence u64, count u16, big-endian).
 fn late_join_relay(socket: UdpSocket, to: SocketAddr, join: u64, stop: Arc<AtomicBool>) -> u64 {
     socket
         .set_read_timeout(Some(20 * MS))

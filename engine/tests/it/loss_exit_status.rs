@@ -5,7 +5,7 @@
 //! - `ticklane sim --drop` feeding `ticklane run --config` with no retransmission server: the
 //!   line says at start that gaps cannot be recovered, exits 3, and lists the lost ranges. The
 //!   oracle is a relay in this test between the two: it reads each MoldUDP64 header itself
-//!   (hand-parsed from the specification: session 10 bytes, sequence u64, count u16, all
+//!   (hand-parsed from the specification: the session in 10 bytes, sequence u64, count u16, all
 //!   big-endian) and forwards the packet, so it knows which sequences the simulator dropped.
 //! - `ticklane replay` of the real Nasdaq capture whose sequence jumps from 14,764,496 to
 //!   19,009,117 (PROVENANCE.md) exits 3, and its JSON lists that range.

@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-/// Bytes in a packet header: session 10, sequence 8, count 2.
+/// Bytes in a packet header: the session in 10, sequence 8, count 2.
 pub const HEADER_LEN: usize = 20;
 /// Bytes in a session name.
 pub const SESSION_LEN: usize = 10;

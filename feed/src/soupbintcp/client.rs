@@ -67,7 +67,7 @@ pub enum ClientEvent<'a> {
         /// The session joined (the server's current one when the request was blank).
         session: Session,
         /// Sequence number of the next sequenced message. Above the number requested
-        /// (other than 0), messages in between will never come on this session.
+        /// (other than 0), messages in between will never come in this SoupBinTCP session.
         next_sequence: u64,
     },
     /// The login was refused; the connection is finished.

@@ -298,7 +298,7 @@ impl SoupServerSession {
         Ok(())
     }
 
-    /// Queues end of session: no more sequenced data on this session.
+    /// Queues end of session: no more sequenced data in this SoupBinTCP session.
     ///
     /// # Errors
     ///
