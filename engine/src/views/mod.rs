@@ -14,6 +14,7 @@ mod book_view;
 mod exit_status;
 mod line_report;
 mod line_summary;
+mod replay_summary;
 mod serve_summary;
 mod sim_summary;
 mod snapshot_status;
