@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ticklane_feed::itch;
-use ticklane_feed::sim::{GenConfig, MessageLog};
+use ticklane_sim::{GenConfig, MessageLog};
 
 /// Each type's messages from a 200,000-message day, concatenated, with their lengths.
 fn by_type() -> BTreeMap<u8, (Vec<u8>, Vec<usize>)> {

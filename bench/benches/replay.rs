@@ -19,7 +19,7 @@ use ticklane_engine::book::{
 };
 use ticklane_engine::csv::BboCsvWriter;
 use ticklane_feed::itch;
-use ticklane_feed::sim::{write_itch50, write_itch50_profile, GenConfig, Profile, FULL_DAY_STOCKS};
+use ticklane_sim::{write_itch50, write_itch50_profile, GenConfig, Profile, FULL_DAY_STOCKS};
 
 const MESSAGES: u64 = 1_000_000;
 

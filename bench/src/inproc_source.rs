@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use ticklane_engine::clock::Clock;
 use ticklane_engine::pipeline::{Frame, FrameProducer, FrameSource, WaitStrategy, Waiter};
-use ticklane_feed::sim::MessageLog;
+use ticklane_sim::MessageLog;
 
 /// What the in-process source did.
 #[derive(Clone, Copy, Debug, Default)]

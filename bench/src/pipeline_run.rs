@@ -12,7 +12,7 @@ use ticklane_engine::pipeline::{
     run_pipeline_on, FrameConsumer, FrameProducer, PipelineConfig, StageLatency, WaitStrategy,
 };
 use ticklane_engine::snapshot::SnapshotWriter;
-use ticklane_feed::sim::MessageLog;
+use ticklane_sim::MessageLog;
 
 use crate::inproc_source::InprocSource;
 use crate::queues::QueueUser;

@@ -22,7 +22,7 @@ use ticklane_engine::pipeline::{
 };
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
-use ticklane_feed::sim::{MessageLog, MoldSimConfig, MoldSimulator, Rate, SimCounts};
+use ticklane_sim::{MessageLog, MoldSimConfig, MoldSimulator, Rate, SimCounts};
 
 /// What the UDP source did: the reader's report and the simulator's counters.
 pub struct UdpReport {

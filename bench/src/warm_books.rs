@@ -2,7 +2,7 @@
 
 use ticklane_engine::book::{BookConfig, Books};
 use ticklane_feed::itch;
-use ticklane_feed::sim::{GenConfig, MessageLog};
+use ticklane_sim::{GenConfig, MessageLog};
 
 /// Books after a generated day of 200,000 messages over 50 stocks (seed 7).
 ///

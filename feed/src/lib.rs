@@ -3,7 +3,7 @@
 //!
 //! The decoders and session machines open no socket: bytes go in, messages and decisions
 //! come out, so live traffic, replay and tests drive the same code. `net` holds the feed
-//! handler's mio sockets; `sim`, the exchange simulator, has its own. `resilience` holds
+//! handler's mio sockets; the exchange simulator is the `ticklane-sim` crate (`feed/sim`). `resilience` holds
 //! the timing policies every dependency shares (backoff with jitter, a retry budget,
 //! measured reply timeouts, an adaptive concurrency limit, a circuit breaker) and `rng` the
 //! seeded random source they draw jitter from; both sit on the lowest floor and import
@@ -27,5 +27,4 @@ pub mod moldudp64;
 pub mod net;
 pub mod resilience;
 pub mod rng;
-pub mod sim;
 pub mod soupbintcp;

@@ -23,7 +23,7 @@ use ticklane_bench::pipeline_run::{PipelineRun, RunResult, SourceKind};
 use ticklane_bench::queues::QueueKind;
 use ticklane_bench::svg_plot::{render, Series};
 use ticklane_engine::pipeline::{human_ns, new_histogram, Percentiles, WaitStrategy};
-use ticklane_feed::sim::{GenConfig, MessageLog};
+use ticklane_sim::{GenConfig, MessageLog};
 
 /// Tail latency of the live pipeline, against the machine's floor and other SPSC queues.
 #[derive(Parser, Debug)]

@@ -30,7 +30,7 @@ use ticklane_engine::pipeline::{
 use ticklane_engine::publish::Publisher;
 use ticklane_engine::ring::{Producer, Ring};
 use ticklane_engine::snapshot::SnapshotWriter;
-use ticklane_feed::sim::{write_itch50, GenConfig};
+use ticklane_sim::{write_itch50, GenConfig};
 
 const RING_SLOTS: usize = 1 << 16;
 const WINDOWS: usize = 8;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use ticklane_feed::moldudp64::{GapRange, RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
-use ticklane_feed::sim::{
+use ticklane_sim::{
     Faults, GenConfig, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimCounts, SimError,
 };
 

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ticklane_feed::moldudp64::Session;
-use ticklane_feed::sim::{
+use ticklane_feed::soupbintcp::Credentials;
+use ticklane_sim::{
     Faults, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimCounts, SimError,
     SoupSimConfig, SoupSimCounts, SoupSimulator,
 };
-use ticklane_feed::soupbintcp::Credentials;
 
 /// The session name the simulator announces.
 const SESSION: &[u8] = b"TICKLANE";
@@ -148,7 +148,7 @@ mod tests {
     use super::*;
     use std::net::UdpSocket;
     use ticklane_feed::moldudp64::{Packet, PacketKind, RetransmitRequest};
-    use ticklane_feed::sim::GenConfig;
+    use ticklane_sim::GenConfig;
 
     fn mold_only(destination: SocketAddr, linger: Duration) -> ExchangeSimConfig {
         ExchangeSimConfig {

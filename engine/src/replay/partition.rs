@@ -299,7 +299,7 @@ mod tests {
 
     #[test]
     fn the_prefix_scan_agrees_with_the_framing_reader_on_a_generated_day() {
-        use ticklane_feed::sim::{write_itch50, GenConfig};
+        use ticklane_sim::{write_itch50, GenConfig};
         let mut day = Vec::new();
         let config = GenConfig {
             messages: 20_000,

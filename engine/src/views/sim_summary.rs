@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use ticklane_feed::sim::{SimCounts, SoupSimCounts};
+use ticklane_sim::{SimCounts, SoupSimCounts};
 
 use crate::digit_groups::group;
 

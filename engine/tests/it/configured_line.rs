@@ -14,7 +14,7 @@ use ticklane_engine::health::Health;
 use ticklane_engine::live::{run_configured_line, ConfiguredLineOptions, LineSource, RunNotice};
 use ticklane_engine::snapshot::SnapshotReader;
 use ticklane_feed::moldudp64::Session;
-use ticklane_feed::sim::{MoldSimConfig, MoldSimulator, Rate};
+use ticklane_sim::{MoldSimConfig, MoldSimulator, Rate};
 
 use crate::util::log;
 

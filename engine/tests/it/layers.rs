@@ -81,7 +81,7 @@ const HTTP_FLOORS: &[(&str, u8)] = &[
 ];
 
 /// Every top-level module of `feed/src`, with its floor: bytes and protocol machines below,
-/// the files and sockets that feed them above, the simulator (which uses all of them) on top.
+/// the files and sockets that feed them above (the simulator is a crate of its own).
 const FEED_FLOORS: &[(&str, u8)] = &[
     ("itch", 0),
     ("rng", 0),
@@ -90,7 +90,6 @@ const FEED_FLOORS: &[(&str, u8)] = &[
     ("moldudp64", 2),
     ("soupbintcp", 3),
     ("capture", 3),
-    ("sim", 4),
 ];
 
 fn floor(floors: &[(&str, u8)], module: &str) -> Option<u8> {

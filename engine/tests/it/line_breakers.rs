@@ -32,8 +32,8 @@ use ticklane_engine::views::line_run_status;
 use ticklane_feed::moldudp64::{GapRange, LossReason, LostRange, RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::resilience::{BackoffConfig, BreakerConfig};
-use ticklane_feed::sim::{MessageLog, MoldSimConfig, MoldSimulator, Rate};
 use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
+use ticklane_sim::{MessageLog, MoldSimConfig, MoldSimulator, Rate};
 use ticklane_testkit::loopback;
 use ticklane_testkit::moldudp64::{Header, END_OF_SESSION, HEARTBEAT};
 

@@ -178,14 +178,14 @@ fn tail_prints_the_update_stream_of_a_capture_for_the_symbols_asked() {
     use ticklane_engine::tail::{tail_capture, SymbolFilter};
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("day.itch50");
-    let config = ticklane_feed::sim::GenConfig {
+    let config = ticklane_sim::GenConfig {
         messages: 20_000,
         seed: 3,
         stocks: 4,
         hard_cases: false,
         crossing: false,
     };
-    ticklane_feed::sim::write_itch50(config, &mut std::fs::File::create(&path).expect("file"))
+    ticklane_sim::write_itch50(config, &mut std::fs::File::create(&path).expect("file"))
         .expect("write");
     let mut out = Vec::new();
     let all = tail_capture(

@@ -12,7 +12,7 @@ use ticklane_engine::book::Side;
 use ticklane_engine::overload::{CodelConfig, OverloadConfig, SheddingPublisher, SnapshotSink};
 use ticklane_engine::snapshot::{InstrumentState, LastTrade, SnapshotReader, SnapshotWriter};
 use ticklane_feed::itch::{self, Locate, Message, Price};
-use ticklane_feed::sim::{write_itch50, GenConfig};
+use ticklane_sim::{write_itch50, GenConfig};
 
 use crate::util::overload::Driver;
 

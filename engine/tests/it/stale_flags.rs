@@ -25,7 +25,7 @@ use ticklane_engine::snapshot::{
 };
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
-use ticklane_feed::sim::{
+use ticklane_sim::{
     Faults, Interruption, MessageLog, MoldSimConfig, MoldSimulator, Rate, ReplyFault,
 };
 use ticklane_testkit::loopback;

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 
 use ticklane_engine::pipeline::{Pace, PipelineConfig};
 use ticklane_engine::tail::{tail_capture, SymbolFilter};
-use ticklane_feed::sim::{write_itch50, GenConfig};
+use ticklane_sim::{write_itch50, GenConfig};
 
 /// One trade as the file states it: the message's 1-based index and the shares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

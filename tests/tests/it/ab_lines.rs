@@ -26,9 +26,7 @@ use ticklane_engine::pipeline::{
 use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::{encode_end_of_session, PacketWriter, RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
-use ticklane_feed::sim::{
-    Faults, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimCounts,
-};
+use ticklane_sim::{Faults, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimCounts};
 use ticklane_testkit::loopback;
 
 use crate::util::{books, log, replayed_book};

@@ -15,7 +15,7 @@ use ticklane_engine::snapshot::{
     read_all, ReadError, SnapshotError, SnapshotReader, SnapshotWriter,
 };
 use ticklane_feed::itch::Nanos;
-use ticklane_feed::sim::GenConfig;
+use ticklane_sim::GenConfig;
 
 use crate::util;
 

@@ -22,7 +22,7 @@ use ticklane_engine::dbn_out::{DbnOutOptions, DbnSchema, ItchDataset, SessionDat
 use ticklane_engine::output_filter::OutputFilter;
 use ticklane_engine::replay::{replay_file, replay_file_threaded, ReplayOptions, ReplaySummary};
 use ticklane_feed::itch::{decode, Message};
-use ticklane_feed::sim::GenConfig;
+use ticklane_sim::GenConfig;
 
 use crate::util;
 

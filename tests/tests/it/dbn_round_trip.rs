@@ -23,7 +23,7 @@ use ticklane_engine::output_filter::OutputFilter;
 use ticklane_engine::parquet_out::{ParquetOutOptions, ParquetSchema};
 use ticklane_engine::replay::{replay_file, ReplayOptions};
 use ticklane_engine::sample::{SampleInterval, SampleOptions};
-use ticklane_feed::sim::GenConfig;
+use ticklane_sim::GenConfig;
 
 use crate::util;
 

@@ -34,10 +34,8 @@ use ticklane_engine::live::LineSourceReport;
 use ticklane_engine::pipeline::{ArbitrationReport, SourceEnd, SourceError, DEFAULT_LINE_BREAKER};
 use ticklane_feed::moldudp64::RecoveryConfig;
 use ticklane_feed::resilience::BreakerConfig;
-use ticklane_feed::sim::{
-    BurstLoss, Faults, GenConfig, Interruption, MessageLog, Rate, ReplyFault,
-};
 use ticklane_feed::soupbintcp::RejectReason;
+use ticklane_sim::{BurstLoss, Faults, GenConfig, Interruption, MessageLog, Rate, ReplyFault};
 
 use crate::util;
 use crate::util::fault_suite;

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use ticklane_engine::book::BookConfig;
 use ticklane_engine::csv::write_book_csv;
 use ticklane_engine::replay::{replay_file, ReplayOptions, ReplaySummary};
-use ticklane_feed::sim::GenConfig;
+use ticklane_sim::GenConfig;
 
 use crate::util;
 
@@ -131,7 +131,7 @@ fn a_day_cut_or_corrupted_anywhere_reports_where_and_keeps_what_came_before() {
     );
     let frames = frames(&bytes);
     assert_eq!(frames.len(), 3_000);
-    let mut rng = ticklane_feed::sim::SplitMix64::new(5);
+    let mut rng = ticklane_sim::SplitMix64::new(5);
     let (mut books_compared, mut stopped_at_damage) = (0, 0);
     for case in 0..200 {
         let path = dir.path().join(format!("damaged-{case}.itch50"));

@@ -28,10 +28,10 @@ use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::resilience::BackoffConfig;
-use ticklane_feed::sim::{
+use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
+use ticklane_sim::{
     Faults, MessageLog, MoldSimConfig, MoldSimulator, Rate, SoupSimConfig, SoupSimulator,
 };
-use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
 use ticklane_testkit::loopback;
 
 use crate::util;

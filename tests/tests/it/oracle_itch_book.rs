@@ -16,7 +16,7 @@ use std::path::Path;
 
 use ticklane_engine::book::BookConfig;
 use ticklane_engine::replay::{replay_file, ReplayOptions, ReplaySummary};
-use ticklane_feed::sim::GenConfig;
+use ticklane_sim::GenConfig;
 
 use crate::util;
 

@@ -13,7 +13,7 @@ use ticklane_engine::overload::{
 use ticklane_engine::pipeline::Frame;
 use ticklane_engine::publish::Publisher;
 use ticklane_feed::capture::{CaptureReader, ReadOptions};
-use ticklane_feed::sim::GenConfig;
+use ticklane_sim::GenConfig;
 use ticklane_testkit::counting_alloc::{start_counting, stop_counting};
 
 use crate::util;

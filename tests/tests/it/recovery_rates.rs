@@ -38,7 +38,7 @@ use ticklane_engine::live::{
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_engine::views::{line_run_status, write_line_run, ExitStatus};
-use ticklane_feed::sim::{
+use ticklane_sim::{
     BurstLoss, FaultInjector, Faults, GenConfig, MessageLog, PacketFate, Rate, SimCounts,
 };
 use ticklane_testkit::poll_until;

@@ -19,7 +19,7 @@ use ticklane_engine::replay::{
     replay_file, replay_file_threaded, ReplayFault, ReplayOptions, ReplaySummary,
 };
 use ticklane_engine::sample::{SampleInterval, SampleOptions};
-use ticklane_feed::sim::GenConfig;
+use ticklane_sim::GenConfig;
 
 use crate::util;
 

@@ -19,8 +19,8 @@ use ticklane_engine::pipeline::{
 };
 use ticklane_feed::moldudp64::Session;
 use ticklane_feed::resilience::BackoffConfig;
-use ticklane_feed::sim::{GenConfig, MessageLog, SoupSimConfig, SoupSimulator};
 use ticklane_feed::soupbintcp::{ClientConfig, Credentials, RejectReason};
+use ticklane_sim::{GenConfig, MessageLog, SoupSimConfig, SoupSimulator};
 
 const MS: Duration = Duration::from_millis(1);
 

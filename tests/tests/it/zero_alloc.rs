@@ -8,7 +8,7 @@ use ticklane_engine::book::Applier;
 use ticklane_engine::book::BookConfig;
 use ticklane_engine::csv::BboCsvWriter;
 use ticklane_feed::capture::{CaptureReader, ReadOptions};
-use ticklane_feed::sim::GenConfig;
+use ticklane_sim::GenConfig;
 use ticklane_testkit::counting_alloc::{start_counting, stop_counting};
 
 use crate::util;

@@ -83,7 +83,7 @@
 //! use ticklane_pipeline::{run_pipeline, CaptureSource, Pace, PipelineConfig};
 //! use ticklane_snapshot::SnapshotWriter;
 //! use ticklane_feed::capture::{CaptureReader, ReadOptions};
-//! use ticklane_feed::sim::{write_itch50, GenConfig};
+//! use ticklane_sim::{write_itch50, GenConfig};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let day = dir.path().join("day.itch50");

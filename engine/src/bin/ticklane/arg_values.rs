@@ -58,12 +58,12 @@ pub fn login(text: &str) -> Result<ticklane_feed::soupbintcp::Credentials, Strin
 pub const DEFAULT_SIM_RATE: u64 = 400_000;
 
 /// `--rate`: messages per second (at least 1), or `max` for as fast as the socket takes them.
-pub fn sim_rate(text: &str) -> Result<ticklane_feed::sim::Rate, String> {
+pub fn sim_rate(text: &str) -> Result<ticklane_sim::Rate, String> {
     if text.eq_ignore_ascii_case("max") {
-        return Ok(ticklane_feed::sim::Rate::Max);
+        return Ok(ticklane_sim::Rate::Max);
     }
     match text.parse::<u64>() {
-        Ok(n) if n > 0 => Ok(ticklane_feed::sim::Rate::per_second(n)),
+        Ok(n) if n > 0 => Ok(ticklane_sim::Rate::per_second(n)),
         _ => Err(format!(
             "`{text}` is neither a number of messages per second (at least 1) nor `max`"
         )),
@@ -155,7 +155,7 @@ pub fn wait(text: &str) -> Result<ticklane_engine::pipeline::WaitStrategy, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ticklane_feed::sim::Rate;
+    use ticklane_sim::Rate;
 
     #[test]
     fn a_rate_is_a_positive_number_or_max() {

@@ -20,7 +20,7 @@ use ticklane_engine::sample::{is_dbn_path, SampleInterval, SampleOptions};
 use ticklane_engine::tail::{tail_capture, tail_config, SymbolFilter};
 use ticklane_engine::views::{group, write_tops, ExitStatus, NO_REQUEST_SERVER};
 use ticklane_feed::itch::Locate;
-use ticklane_feed::sim::{
+use ticklane_sim::{
     write_itch50_file, write_itch50_file_profile, GenConfig, Profile, FULL_DAY_STOCKS,
 };
 

@@ -1,5 +1,5 @@
 //! `ticklane run`, `ticklane sim` and `ticklane record`: argument parsing and printing only;
-//! the work is in `ticklane_engine::live` and `ticklane_feed::sim`.
+//! the work is in `ticklane_engine::live` and `ticklane_sim`.
 
 use std::io::{self, IsTerminal};
 use std::net::SocketAddr;
@@ -22,8 +22,8 @@ use ticklane_engine::views::{
     NO_REQUEST_SERVER,
 };
 use ticklane_feed::capture::ReadOptions;
-use ticklane_feed::sim::{BurstLoss, Faults, GenConfig, Interruption, LineB, MessageLog, Rate};
 use ticklane_feed::soupbintcp::Credentials;
+use ticklane_sim::{BurstLoss, Faults, GenConfig, Interruption, LineB, MessageLog, Rate};
 
 use super::arg_values::{
     destination, fraction, linger_seconds, login, sim_rate, speed, DEFAULT_SIM_RATE,

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 use ticklane_engine::book::BookConfig;
-use ticklane_feed::sim::{GenConfig, MessageLog};
+use ticklane_sim::{GenConfig, MessageLog};
 
 pub use ticklane_testkit::process::{free_port, wait_bounded, Watched, READY_WITHIN};
 

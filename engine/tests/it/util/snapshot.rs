@@ -8,7 +8,7 @@ use ticklane_engine::book::{BookConfig, Books};
 use ticklane_engine::csv::{write_book_csv, BboCsvWriter};
 use ticklane_engine::snapshot::SnapshotWriter;
 use ticklane_feed::itch;
-use ticklane_feed::sim::{write_itch50, GenConfig};
+use ticklane_sim::{write_itch50, GenConfig};
 
 /// Book capacities that fit every generated day here.
 pub fn book_config() -> BookConfig {

@@ -23,11 +23,11 @@ use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::resilience::BackoffConfig;
-use ticklane_feed::sim::{
+use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
+use ticklane_sim::{
     Faults, LineB, MessageLog, MoldSimConfig, MoldSimulator, Rate, SimCounts, SoupSimConfig,
     SoupSimCounts, SoupSimulator,
 };
-use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
 use ticklane_testkit::{loopback, poll_until};
 
 use crate::util;

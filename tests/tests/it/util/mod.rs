@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use ticklane_engine::book::{Applier, BookConfig, NoBbo};
 use ticklane_engine::csv::write_book_csv;
-use ticklane_feed::sim::{write_itch50, GenConfig, MessageLog};
+use ticklane_sim::{write_itch50, GenConfig, MessageLog};
 
 pub use ticklane_testkit::{in_ci, oracle, repo_root, shared_data, skip};
 

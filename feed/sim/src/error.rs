@@ -7,7 +7,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::capture::CaptureError;
+use ticklane_feed::capture::CaptureError;
 
 /// The exchange simulator failed: its source, its configuration, a socket or a thread.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,11 @@
 //! Synthetic feeds: the seeded generator of ITCH 5.0 days, and the exchange simulator that
 //! serves a day (generated or captured) as MoldUDP64 (with pacing, seeded faults and a
 //! retransmission server) and over SoupBinTCP. The simulator is a test and demo tool with
-//! sockets of its own; the feed handler's sockets live in `net`.
+//! sockets of its own; the feed handler's sockets live in `ticklane_feed::net`.
+//!
+//! A crate of its own above `ticklane-feed`, whose encoders and session machines it drives
+//! from the exchange's side: nothing the feed handler runs may depend on it (the engine uses
+//! it only for `ticklane sim`, the demos and tests).
 
 mod clock;
 mod error;
@@ -11,10 +15,9 @@ mod generator;
 mod message_log;
 mod pacing;
 mod soup_server;
-// `generator` names `super::rng::SplitMix64`; the source moved to the crate's lowest floor.
-use crate::rng;
+// `generator` names `super::rng::SplitMix64`: the feed's seeded source.
+use ticklane_feed::rng;
 
-pub use crate::rng::SplitMix64;
 pub use error::SimError;
 pub use exchange::{LineB, MoldSimConfig, MoldSimulator, SimCounts};
 pub use faults::{BurstLoss, FaultInjector, Faults, Interruption, PacketFate, ReplyFault};
@@ -26,3 +29,4 @@ pub use generator::{
 pub use message_log::MessageLog;
 pub use pacing::{Rate, WaitStrategy};
 pub use soup_server::{SoupSimConfig, SoupSimCounts, SoupSimulator};
+pub use ticklane_feed::rng::SplitMix64;

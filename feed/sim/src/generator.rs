@@ -23,8 +23,8 @@ use flate2::Compression;
 
 use super::error::SimError;
 use super::rng::SplitMix64;
-use crate::itch::owned::{self, Message};
-use crate::itch::{Alpha, Locate, MatchNumber, Nanos, OrderRef, Price, Price8, Stock};
+use ticklane_feed::itch::owned::{self, Message};
+use ticklane_feed::itch::{Alpha, Locate, MatchNumber, Nanos, OrderRef, Price, Price8, Stock};
 
 /// What to generate.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -1066,7 +1066,7 @@ pub fn write_itch50_file_profile(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::itch::{self, ALL_TAGS};
+    use ticklane_feed::itch::{self, ALL_TAGS};
 
     fn generate(config: GenConfig) -> Vec<u8> {
         let mut out = Vec::new();

@@ -10,7 +10,7 @@
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //! use ticklane_feed::moldudp64::Session;
-//! use ticklane_feed::sim::{GenConfig, MessageLog, MoldSimConfig, MoldSimulator, Rate};
+//! use ticklane_sim::{GenConfig, MessageLog, MoldSimConfig, MoldSimulator, Rate};
 //!
 //! let log = Arc::new(MessageLog::from_generator(GenConfig::default()));
 //! let session = Session::new(b"SIM0000001").unwrap();
@@ -21,7 +21,7 @@
 //! sim.wait_finished(Duration::from_secs(5));
 //! let stats = sim.stop()?;
 //! println!("{} messages in {} packets", stats.messages_sent, stats.packets_sent);
-//! # Ok::<(), ticklane_feed::sim::SimError>(())
+//! # Ok::<(), ticklane_sim::SimError>(())
 //! ```
 
 use std::collections::VecDeque;
@@ -34,15 +34,15 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::moldudp64::{
+use crate::clock::{MonotonicClock, SimClock};
+use crate::faults::{Interruptions, SilenceKind};
+use crate::pacing::Pacer;
+use crate::{
+    FaultInjector, Faults, MessageLog, PacketFate, Rate, ReplyFault, SimError, WaitStrategy,
+};
+use ticklane_feed::moldudp64::{
     encode_end_of_session, encode_heartbeat, PacketWriter, RetransmitRequest, Session, HEADER_LEN,
     MAX_MESSAGES,
-};
-use crate::sim::clock::{MonotonicClock, SimClock};
-use crate::sim::faults::{Interruptions, SilenceKind};
-use crate::sim::pacing::Pacer;
-use crate::sim::{
-    FaultInjector, Faults, MessageLog, PacketFate, Rate, ReplyFault, SimError, WaitStrategy,
 };
 
 /// The largest UDP payload over IPv4.
@@ -1212,14 +1212,14 @@ impl RetransmitServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::moldudp64::{
+    use crate::clock::VirtualClock;
+    use crate::{BurstLoss, GenConfig, Interruption};
+    use std::cell::RefCell;
+    use std::io::Write;
+    use ticklane_feed::moldudp64::{
         Delivered, GapRange, LossReason, MoldRecovery, Packet, PacketKind, RecoveryConfig,
         RecoverySink,
     };
-    use crate::sim::clock::VirtualClock;
-    use crate::sim::{BurstLoss, GenConfig, Interruption};
-    use std::cell::RefCell;
-    use std::io::Write;
 
     const SESSION: &[u8] = b"TESTSIM001";
     /// A bound on every wait in these tests; none comes near it when things work.

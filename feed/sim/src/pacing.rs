@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::sim::{MessageLog, SimError};
+use crate::{MessageLog, SimError};
 
 const NANOS_PER_SECOND: u128 = 1_000_000_000;
 

@@ -6,8 +6,8 @@
 
 use std::path::Path;
 
-use crate::capture::{CaptureReader, ReadOptions};
-use crate::sim::{GenConfig, Generator, SimError};
+use crate::{GenConfig, Generator, SimError};
+use ticklane_feed::capture::{CaptureReader, ReadOptions};
 
 /// Bytes of a BinaryFILE length prefix.
 const PREFIX_LEN: usize = 2;
@@ -23,7 +23,7 @@ const TIMESTAMP_END: usize = TIMESTAMP_AT + 6;
 /// `MessageLog` is `Send` and `Sync`; share it with `Arc`.
 ///
 /// ```
-/// use ticklane_feed::sim::{GenConfig, MessageLog};
+/// use ticklane_sim::{GenConfig, MessageLog};
 ///
 /// let log = MessageLog::from_generator(GenConfig { messages: 100, ..Default::default() });
 /// assert_eq!(log.len(), 100);
@@ -79,7 +79,7 @@ impl MessageLog {
         Ok(())
     }
 
-    /// Adopts ITCH50 bytes (BinaryFILE framing, as [`write_itch50`](crate::sim::write_itch50)
+    /// Adopts ITCH50 bytes (BinaryFILE framing, as [`write_itch50`](crate::write_itch50)
     /// writes) without copying them; only the index of message offsets is built.
     ///
     /// # Errors
@@ -140,7 +140,7 @@ impl MessageLog {
     }
 
     /// The messages of the seeded [`Generator`] for `config`: the same bytes
-    /// [`write_itch50`](crate::sim::write_itch50) writes.
+    /// [`write_itch50`](crate::write_itch50) writes.
     pub fn from_generator(config: GenConfig) -> Self {
         let messages = usize::try_from(config.messages).unwrap_or(0);
         let mut log = MessageLog::with_capacity(messages, messages * 36);
@@ -196,7 +196,7 @@ impl MessageLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::write_itch50;
+    use crate::write_itch50;
 
     #[test]
     fn generator_log_matches_written_file() {

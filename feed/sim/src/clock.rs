@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::sim::WaitStrategy;
+use crate::WaitStrategy;
 
 /// The longest single sleep: bounds how late a stop request or heartbeat is noticed.
 const MAX_SLEEP_SLICE: Duration = Duration::from_millis(5);

@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use crate::sim::{SimError, SplitMix64};
+use crate::{SimError, SplitMix64};
 
 /// Drops several consecutive packets at once, as a congested switch does.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -16,8 +16,10 @@ use std::time::{Duration, Instant};
 use super::clock::{MonotonicClock, SimClock};
 use super::pacing::{Pacer, Rate, WaitStrategy};
 use super::{MessageLog, SimError};
-use crate::moldudp64::Session;
-use crate::soupbintcp::{Credentials, ServerConfig, ServerEvent, ServerState, SoupServerSession};
+use ticklane_feed::moldudp64::Session;
+use ticklane_feed::soupbintcp::{
+    Credentials, ServerConfig, ServerEvent, ServerState, SoupServerSession,
+};
 
 /// What the SoupBinTCP simulator serves and how.
 #[derive(Clone, Copy, Debug)]
@@ -382,9 +384,9 @@ fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::GenConfig;
-    use crate::soupbintcp::{ClientConfig, ClientEvent, SoupClient};
+    use crate::GenConfig;
     use std::net::{Ipv4Addr, SocketAddrV4};
+    use ticklane_feed::soupbintcp::{ClientConfig, ClientEvent, SoupClient};
 
     fn credentials() -> Credentials {
         Credentials::new(b"user", b"pass").expect("fits")
