@@ -189,7 +189,7 @@ impl fmt::Display for ProtocolError {
             ProtocolError::Parse(e) => e.fmt(f),
             ProtocolError::Unexpected { packet_type } => write!(
                 f,
-                "SoupBinTCP {:?} frame is not allowed in this session state",
+                "SoupBinTCP {:?} frame is not allowed in the session's current state",
                 *packet_type as char
             ),
         }
