@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On demand: the browser view in a real browser. Runs the engine's headless-Chromium test
-# (engine/tests/it/browser_view.rs: `ticklane sim` feeds `ticklane run --web`, Chromium opens the
+# (engine/cli/tests/it/browser_view.rs: `ticklane sim` feeds `ticklane run --web`, Chromium opens the
 # page, and its table and ladder must show the snapshot's prices), installing Chromium first
 # if it is missing (Debian package `chromium`: about 35 s, 124 MB download, 414 MB on disk).
 set -euo pipefail
@@ -14,4 +14,4 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 chromium --version
 # CI=true: a missing browser fails instead of skipping.
-CI=true cargo test --release -p ticklane-engine --test browser_view -- --nocapture
+CI=true cargo test --release -p ticklane --test it browser_view -- --nocapture

@@ -14,7 +14,7 @@
 # The Python side needs a venv with itch-book and itchcpp: $ORACLE_PY, default .venv/bin/python (itch-book and itchcpp installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --profile release-lto -p ticklane-engine
+cargo build --profile release-lto -p ticklane
 PY="${ORACLE_PY:-.venv/bin/python}"
 if [[ "${1:-}" != --profiles ]]; then
   exec "$PY" bench/compare_throughput.py "$@"   # default --ticklane: target/release-lto/ticklane

@@ -1,5 +1,5 @@
 //! ticklane's applications: the run configuration, file replay, a live line, the demo and
-//! tail, which the thin `ticklane` binary calls, over the layers below them, each a crate of
+//! tail, which the thin `ticklane` command (the crate `engine/cli`) calls, over the layers below them, each a crate of
 //! its own so that Cargo keeps the order:
 //!
 //! | crate | what it holds |
@@ -11,7 +11,8 @@
 //! | `ticklane-pipeline` | the stages' clock, health, dependencies, overload policy, sources, the book stage |
 //! | `ticklane-serve` | the subscriber server, its protocol and admission policy, the client library |
 //! | `ticklane-http` | the admin HTTP server and the browser view |
-//! | `ticklane-engine` (this crate) | `config`, `replay`, `live`, `tail`, and `views`: what the binary prints |
+//! | `ticklane-engine` (this crate) | `config`, `replay`, `live`, `tail`; `views`, every report's text; `watch`, the commands that print as they go (`book`, `top`, `subscribe`) |
+//! | `ticklane` (`engine/cli`) | the command: clap arguments, one call here per command |
 //!
 //! A program that wants one layer depends on its crate alone. This crate re-exports every
 //! layer under the module name it is known by (`ticklane_engine::book`,
@@ -36,3 +37,4 @@ pub mod live;
 pub mod replay;
 pub mod tail;
 pub mod views;
+pub mod watch;

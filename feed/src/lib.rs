@@ -2,8 +2,9 @@
 //! encoding, readers of captured files, and the MoldUDP64 and SoupBinTCP session layers.
 //!
 //! The decoders and session machines open no socket: bytes go in, messages and decisions
-//! come out, so live traffic, replay and tests drive the same code. `net` holds the feed
-//! handler's mio sockets; the exchange simulator is the `ticklane-sim` crate (`feed/sim`). `resilience` holds
+//! come out, so live traffic, replay and tests drive the same code. The feed handler's mio
+//! sockets are the `ticklane-net` crate (`feed/net`, re-exported here as `net`); the exchange
+//! simulator is the `ticklane-sim` crate (`feed/sim`). `resilience` holds
 //! the timing policies every dependency shares (backoff with jitter, a retry budget,
 //! measured reply timeouts, an adaptive concurrency limit, a circuit breaker) and `rng` the
 //! seeded random source they draw jitter from; both sit on the lowest floor and import
@@ -24,7 +25,7 @@
 pub mod capture;
 pub use ticklane_itch as itch;
 pub mod moldudp64;
-pub mod net;
+pub use ticklane_net as net;
 pub mod resilience;
 pub mod rng;
 pub mod soupbintcp;

@@ -39,6 +39,11 @@ pub use instance::{Instance, NAME_INDICES};
 pub use serve_keys::ServeSection;
 pub use validate::available_cores;
 
+/// What a MoldUDP64 line with no retransmission server says at start (on stderr) and in its
+/// summary: no gap can be recovered.
+pub const NO_REQUEST_SERVER: &str = "no retransmission server (feed.request_server is not set): \
+     gaps cannot be recovered; each is declared lost after a 1 ms wait for reordered packets";
+
 use std::ffi::OsStr;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};

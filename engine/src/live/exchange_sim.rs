@@ -115,6 +115,24 @@ impl ExchangeSim {
         self.mold.as_ref().map(MoldSimulator::stats)
     }
 
+    /// Starts the simulator for `log`, tells `started` (its addresses are known then), and
+    /// serves as [`ExchangeSim::serve`] does until the linger ends or SIGINT/SIGTERM.
+    ///
+    /// # Errors
+    ///
+    /// The signal handler could not be installed, a server could not start, or the
+    /// MoldUDP64 stream failed.
+    pub fn serve_until_signal(
+        log: &Arc<MessageLog>,
+        config: ExchangeSimConfig,
+        started: &mut dyn FnMut(&ExchangeSim),
+    ) -> anyhow::Result<ExchangeSimReport> {
+        let stop = super::install_shutdown()?;
+        let sim = ExchangeSim::start(log, config)?;
+        started(&sim);
+        Ok(sim.serve(&stop)?)
+    }
+
     /// Serves until the MoldUDP64 stream has ended (its end of session sent) and the linger
     /// after it has passed, or until `stop` is set; then stops both servers. Through the
     /// linger the retransmission server goes on answering. A SoupBinTCP-only simulator

@@ -6,8 +6,10 @@ mod configured_line;
 mod demo;
 mod exchange_sim;
 mod line;
+mod line_file;
 mod line_handles;
 mod record;
+mod record_file;
 mod shutdown;
 mod stagger;
 
@@ -21,8 +23,10 @@ pub use line::{
     run_line, run_line_watched, run_observed_line, run_served_line, LineReport, LineRun,
     LineSource, LineSourceReport, FEED_KEYS,
 };
+pub use line_file::{run_demo_until_signal, run_line_file};
 pub use line_handles::{LineHandles, RETRANSMISSION_SUFFIX};
 pub use record::{record_udp, RecordError, RecordReport};
+pub use record_file::{record_line_file, RecordRefused};
 pub use shutdown::{
     install_draining_shutdown, install_shutdown, DrainControl, SignalAction, DRAIN_TIMED_OUT,
     SECOND_SIGNAL,

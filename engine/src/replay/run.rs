@@ -91,6 +91,10 @@ pub enum ReplayError {
     /// An output would overwrite the input or another output.
     #[error(transparent)]
     PathClash(#[from] super::PathClash),
+    /// An output names a folder, or a file in a folder that does not exist: said with its
+    /// flag before anything is opened.
+    #[error("{0}")]
+    Unwritable(String),
     /// The Parquet output could not be written.
     #[error("--parquet-out: {0}")]
     Parquet(#[from] ParquetOutError),

@@ -7,6 +7,7 @@ pub use crate::exit_status::ExitStatus;
 
 use crate::config::ConfigError;
 use crate::dbn_out::SessionDateError;
+use crate::live::RecordRefused;
 use crate::parquet_out::ParquetOutError;
 use crate::replay::ReplayError;
 use crate::sample::SampleError;
@@ -20,12 +21,14 @@ impl ExitStatus {
         let mut next = Some(error);
         while let Some(e) = next {
             let asked_wrong = e.is::<ConfigError>()
+                || e.is::<RecordRefused>()
                 || e.is::<SessionDateError>()
                 || matches!(
                     e.downcast_ref(),
                     Some(
                         ReplayError::Unsupported(_)
                             | ReplayError::PathClash(_)
+                            | ReplayError::Unwritable(_)
                             | ReplayError::Sample(
                                 SampleError::DbnDepth { .. } | SampleError::NoDate { .. }
                             )
@@ -42,6 +45,37 @@ impl ExitStatus {
         }
         ExitStatus::Failure
     }
+
+    /// For a command whose output is stdout or may be a pipe (`book`, `top`, `tail`, `replay`
+    /// with an output on `/dev/stdout` or a FIFO; a feed line's own disconnects are handled
+    /// inside it, never returned): a broken pipe is `… | head` having read enough, which ends
+    /// as a SIGPIPE death reports it (141), not as a failure.
+    pub fn closed_stdout(error: anyhow::Error) -> anyhow::Result<ExitStatus> {
+        let broken_pipe = error.chain().any(|cause| {
+            cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+        });
+        if broken_pipe {
+            Ok(ExitStatus::ClosedStdout)
+        } else {
+            Err(error)
+        }
+    }
+}
+
+/// The error and its causes, each cause said once: many of our errors already end with
+/// their source's text (`{path}: {source}`), which `{:#}` would print again.
+pub fn error_text(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+    }
+    text
 }
 
 impl From<ExitStatus> for ExitCode {

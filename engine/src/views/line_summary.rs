@@ -55,10 +55,7 @@ const LOST_LISTED_IN_FULL: usize = 8;
 /// When there are more, this many from each end are listed, and the rest counted.
 const LOST_LISTED_AT_EACH_END: usize = 3;
 
-/// What a MoldUDP64 line with no retransmission server says at start (on stderr) and in its
-/// summary: no gap can be recovered.
-pub const NO_REQUEST_SERVER: &str = "no retransmission server (feed.request_server is not set): \
-     gaps cannot be recovered; each is declared lost after a 1 ms wait for reordered packets";
+pub use crate::config::NO_REQUEST_SERVER;
 
 /// One latency line (`  name   p50 … max (n=…)`); nothing when nothing was recorded.
 ///

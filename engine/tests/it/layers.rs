@@ -42,6 +42,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("live", 3),
     ("tail", 3),
     ("views", 4),
+    ("watch", 5),
 ];
 
 /// Inside the crates Cargo cannot order: what each one's modules may name. A module not
@@ -81,11 +82,10 @@ const HTTP_FLOORS: &[(&str, u8)] = &[
 ];
 
 /// Every top-level module of `feed/src`, with its floor: bytes and protocol machines below,
-/// the files and sockets that feed them above (the simulator is a crate of its own).
+/// the files that feed them above (the sockets and the simulator are crates of their own).
 const FEED_FLOORS: &[(&str, u8)] = &[
     ("itch", 0),
     ("rng", 0),
-    ("net", 0),
     ("resilience", 1),
     ("moldudp64", 2),
     ("soupbintcp", 3),
@@ -135,14 +135,11 @@ fn crate_src(relative: &str) -> PathBuf {
         .join("src")
 }
 
-/// Every `.rs` file under `dir`, except the binary's (it may use anything: it is on top).
+/// Every `.rs` file under `dir`.
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in fs::read_dir(dir).expect("read engine/src") {
         let path = entry.expect("dir entry").path();
         if path.is_dir() {
-            if path.file_name().is_some_and(|n| n == "bin") {
-                continue;
-            }
             sources(&path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
             out.push(path);

@@ -10,13 +10,14 @@
 //! one and must be every message after warm-up, well over a million.
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ticklane_engine::book::Applied;
 use ticklane_engine::book::{BookConfig, Books};
+use ticklane_engine::live::{ExchangeSim, ExchangeSimConfig};
 use ticklane_engine::overload::{OverloadConfig, SheddingPublisher, SnapshotSink};
 use ticklane_engine::pipeline::{
     run_pipeline_with_latency, LatencyGauges, MoldFeedConfig, MoldSource, PipelineConfig, SourceEnd,
@@ -26,10 +27,12 @@ use ticklane_engine::snapshot::SnapshotWriter;
 use ticklane_feed::itch::Message;
 use ticklane_feed::moldudp64::RecoveryConfig;
 use ticklane_feed::net::UdpFeedConfig;
+use ticklane_sim::{Faults, GenConfig, MessageLog, Rate};
 use ticklane_testkit::counting_alloc::{
     close_window, open_window, take_window_allocations, window_allocations, window_is_open,
     EveryThread,
 };
+use ticklane_testkit::process::rerun_test;
 
 /// Publications seen while the window was open, and in all (written by `finish`).
 static MEASURED: AtomicU64 = AtomicU64::new(0);
@@ -40,6 +43,9 @@ static CLOSED_AT_FINISH: AtomicBool = AtomicBool::new(false);
 
 const WARM_UP_PUBLICATIONS: u64 = 50_000;
 const MESSAGES: u64 = 1_100_000;
+
+/// Set for the simulator child: `DATA REQUEST`, the line's two addresses.
+const SIMULATOR_ENV: &str = "TICKLANE_ZERO_ALLOC_SIMULATOR";
 
 /// The live publisher (overload control over the snapshot), switching the count on after
 /// warm-up and off at the end.
@@ -136,22 +142,8 @@ fn reader_and_book_threads_allocate_nothing_per_message() {
         .and_then(|s| s.local_addr())
         .expect("probe port");
     source.set_request_server(request);
-    let mut sim = Command::new(env!("CARGO_BIN_EXE_ticklane"))
-        .args([
-            "sim",
-            "--messages",
-            &MESSAGES.to_string(),
-            "--rate",
-            "1000000",
-            "--seed",
-            "4",
-        ])
-        .args([
-            "--udp",
-            &data.to_string(),
-            "--request",
-            &request.to_string(),
-        ])
+    let mut sim = rerun_test(module_path!(), "simulator_child")
+        .env(SIMULATOR_ENV, format!("{data} {request}"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -215,4 +207,36 @@ fn reader_and_book_threads_allocate_nothing_per_message() {
     assert!(latency.refreshes >= 5, "{latency:?}");
     assert_eq!(latency.samples, report.book.messages, "{latency:?}");
     assert_eq!(allocations, 0, "allocations after warm-up");
+}
+
+/// The exchange simulator, in this binary run again as a child (`rerun_test`), so that its
+/// allocations are not counted with the line's: a generated day at 1 M msg/s to the line,
+/// retransmissions answered, then five seconds of lingering for late requests. Run without
+/// the variable, it does nothing.
+#[test]
+fn simulator_child() {
+    let Ok(addresses) = std::env::var(SIMULATOR_ENV) else {
+        return;
+    };
+    let (data, request) = addresses.split_once(' ').expect("DATA REQUEST");
+    let log = Arc::new(MessageLog::from_generator(GenConfig {
+        messages: MESSAGES,
+        seed: 4,
+        ..GenConfig::default()
+    }));
+    let config = ExchangeSimConfig {
+        udp: Some(data.parse().expect("data address")),
+        request: request.parse().expect("request address"),
+        tcp: None,
+        rate: Rate::per_second(1_000_000),
+        faults: Faults {
+            seed: 4,
+            ..Faults::default()
+        },
+        line_b: None,
+        disconnect_after: None,
+        linger: Duration::from_secs(5),
+    };
+    let sim = ExchangeSim::start(&log, config).expect("start the simulator");
+    sim.serve(&AtomicBool::new(false)).expect("serve");
 }

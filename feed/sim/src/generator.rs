@@ -70,6 +70,17 @@ pub enum Profile {
     FullDay,
 }
 
+impl Profile {
+    /// The stocks a day of this shape has when none are asked for: 8, or
+    /// [`FULL_DAY_STOCKS`].
+    pub fn default_stocks(self) -> u16 {
+        match self {
+            Profile::Small => 8,
+            Profile::FullDay => FULL_DAY_STOCKS,
+        }
+    }
+}
+
 impl std::str::FromStr for Profile {
     type Err = String;
 

@@ -37,6 +37,12 @@ pub enum Rate {
 }
 
 impl Rate {
+    /// Messages per second the simulator sends at when no rate is asked for: of the order of
+    /// a busy second of Nasdaq TotalView-ITCH at the open or the close, a rate a reader on a
+    /// shared machine keeps up with (unpaced, the simulator overruns any reader's socket
+    /// buffer: see [`Rate::Max`]).
+    pub const DEFAULT_PER_SECOND: u64 = 400_000;
+
     /// `per_second` messages a second with a bucket of 10 ms worth of messages.
     pub fn per_second(per_second: u64) -> Rate {
         let burst = u32::try_from(per_second / 100).unwrap_or(u32::MAX).max(1);
@@ -48,6 +54,24 @@ impl Rate {
         Rate::Timestamps {
             speed,
             max_gap: Duration::from_secs(1),
+        }
+    }
+
+    /// `max`, for as fast as the socket takes them (any case), or a number of messages per
+    /// second (at least 1): the command line's `--rate`.
+    ///
+    /// # Errors
+    ///
+    /// A message naming what was given and what is accepted.
+    pub fn parse(text: &str) -> Result<Rate, String> {
+        if text.eq_ignore_ascii_case("max") {
+            return Ok(Rate::Max);
+        }
+        match text.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(Rate::per_second(n)),
+            _ => Err(format!(
+                "`{text}` is neither a number of messages per second (at least 1) nor `max`"
+            )),
         }
     }
 
@@ -195,6 +219,22 @@ fn nanos(n: u128) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_is_a_positive_number_or_max() {
+        assert_eq!(Rate::parse("max"), Ok(Rate::Max));
+        assert_eq!(Rate::parse("MAX"), Ok(Rate::Max));
+        assert_eq!(
+            Rate::parse("250000"),
+            Ok(Rate::MessagesPerSecond {
+                per_second: 250_000,
+                burst: 2_500
+            })
+        );
+        assert!(Rate::parse("0").is_err());
+        assert!(Rate::parse("fast").is_err());
+        assert!(Rate::parse("-5").is_err());
+    }
 
     fn log_with_timestamps(ts: &[u64]) -> MessageLog {
         let mut log = MessageLog::new();

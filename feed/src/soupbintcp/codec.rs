@@ -159,6 +159,19 @@ impl Credentials {
             password: pad_alpha(password)?,
         })
     }
+
+    /// `user:password` (at most 6 and 10 characters): the command line's `--login`.
+    ///
+    /// # Errors
+    ///
+    /// A message saying which rule the text breaks.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (user, pass) = text
+            .split_once(':')
+            .ok_or_else(|| format!("`{text}` is not user:password"))?;
+        Credentials::new(user.as_bytes(), pass.as_bytes())
+            .ok_or_else(|| "the username is at most 6, the password at most 10 characters".into())
+    }
 }
 
 impl fmt::Debug for Credentials {

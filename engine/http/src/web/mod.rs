@@ -59,7 +59,7 @@
 //! can slow the other or the book thread. The binary protocol is for programs (sequence
 //! numbers, gap detection, login, the storm defences); this view is for people, over JSON.
 //!
-//! `engine/tests/it/browser_view.rs` checks it in a real browser: `ticklane run --web` fed by
+//! `engine/cli/tests/it/browser_view.rs` checks it in a real browser: `ticklane run --web` fed by
 //! `ticklane sim` is held at a known point (the simulator stalls after 100,000 messages), the
 //! page is opened in headless Chromium, and its table and ladder are read over the DevTools
 //! protocol until they show the prices the snapshot holds. Without Chromium it prints

@@ -10,7 +10,7 @@
 //! `parquet` feature (on by default); without it [`ParquetOutError::NotBuilt`] says so.
 //! The feature adds some 33 crates to the build, chiefly `parquet`,
 //! `arrow-{schema,buffer,data,array,select,cmp,ipc}`, `chrono`, `num-bigint` and
-//! `flatbuffers`; `cargo build --no-default-features -p ticklane-engine` leaves them out,
+//! `flatbuffers`; `cargo build --no-default-features -p ticklane` leaves them out,
 //! and `--parquet-out` then refuses, saying so.
 //!
 //! # `replay --parquet-out PATH [--parquet-schema bbo|mbp-10]`

@@ -5,18 +5,10 @@ pub mod overload;
 pub mod serve;
 pub mod snapshot;
 
-use std::process::Command;
 use std::sync::Arc;
 
 use ticklane_engine::book::BookConfig;
 use ticklane_sim::{GenConfig, MessageLog};
-
-pub use ticklane_testkit::process::{free_port, wait_bounded, Watched, READY_WITHIN};
-
-/// The `ticklane` binary cargo built for this crate's tests.
-pub fn ticklane() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ticklane"))
-}
 
 /// Book capacities for the live lines' generated days.
 pub fn books() -> BookConfig {

@@ -160,7 +160,10 @@ fn top_prints_frames_of_the_busiest_books() {
 fn python_reader_prints_the_same_csv() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (path, books) = published(dir.path(), 10);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/snapshot_reader.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/snapshot_reader.py"
+    );
     let python = |args: &[&str]| {
         Command::new("python3")
             .arg(script)

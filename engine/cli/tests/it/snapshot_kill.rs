@@ -143,7 +143,10 @@ fn a_slot_left_mid_write_is_reported_by_every_reader() {
         "{frame}"
     );
 
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/snapshot_reader.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/snapshot_reader.py"
+    );
     let (python, took) = run("python3", &[script, path_str, "--csv"]);
     assert!(!python.status.success() && took < Duration::from_secs(30));
     assert!(String::from_utf8_lossy(&python.stderr).contains("stayed mid-write"));
@@ -232,7 +235,10 @@ fn running_readers_follow_a_writer_restarted_after_kill_9() {
     ]));
     let top_frame = |pid: u32| format!("ticklane top  {path_str}  pid {pid}  ");
     top.wait_for_line(&top_frame(first_pid), WITHIN);
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/snapshot_reader.py");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/snapshot_reader.py"
+    );
     let mut python = python3().map(|mut python| {
         let mut watched = Watched::spawn(python.args([
             script,

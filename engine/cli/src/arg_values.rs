@@ -42,34 +42,6 @@ pub fn core(text: &str) -> Result<usize, String> {
         })
 }
 
-/// `user:password` for SoupBinTCP (at most 6 and 10 characters).
-pub fn login(text: &str) -> Result<ticklane_feed::soupbintcp::Credentials, String> {
-    let (user, pass) = text
-        .split_once(':')
-        .ok_or_else(|| format!("`{text}` is not user:password"))?;
-    ticklane_feed::soupbintcp::Credentials::new(user.as_bytes(), pass.as_bytes())
-        .ok_or_else(|| "the username is at most 6, the password at most 10 characters".into())
-}
-
-/// Messages per second the simulator sends at when neither `--rate` nor `--speed` is given:
-/// of the order of a busy second of Nasdaq TotalView-ITCH at the open or the close, a rate a
-/// reader on a shared machine keeps up with (unpaced, the simulator overruns any reader's
-/// socket buffer: see `--rate max`).
-pub const DEFAULT_SIM_RATE: u64 = 400_000;
-
-/// `--rate`: messages per second (at least 1), or `max` for as fast as the socket takes them.
-pub fn sim_rate(text: &str) -> Result<ticklane_sim::Rate, String> {
-    if text.eq_ignore_ascii_case("max") {
-        return Ok(ticklane_sim::Rate::Max);
-    }
-    match text.parse::<u64>() {
-        Ok(n) if n > 0 => Ok(ticklane_sim::Rate::per_second(n)),
-        _ => Err(format!(
-            "`{text}` is neither a number of messages per second (at least 1) nor `max`"
-        )),
-    }
-}
-
 /// `--symbols A,B`, checked when parsed (1 to 8 printable characters each). An empty list
 /// is refused: leaving the flag out keeps every symbol, and an empty value (a shell
 /// variable that was never set) must not quietly mean the same.
@@ -155,23 +127,6 @@ pub fn wait(text: &str) -> Result<ticklane_engine::pipeline::WaitStrategy, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ticklane_sim::Rate;
-
-    #[test]
-    fn a_rate_is_a_positive_number_or_max() {
-        assert_eq!(sim_rate("max"), Ok(Rate::Max));
-        assert_eq!(sim_rate("MAX"), Ok(Rate::Max));
-        assert_eq!(
-            sim_rate("250000"),
-            Ok(Rate::MessagesPerSecond {
-                per_second: 250_000,
-                burst: 2_500
-            })
-        );
-        assert!(sim_rate("0").is_err());
-        assert!(sim_rate("fast").is_err());
-        assert!(sim_rate("-5").is_err());
-    }
 
     #[test]
     fn bad_filters_are_usage_errors() {

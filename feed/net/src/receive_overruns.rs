@@ -180,7 +180,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_tiny_receive_buffer_that_nobody_reads_overruns_and_the_kernel_counts_it() {
-        use crate::net::{FeedKeys, UdpFeed, UdpFeedConfig};
+        use crate::{FeedKeys, UdpFeed, UdpFeedConfig};
 
         // The smallest buffer the kernel grants (it rounds up to about 2 KiB, doubled).
         let feed = UdpFeed::open(

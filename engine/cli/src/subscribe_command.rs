@@ -1,17 +1,14 @@
 //! `ticklane subscribe`: follow symbols on a subscriber server and print every update.
 
-use std::io::{self, Write};
+use std::io;
 use std::net::SocketAddr;
-use std::ops::ControlFlow;
 use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use ticklane_engine::live::install_shutdown;
-use ticklane_engine::serve::client::{
-    pause_unless_stopped, run_subscriber, ClientConfig, ClientError,
-};
-use ticklane_engine::views::{write_subscriber_event, ExitStatus};
+use ticklane_engine::serve::client::ClientConfig;
+use ticklane_engine::views::ExitStatus;
+use ticklane_engine::watch::print_subscriber_updates;
 use ticklane_feed::resilience::BackoffConfig;
 
 /// `ticklane subscribe`.
@@ -48,7 +45,6 @@ pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
         );
         return Ok(ExitStatus::Usage);
     }
-    let stop = install_shutdown()?;
     let config = ClientConfig {
         account: args.account.clone(),
         backoff: BackoffConfig {
@@ -59,40 +55,5 @@ pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
         seed: u64::from(std::process::id()),
         ..ClientConfig::new(args.server, args.symbols.clone())
     };
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    let mut failed = None;
-    let result = run_subscriber(
-        &config,
-        &stop,
-        // A signal during a backoff ends the pause at once, not when the backoff ends.
-        &mut |delay| {
-            pause_unless_stopped(delay, &stop);
-        },
-        &mut |event| {
-            let written = write_subscriber_event(&mut out, &event).and_then(|()| out.flush());
-            match written {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(e) => {
-                    failed = Some(e);
-                    ControlFlow::Break(())
-                }
-            }
-        },
-    );
-    let flushed = out.flush();
-    // `… | head` closed stdout: end as the other commands do (141), not as a failure.
-    match failed.map_or(flushed, Err) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitStatus::ClosedStdout),
-        Err(e) => return Err(e.into()),
-        Ok(()) => {}
-    }
-    match result {
-        Ok(()) => Ok(ExitStatus::Interrupted),
-        Err(e @ ClientError::Maintenance { .. }) => {
-            eprintln!("ticklane subscribe: {e}");
-            Ok(ExitStatus::Failure)
-        }
-        Err(e) => Err(e.into()),
-    }
+    print_subscriber_updates(&config, io::stdout().lock(), &mut io::stderr().lock())
 }

@@ -1,4 +1,7 @@
-//! The `ticklane` command line: thin; it parses arguments, calls the library and prints.
+//! The `ticklane` command line: it parses arguments, calls one library function of
+//! `ticklane-engine` per command, and prints what comes back through the engine's views. It
+//! starts no thread or server itself and holds no logic a test would need without a
+//! process; the library depends on nothing here.
 //!
 //! Exit statuses (`ticklane_engine::views::ExitStatus`): 0 a clean end with nothing lost; 1 a
 //! runtime failure; 2 a usage or configuration error (clap's and every `ConfigError`); 3 the
@@ -9,19 +12,12 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use ticklane_engine::views::ExitStatus;
+use ticklane_engine::views::{error_text, ExitStatus};
 
-// The binary's own modules live beside it in `bin/ticklane/`; a file directly in `bin/`
-// would be taken for a binary of its own.
-#[path = "ticklane/arg_values.rs"]
 mod arg_values;
-#[path = "ticklane/file_commands.rs"]
 mod file_commands;
-#[path = "ticklane/live_commands.rs"]
 mod live_commands;
-#[path = "ticklane/snapshot_commands.rs"]
 mod snapshot_commands;
-#[path = "ticklane/subscribe_command.rs"]
 mod subscribe_command;
 
 /// ticklane: a low-latency Nasdaq TotalView-ITCH 5.0 price engine.
@@ -96,11 +92,17 @@ fn main() -> ExitCode {
         Some(Command::Sim(args)) => live_commands::sim(&args),
         Some(Command::Record(args)) => live_commands::record(&args),
         Some(Command::Demo(args)) => file_commands::demo(&args),
-        Some(Command::Replay(args)) => file_commands::replay(&args).or_else(stdout_closed),
+        Some(Command::Replay(args)) => {
+            file_commands::replay(&args).or_else(ExitStatus::closed_stdout)
+        }
         Some(Command::Gen(args)) => file_commands::generate(&args),
-        Some(Command::Book(args)) => snapshot_commands::book(&args).or_else(stdout_closed),
-        Some(Command::Top(args)) => snapshot_commands::top(&args).or_else(stdout_closed),
-        Some(Command::Tail(args)) => file_commands::tail(&args).or_else(stdout_closed),
+        Some(Command::Book(args)) => {
+            snapshot_commands::book(&args).or_else(ExitStatus::closed_stdout)
+        }
+        Some(Command::Top(args)) => {
+            snapshot_commands::top(&args).or_else(ExitStatus::closed_stdout)
+        }
+        Some(Command::Tail(args)) => file_commands::tail(&args).or_else(ExitStatus::closed_stdout),
         Some(Command::Subscribe(args)) => subscribe_command::subscribe(&args),
     };
     match result {
@@ -110,35 +112,4 @@ fn main() -> ExitCode {
             ExitStatus::of_error(e.as_ref()).into()
         }
     }
-}
-
-/// For a command whose output is stdout or may be a pipe (`book`, `top`, `tail`, `replay`
-/// with an output on `/dev/stdout` or a FIFO; a feed line's own disconnects are handled
-/// inside it, never returned): a broken pipe is `… | head` having read enough, which ends
-/// as a SIGPIPE death reports it (141), not as a failure.
-fn stdout_closed(error: anyhow::Error) -> anyhow::Result<ExitStatus> {
-    let broken_pipe = error.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-    });
-    if broken_pipe {
-        Ok(ExitStatus::ClosedStdout)
-    } else {
-        Err(error)
-    }
-}
-
-/// The error and its causes, each cause said once: many of our errors already end with
-/// their source's text (`{path}: {source}`), which `{:#}` would print again.
-fn error_text(error: &anyhow::Error) -> String {
-    let mut text = error.to_string();
-    for cause in error.chain().skip(1) {
-        let said = cause.to_string();
-        if !text.contains(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-    }
-    text
 }

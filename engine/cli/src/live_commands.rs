@@ -4,30 +4,24 @@
 use std::io::{self, IsTerminal};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use ticklane_engine::config::{FeedConfig, RunConfig};
-use ticklane_engine::health::Health;
 use ticklane_engine::live::{
-    install_draining_shutdown, install_shutdown, record_udp, run_configured_line, run_demo,
-    ConfiguredLineOptions, DemoConfig, ExchangeSim, ExchangeSimConfig, RunNotice,
+    record_line_file, run_demo_until_signal, run_line_file, ConfiguredLineOptions, DemoConfig,
+    ExchangeSim, ExchangeSimConfig,
 };
 use ticklane_engine::views::{
-    demo_status, group, line_run_status, ready_line, write_demo_intro, write_demo_report,
-    write_line_run, write_mold_sim_stats, write_serve_counts, write_soup_sim_stats, ExitStatus,
-    NO_REQUEST_SERVER,
+    demo_status, write_demo_intro, write_demo_report, write_line_end, write_record_end,
+    write_run_notice, write_sim_banner, write_sim_report, ExitStatus,
 };
 use ticklane_feed::capture::ReadOptions;
 use ticklane_feed::soupbintcp::Credentials;
 use ticklane_sim::{BurstLoss, Faults, GenConfig, Interruption, LineB, MessageLog, Rate};
 
-use super::arg_values::{
-    destination, fraction, linger_seconds, login, sim_rate, speed, DEFAULT_SIM_RATE,
-};
+use super::arg_values::{destination, fraction, linger_seconds, speed};
 
 /// `ticklane run`.
 #[derive(Args, Debug)]
@@ -99,11 +93,11 @@ pub struct SimArgs {
     #[arg(long)]
     pub tcp: Option<SocketAddr>,
     /// With --tcp: the SoupBinTCP login (user:password).
-    #[arg(long, default_value = "user:pass", requires = "tcp", value_parser = login)]
+    #[arg(long, default_value = "user:pass", requires = "tcp", value_parser = Credentials::parse)]
     pub login: Credentials,
     /// Messages per second, or `max` for unpaced (which may overrun the reader). Default:
     /// 400,000, of the order of a busy second at Nasdaq's open.
-    #[arg(long, conflicts_with = "speed", value_parser = sim_rate)]
+    #[arg(long, conflicts_with = "speed", value_parser = Rate::parse)]
     pub rate: Option<Rate>,
     /// Play at the file's own timestamps, this many times faster (a positive factor).
     #[arg(long, value_parser = speed)]
@@ -171,78 +165,30 @@ pub struct RecordArgs {
 /// `ticklane run`.
 pub fn run(args: &RunArgs) -> Result<ExitStatus> {
     let Some(path) = &args.config else {
-        let stop = install_shutdown()?;
-        return demo(args, &stop);
+        return demo(args);
     };
-    let config = RunConfig::load(path)?.with_environment()?;
-    // Health exists before anything runs: draining starts at the first signal, whatever the
-    // line is doing then (waiting out its stagger included).
-    let health = Arc::new(Health::new());
-    let stop = install_draining_shutdown(
-        Some(Arc::clone(&health)),
-        Some(config.engine.shutdown_timeout),
-    )?;
     let options = ConfiguredLineOptions {
         admin: args.admin,
         web: args.web,
         serve: args.serve,
     };
-    let mut ready = Ok(());
-    let ended = run_configured_line(
-        &config,
-        options,
-        health,
-        &stop,
-        &mut |notice| match notice {
-            RunNotice::NoRequestServer => {
-                eprintln!("ticklane run: {}: {NO_REQUEST_SERVER}", path.display());
-            }
-            RunNotice::Admin { addr, token } => {
-                let calls = if token {
-                    "admin calls need the token"
-                } else {
-                    "admin calls off: no token"
-                };
-                println!("ticklane run: admin on http://{addr} (/health, /metrics; {calls})");
-            }
-            RunNotice::Web(addr) => println!("ticklane run: browser view on http://{addr}/"),
-            RunNotice::Staggered { instance, delay } => println!(
-                "staggered start: instance {instance} waits {} ms before it connects",
-                delay.as_millis()
-            ),
-            RunNotice::Serve(addr) => println!("ticklane run: subscribers on {addr}"),
-            RunNotice::Ready(source) => match ready_line(path, source) {
-                Ok(line) => println!("{line}"),
-                Err(e) => ready = Err(e),
-            },
-        },
-    )?;
-    ready?;
-    let mut out = io::stdout().lock();
-    write_line_run(&mut out, &ended.run, ended.unrecoverable)?;
-    if let Some((counts, admission)) = &ended.served {
-        write_serve_counts(&mut out, counts, Some(admission))?;
-    }
-    let status = line_run_status(&ended.run);
-    if status == ExitStatus::Failure {
-        // The summary is on stdout; why the line failed goes to stderr as well, for a
-        // caller that keeps only that.
-        eprintln!(
-            "ticklane run: {}: the line ended: {}",
-            path.display(),
-            ended.run.report.source.end()
-        );
-    }
-    Ok(status)
+    let mut written = Ok(());
+    let ended = run_line_file(path, options, &mut |notice| {
+        let (mut out, mut err) = (io::stdout().lock(), io::stderr().lock());
+        if let Err(e) = write_run_notice(&mut out, &mut err, path, notice) {
+            written = Err(e);
+        }
+    })?;
+    written?;
+    Ok(write_line_end(
+        &mut io::stdout().lock(),
+        &mut io::stderr().lock(),
+        path,
+        &ended,
+    )?)
 }
 
-fn demo(args: &RunArgs, stop: &AtomicBool) -> Result<ExitStatus> {
-    write_demo_intro(
-        &mut io::stdout().lock(),
-        args.messages,
-        args.rate,
-        args.drop,
-    )?;
+fn demo(args: &RunArgs) -> Result<ExitStatus> {
     let config = DemoConfig {
         progress: io::stdout().is_terminal(),
         messages: args.messages,
@@ -250,18 +196,20 @@ fn demo(args: &RunArgs, stop: &AtomicBool) -> Result<ExitStatus> {
         drop_ratio: args.drop,
         ..DemoConfig::default()
     };
-    let report = run_demo(config, stop)?;
+    let (report, stopped) = run_demo_until_signal(config, &mut || {
+        write_demo_intro(
+            &mut io::stdout().lock(),
+            args.messages,
+            args.rate,
+            args.drop,
+        )
+    })?;
     write_demo_report(&mut io::stdout().lock(), &report)?;
-    Ok(demo_status(
-        &report,
-        args.messages,
-        stop.load(Ordering::Relaxed),
-    ))
+    Ok(demo_status(&report, args.messages, stopped))
 }
 
 /// `ticklane sim`.
 pub fn sim(args: &SimArgs) -> Result<ExitStatus> {
-    let stop = install_shutdown()?;
     let log = Arc::new(match &args.file {
         Some(path) => MessageLog::from_capture(path, ReadOptions::default())?,
         None => MessageLog::from_generator(GenConfig {
@@ -270,141 +218,81 @@ pub fn sim(args: &SimArgs) -> Result<ExitStatus> {
             ..GenConfig::default()
         }),
     });
-    let interruption = |after: Option<u64>, duration| {
-        after.map(|after_messages| Interruption {
-            after_messages,
-            duration,
-        })
-    };
-    let config = ExchangeSimConfig {
-        udp: args.udp,
-        request: args.request,
-        tcp: args.tcp.map(|bind| (bind, args.login)),
-        rate: match (args.rate, args.speed) {
-            (Some(rate), _) => rate,
-            (None, Some(speed)) => Rate::timestamps(speed),
-            (None, None) => Rate::per_second(DEFAULT_SIM_RATE),
-        },
-        faults: Faults {
-            seed: args.seed,
-            drop_ratio: args.drop,
-            burst_loss: (args.burst_probability > 0.0).then_some(BurstLoss {
-                probability: args.burst_probability,
-                packets: args.burst_packets,
-            }),
-            duplicate_ratio: args.duplicate,
-            reorder_ratio: args.reorder,
-            stall: interruption(args.stall_after, Duration::from_millis(args.stall_ms)),
-            disconnect: interruption(args.disconnect_after, Duration::from_secs(1)),
-            ..Faults::default()
-        },
-        line_b: args.udp_b.map(|destination| LineB {
-            destination,
+    let config = args.config();
+    let unpaced = config.rate == Rate::Max;
+    let udp = args.udp.map(|udp| (udp, args.udp_b));
+    let mut banner = Ok(());
+    let report = ExchangeSim::serve_until_signal(&log, config, &mut |sim| {
+        let out = &mut io::stdout().lock();
+        banner = write_sim_banner(out, sim, udp, unpaced, log.len(), args.linger);
+    })?;
+    banner?;
+    write_sim_report(&mut io::stdout().lock(), &report)?;
+    Ok(ExitStatus::Success)
+}
+
+impl SimArgs {
+    /// The simulator's configuration: what to serve, at what rate, with which faults.
+    fn config(&self) -> ExchangeSimConfig {
+        let interruption = |after: Option<u64>, duration| {
+            after.map(|after_messages| Interruption {
+                after_messages,
+                duration,
+            })
+        };
+        let burst = |probability: f64| {
+            (probability > 0.0).then_some(BurstLoss {
+                probability,
+                packets: self.burst_packets,
+            })
+        };
+        ExchangeSimConfig {
+            udp: self.udp,
+            request: self.request,
+            tcp: self.tcp.map(|bind| (bind, self.login)),
+            rate: match (self.rate, self.speed) {
+                (Some(rate), _) => rate,
+                (None, Some(speed)) => Rate::timestamps(speed),
+                (None, None) => Rate::per_second(Rate::DEFAULT_PER_SECOND),
+            },
             faults: Faults {
-                seed: args.seed,
-                drop_ratio: args.drop_b,
-                burst_loss: (args.burst_probability_b > 0.0).then_some(BurstLoss {
-                    probability: args.burst_probability_b,
-                    packets: args.burst_packets,
-                }),
+                seed: self.seed,
+                drop_ratio: self.drop,
+                burst_loss: burst(self.burst_probability),
+                duplicate_ratio: self.duplicate,
+                reorder_ratio: self.reorder,
+                stall: interruption(self.stall_after, Duration::from_millis(self.stall_ms)),
+                disconnect: interruption(self.disconnect_after, Duration::from_secs(1)),
                 ..Faults::default()
             },
-        }),
-        disconnect_after: args.disconnect_after,
-        linger: args.linger,
-    };
-    let unpaced = config.rate == Rate::Max;
-    let sim = ExchangeSim::start(&log, config)?;
-    if unpaced {
-        println!(
-            "unpaced (--rate max): a reader may be overrun; its kernel drops what its socket \
-             buffer cannot hold (ticklane run reports them as OVERRUN)"
-        );
-    }
-    if let (Some(udp), Some(request)) = (args.udp, sim.request_addr()) {
-        match args.udp_b {
-            Some(b) => println!(
-                "MoldUDP64 to {udp} (line A) and {b} (line B), retransmissions on {request}"
-            ),
-            None => println!("MoldUDP64 to {udp}, retransmissions on {request}"),
+            line_b: self.udp_b.map(|destination| LineB {
+                destination,
+                faults: Faults {
+                    seed: self.seed,
+                    drop_ratio: self.drop_b,
+                    burst_loss: burst(self.burst_probability_b),
+                    ..Faults::default()
+                },
+            }),
+            disconnect_after: self.disconnect_after,
+            linger: self.linger,
         }
     }
-    if let Some(tcp) = sim.soup_addr() {
-        println!("SoupBinTCP on {tcp}");
-    }
-    if args.udp.is_some() {
-        println!(
-            "serving {} messages; retransmissions answered until {:.1} s after the end of \
-             session; Ctrl-C stops",
-            group(log.len() as u64),
-            args.linger.as_secs_f64()
-        );
-    } else {
-        println!("serving {} messages; Ctrl-C stops", group(log.len() as u64));
-    }
-    let report = sim.serve(&stop)?;
-    let mut out = io::stdout().lock();
-    if let Some(s) = &report.mold {
-        write_mold_sim_stats(&mut out, s)?;
-    }
-    if let Some(s) = &report.soup {
-        write_soup_sim_stats(&mut out, s)?;
-    }
-    Ok(ExitStatus::Success)
 }
 
 /// `ticklane record`.
 pub fn record(args: &RecordArgs) -> Result<ExitStatus> {
-    if let Some(folder) = args.out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if !folder.is_dir() {
-            eprintln!(
-                "ticklane: --out {}: the folder {} does not exist",
-                args.out.display(),
-                folder.display()
-            );
-            return Ok(ExitStatus::Usage);
-        }
-    }
-    let stop = install_shutdown()?;
-    let config = RunConfig::load(&args.config)?;
-    let FeedConfig::Mold(feed) = config.feed_config()? else {
-        eprintln!(
-            "ticklane: {}: record takes a MoldUDP64 line (kind = \"moldudp64\")",
-            args.config.display()
-        );
-        return Ok(ExitStatus::Usage);
-    };
-    println!(
-        "recording {} to {} (Ctrl-C stops)",
-        feed.udp.bind,
-        args.out.display()
-    );
-    let r = record_udp(&feed, &args.out, &stop)?;
-    println!("wrote {} packets; {}", group(r.packets), r.end);
-    if let Some(at) = r.joined_at.filter(|&at| at > 1) {
-        eprintln!(
-            "ticklane: warning: the recording joined the line at sequence {at}: messages 1 ..= {} \
-             (the stock directory among them) are not in {}",
-            at - 1,
-            args.out.display()
-        );
-    }
-    if let Some(at) = r.joined_at {
+    let report = record_line_file(&args.config, &args.out, &mut |feed| {
         println!(
-            "joined at sequence {at}; gaps {} ({} messages missing from the file)",
-            r.gaps,
-            group(r.missing)
-        );
-    }
-    if r.missing > 0 {
-        // Said on stderr too, so that a script that keeps only stderr knows the file is not
-        // the whole line.
-        eprintln!(
-            "ticklane: {} messages in {} gaps never reached {}",
-            group(r.missing),
-            r.gaps,
+            "recording {} to {} (Ctrl-C stops)",
+            feed.udp.bind,
             args.out.display()
         );
-    }
-    Ok(ExitStatus::of_loss(r.missing))
+    })?;
+    Ok(write_record_end(
+        &mut io::stdout().lock(),
+        &mut io::stderr().lock(),
+        &args.out,
+        &report,
+    )?)
 }
