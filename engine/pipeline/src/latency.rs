@@ -37,20 +37,6 @@ impl Percentiles {
             max: h.max(),
         }
     }
-
-    /// One line: `p50 … p90 … p99 … p99.9 … p99.99 … max …` with units a person reads.
-    pub fn to_line(&self) -> String {
-        format!(
-            "p50 {}  p90 {}  p99 {}  p99.9 {}  p99.99 {}  max {}  (n={})",
-            human_ns(self.p50),
-            human_ns(self.p90),
-            human_ns(self.p99),
-            human_ns(self.p999),
-            human_ns(self.p9999),
-            human_ns(self.max),
-            self.count
-        )
-    }
 }
 
 /// `1234` as `1.23 µs`.

@@ -46,7 +46,7 @@ use std::io::{self, Write};
 use crate::overload::OverloadCounts;
 use ticklane_feed::moldudp64::{LostRange, LostRanges};
 
-use crate::pipeline::{KernelOverruns, MoldSourceReport, Percentiles, SoupSourceReport};
+use crate::pipeline::{human_ns, KernelOverruns, MoldSourceReport, Percentiles, SoupSourceReport};
 
 use crate::digit_groups::group;
 
@@ -57,6 +57,27 @@ const LOST_LISTED_AT_EACH_END: usize = 3;
 
 pub use crate::config::NO_REQUEST_SERVER;
 
+/// Percentiles on one line: `p50 … p90 … p99 … p99.9 … p99.99 … max …  (n=…)`, in units a
+/// person reads.
+pub fn latency_line(p: &Percentiles) -> String {
+    format!(
+        "p50 {}  p90 {}  p99 {}  p99.9 {}  p99.99 {}  max {}  (n={})",
+        human_ns(p.p50),
+        human_ns(p.p90),
+        human_ns(p.p99),
+        human_ns(p.p999),
+        human_ns(p.p9999),
+        human_ns(p.max),
+        p.count
+    )
+}
+
+/// The overload counters as `key=value` pairs on one line.
+pub fn overload_text(c: &OverloadCounts) -> String {
+    let pairs: Vec<String> = c.fields().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    pairs.join(" ")
+}
+
 /// One latency line (`  name   p50 … max (n=…)`); nothing when nothing was recorded.
 ///
 /// # Errors
@@ -64,7 +85,7 @@ pub use crate::config::NO_REQUEST_SERVER;
 /// Whatever `out` returns.
 pub fn write_latency(out: &mut impl Write, name: &str, p: &Percentiles) -> io::Result<()> {
     if p.count > 0 {
-        writeln!(out, "  {name:<22} {}", p.to_line())?;
+        writeln!(out, "  {name:<22} {}", latency_line(p))?;
     }
     Ok(())
 }
@@ -76,7 +97,7 @@ pub fn write_latency(out: &mut impl Write, name: &str, p: &Percentiles) -> io::R
 /// Whatever `out` returns.
 pub fn write_overload(out: &mut impl Write, counters: Option<&OverloadCounts>) -> io::Result<()> {
     if let Some(c) = counters {
-        writeln!(out, "  overload     {}", c.to_text())?;
+        writeln!(out, "  overload     {}", overload_text(c))?;
     }
     Ok(())
 }

@@ -37,8 +37,8 @@ pub use line_report::{
     write_line_run, write_source,
 };
 pub use line_summary::{
-    write_latency, write_lost_ranges, write_mold_source, write_overload, write_soup_source,
-    NO_REQUEST_SERVER,
+    latency_line, overload_text, write_latency, write_lost_ranges, write_mold_source,
+    write_overload, write_soup_source, NO_REQUEST_SERVER,
 };
 pub use live_screens::{
     write_line_end, write_record_end, write_run_notice, write_sim_banner, write_sim_report,

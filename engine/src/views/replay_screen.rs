@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use super::write_tops;
+use super::{latency_line, overload_text, write_tops};
 use crate::replay::{ReplayOutcome, ReplayRun};
 
 /// `replay`'s screen: with a pace, each stage's latency and what overload control did,
@@ -11,10 +11,10 @@ use crate::replay::{ReplayOutcome, ReplayRun};
 pub fn write_replay_run(out: &mut impl Write, run: &ReplayRun) -> io::Result<()> {
     if let Some(paced) = &run.paced {
         for (name, p) in &paced.latency {
-            writeln!(out, "  {name:<22} {}", p.to_line())?;
+            writeln!(out, "  {name:<22} {}", latency_line(p))?;
         }
         if let Some(c) = &paced.overload {
-            writeln!(out, "  overload               {}", c.to_text())?;
+            writeln!(out, "  overload               {}", overload_text(c))?;
         }
     }
     write!(out, "{}", run.summary.to_text())

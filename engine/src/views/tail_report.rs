@@ -43,7 +43,7 @@ impl fmt::Display for TailReport {
             self.messages,
             self.printed,
             self.resubscribed,
-            self.counters.to_text()
+            super::overload_text(&self.counters)
         )
     }
 }

@@ -2,7 +2,6 @@
 //! endpoint can read from another thread while the engine runs.
 #![forbid(unsafe_code)]
 
-use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Counters in [`OverloadCounts::fields`].
@@ -41,29 +40,6 @@ pub struct OverloadCounts {
 }
 
 impl OverloadCounts {
-    /// The counters as `key=value` pairs on one line, for the terminal summary.
-    pub fn to_text(&self) -> String {
-        let mut out = String::new();
-        for (key, value) in self.fields() {
-            let _ = write!(
-                out,
-                "{}{key}={value}",
-                if out.is_empty() { "" } else { " " }
-            );
-        }
-        out
-    }
-
-    /// The counters as one JSON object, keys as in [`OverloadCounts::fields`].
-    pub fn to_json(&self) -> String {
-        let mut out = String::from("{");
-        for (i, (key, value)) in self.fields().into_iter().enumerate() {
-            let _ = write!(out, "{}\"{key}\":{value}", if i == 0 { "" } else { "," });
-        }
-        out.push('}');
-        out
-    }
-
     /// `(name, value)` of every counter, in a fixed order (names as the metrics use them).
     pub fn fields(&self) -> [(&'static str, u64); FIELDS] {
         [
@@ -148,7 +124,7 @@ mod tests {
         let shared = OverloadCounters::default();
         shared.store(&c);
         assert_eq!(shared.load(), c);
-        assert!(c.to_json().starts_with("{\"published\":1,\"shed\":2"));
-        assert!(c.to_text().ends_with("consumers_cut=11 snapshot_full=12"));
+        assert_eq!(c.fields()[0], ("published", 1));
+        assert_eq!(c.fields()[FIELDS - 1], ("snapshot_full", 12));
     }
 }
