@@ -23,6 +23,7 @@
 #![deny(unsafe_code)]
 
 pub mod capture;
+pub mod glimpse;
 pub use ticklane_itch as itch;
 pub mod moldudp64;
 pub use ticklane_net as net;

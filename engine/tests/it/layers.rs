@@ -87,6 +87,7 @@ const FEED_FLOORS: &[(&str, u8)] = &[
     ("itch", 0),
     ("rng", 0),
     ("resilience", 1),
+    ("glimpse", 1),
     ("moldudp64", 2),
     ("soupbintcp", 3),
     ("capture", 3),

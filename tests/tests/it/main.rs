@@ -31,6 +31,7 @@ mod dbn_out;
 mod dbn_round_trip;
 mod fault_injection;
 mod garbage_input;
+mod glimpse_snapshot;
 mod live_feed;
 mod oracle_itch_book;
 mod overload_zero_alloc;
