@@ -95,6 +95,13 @@ pub struct SimArgs {
     /// With --tcp: the SoupBinTCP login (user:password).
     #[arg(long, default_value = "user:pass", requires = "tcp", value_parser = Credentials::parse)]
     pub login: Credentials,
+    /// With --udp: serve GLIMPSE 5.0 snapshots on this address: each login gets the state
+    /// of the day at the MoldUDP64 stream's position, then End of Snapshot.
+    #[arg(long, requires = "udp")]
+    pub glimpse: Option<SocketAddr>,
+    /// With --glimpse: its SoupBinTCP login (user:password).
+    #[arg(long, default_value = "user:pass", requires = "glimpse", value_parser = Credentials::parse)]
+    pub glimpse_login: Credentials,
     /// Messages per second, or `max` for unpaced (which may overrun the reader). Default:
     /// 400,000, of the order of a busy second at Nasdaq's open.
     #[arg(long, conflicts_with = "speed", value_parser = Rate::parse)]
@@ -250,6 +257,7 @@ impl SimArgs {
             udp: self.udp,
             request: self.request,
             tcp: self.tcp.map(|bind| (bind, self.login)),
+            glimpse: self.glimpse.map(|bind| (bind, self.glimpse_login)),
             rate: match (self.rate, self.speed) {
                 (Some(rate), _) => rate,
                 (None, Some(speed)) => Rate::timestamps(speed),

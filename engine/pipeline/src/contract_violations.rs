@@ -36,14 +36,18 @@ pub enum ViolationKind {
     /// A SoupBinTCP frame that breaks the protocol (an unknown type, a length that
     /// contradicts the frame's type).
     MalformedFrame,
+    /// A GLIMPSE snapshot message a snapshot may not hold (one that changes orders, one
+    /// that does not decode, an End of Snapshot without a sequence).
+    MalformedSnapshot,
 }
 
 impl ViolationKind {
     /// Every kind, in the order the summary lists them.
-    pub const ALL: [ViolationKind; 3] = [
+    pub const ALL: [ViolationKind; 4] = [
         ViolationKind::MalformedPacket,
         ViolationKind::MessageLength,
         ViolationKind::MalformedFrame,
+        ViolationKind::MalformedSnapshot,
     ];
 
     /// A stable snake-case name, for JSON and logs.
@@ -52,6 +56,7 @@ impl ViolationKind {
             ViolationKind::MalformedPacket => "malformed_packet",
             ViolationKind::MessageLength => "message_length",
             ViolationKind::MalformedFrame => "malformed_frame",
+            ViolationKind::MalformedSnapshot => "malformed_snapshot",
         }
     }
 
@@ -80,6 +85,8 @@ pub enum ViolationAt {
         /// Sequenced messages received before the frame.
         messages: u64,
     },
+    /// A GLIMPSE snapshot's message (its place in the snapshot is in the error).
+    Snapshot,
 }
 
 impl fmt::Display for ViolationAt {
@@ -92,6 +99,7 @@ impl fmt::Display for ViolationAt {
             ViolationAt::AfterMessages { messages } => {
                 write!(f, "the frame after sequenced message {messages}")
             }
+            ViolationAt::Snapshot => write!(f, "the GLIMPSE snapshot"),
         }
     }
 }

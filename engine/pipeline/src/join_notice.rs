@@ -10,6 +10,12 @@ pub struct JoinNotice {
 }
 
 impl JoinNotice {
+    /// For a line started from a snapshot: where it joins is the snapshot's business (a gap
+    /// after it is an ordinary gap), so nothing is said.
+    pub fn after_snapshot() -> Self {
+        JoinNotice { said: true }
+    }
+
     /// Checks (cheaply, once per poll loop) whether the machine joined, and warns on stderr
     /// the first time it joined past 1; `recoverable` says whether a retransmission server
     /// is configured to ask for the messages before. Returns the first sequence seen, once,

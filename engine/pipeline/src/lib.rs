@@ -23,6 +23,7 @@ mod book_stage;
 mod capture_source;
 mod contract_violations;
 mod frame;
+mod glimpse_start;
 mod health_watch;
 mod join_notice;
 mod latency;
@@ -45,6 +46,7 @@ pub use contract_violations::{
     LOG_INTERVAL_NS,
 };
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
+pub use glimpse_start::{GlimpseConfig, GlimpseReport, SnapshotFailure};
 pub use health_watch::HealthWatch;
 pub use latency::{
     human_ns, new_histogram, LatencyGroup, Percentiles, StageLatency, LATENCY_GROUP,

@@ -21,6 +21,7 @@ use super::contract_violations::{
     mold_error_offset, ContractViolations, ViolationAt, ViolationKind,
 };
 use super::frame::Frame;
+use super::glimpse_start::{load_snapshot, GlimpseConfig, GlimpseReport, Held, SnapshotFailure};
 use super::join_notice::JoinNotice;
 use super::line_counters::{LineCounters, LineCountersWriter};
 use super::line_guard::{GuardHandles, LineCalls, LineGuard, Listening, DEFAULT_LINE_BREAKER};
@@ -73,6 +74,10 @@ pub struct MoldFeedConfig {
     pub max_duration: Option<Duration>,
     /// The line's circuit breaker (`line_guard`: a call is one stale-threshold interval).
     pub line_breaker: BreakerConfig,
+    /// Start from a GLIMPSE 5.0 snapshot (`glimpse_start`): the books are built from it,
+    /// and the live stream applied from the sequence it names. `None`: start as
+    /// `recovery.start_sequence` says.
+    pub glimpse: Option<GlimpseConfig>,
 }
 
 impl MoldFeedConfig {
@@ -94,6 +99,7 @@ impl Default for MoldFeedConfig {
             silence_timeout: Duration::from_secs(5),
             max_duration: None,
             line_breaker: DEFAULT_LINE_BREAKER,
+            glimpse: None,
         }
     }
 }
@@ -129,6 +135,8 @@ pub struct MoldSourceReport {
     pub ignored_packets: u64,
     /// The line breaker's calls (stale-threshold listening intervals).
     pub line_calls: LineCalls,
+    /// What the snapshot start did, when the line started from one.
+    pub glimpse: Option<GlimpseReport>,
 }
 
 /// The live MoldUDP64 reader.
@@ -396,7 +404,57 @@ impl FrameSource for MoldSource {
         let mut guard = LineGuard::new(self.config.line_breaker, self.handles.clone());
         let mut listening = Listening::new(started);
         let mut join = JoinNotice::default();
+        let mut ended_early = None;
+        if let Some(glimpse) = self.config.glimpse {
+            join = JoinNotice::after_snapshot();
+            let started = self.start_from_snapshot(&glimpse, &mut frames, &mut waiter, clock, stop);
+            let (snapshot, held) = started;
+            match snapshot {
+                Ok((next_sequence, glimpse_report)) => {
+                    report.glimpse = Some(glimpse_report);
+                    let mut config = recovery_config(&self.config);
+                    config.start_sequence = Some(next_sequence);
+                    recovery = MoldRecovery::new(config);
+                    // The packets held while the snapshot loaded, as if they came now.
+                    let mut sink = Sink {
+                        frames: &mut frames,
+                        waiter: &mut waiter,
+                        recv_ns: clock.now_ns(),
+                        requests: &self.requests,
+                        server: self.config.request_server,
+                        report: &mut report,
+                        lines: &mut lines,
+                        abandoned: false,
+                    };
+                    for (datagram, from) in held.iter() {
+                        datagrams += 1;
+                        sink.recv_ns = clock.now_ns();
+                        let violations = self.violations.as_deref();
+                        on_datagram(
+                            datagram,
+                            from,
+                            &mut sink,
+                            &mut recovery,
+                            &mut tail,
+                            violations,
+                            datagrams,
+                        );
+                    }
+                    last_heard = clock.now_ns();
+                    if sink.abandoned {
+                        ended_early = Some(SourceEnd::BookThreadGone);
+                    }
+                }
+                Err((end, glimpse_report)) => {
+                    report.glimpse = Some(glimpse_report);
+                    ended_early = Some(end);
+                }
+            }
+        }
         report.end = loop {
+            if let Some(end) = ended_early.take() {
+                break end;
+            }
             if stop.load(Ordering::Relaxed) {
                 break SourceEnd::Stopped;
             }
@@ -525,32 +583,15 @@ impl FrameSource for MoldSource {
                             break;
                         }
                     }
-                    match Packet::parse(datagram) {
-                        Ok(packet) => {
-                            if packet.kind() == PacketKind::EndOfSession {
-                                tail.line_ended(from);
-                            }
-                            sink.lines.on_packet(
-                                from,
-                                packet.session().0,
-                                packet.sequence(),
-                                packet.next_sequence(),
-                                sink.recv_ns,
-                            );
-                            recovery.on_packet_from(
-                                &packet,
-                                from.origin(),
-                                Duration::from_nanos(sink.recv_ns),
-                                &mut sink,
-                            );
-                        }
-                        Err(e) => {
-                            sink.report.bad_packets += 1;
-                            if let Some(v) = &self.violations {
-                                malformed_packet(v, &e, datagram.len(), datagrams, sink.recv_ns);
-                            }
-                        }
-                    }
+                    on_datagram(
+                        datagram,
+                        from,
+                        &mut sink,
+                        &mut recovery,
+                        &mut tail,
+                        self.violations.as_deref(),
+                        datagrams,
+                    );
                 }
             }
             sink.recv_ns = clock.now_ns();
@@ -602,6 +643,124 @@ impl FrameSource for MoldSource {
         }
         frames.push_end(&mut waiter, clock.now_ns());
         report
+    }
+}
+
+/// One datagram from `from` into the recovery machine; a malformed one is counted (and
+/// recorded as a contract violation, as the `datagrams`-th received).
+fn on_datagram<Q: FrameProducer>(
+    datagram: &[u8],
+    from: Line,
+    sink: &mut Sink<'_, Q>,
+    recovery: &mut MoldRecovery,
+    tail: &mut SessionTail,
+    violations: Option<&ContractViolations>,
+    datagrams: u64,
+) {
+    match Packet::parse(datagram) {
+        Ok(packet) => {
+            if packet.kind() == PacketKind::EndOfSession {
+                tail.line_ended(from);
+            }
+            sink.lines.on_packet(
+                from,
+                packet.session().0,
+                packet.sequence(),
+                packet.next_sequence(),
+                sink.recv_ns,
+            );
+            recovery.on_packet_from(
+                &packet,
+                from.origin(),
+                Duration::from_nanos(sink.recv_ns),
+                sink,
+            );
+        }
+        Err(e) => {
+            sink.report.bad_packets += 1;
+            if let Some(v) = violations {
+                malformed_packet(v, &e, datagram.len(), datagrams, sink.recv_ns);
+            }
+        }
+    }
+}
+
+impl MoldSource {
+    /// Loads the GLIMPSE snapshot while holding the data sockets' packets, and hands its
+    /// messages to the book thread as the books of the sequence before the one it names.
+    /// Returns that sequence (or how the line ends instead) with what the start did, and
+    /// the held packets.
+    #[cold]
+    #[allow(clippy::type_complexity)]
+    fn start_from_snapshot<Q: FrameProducer>(
+        &self,
+        glimpse: &GlimpseConfig,
+        frames: &mut Q,
+        waiter: &mut Waiter,
+        clock: Clock,
+        stop: &AtomicBool,
+    ) -> (
+        Result<(u64, GlimpseReport), (SourceEnd, GlimpseReport)>,
+        Held<Line>,
+    ) {
+        let mut glimpse_report = GlimpseReport::default();
+        let mut held = Held::new(glimpse.hold_bytes);
+        let mut buf = vec![0u8; DATAGRAM].into_boxed_slice();
+        let sockets: Vec<(&UdpFeed, Line)> = std::iter::once((&self.data, Line::A))
+            .chain(self.data_b.as_ref().map(|b| (b, Line::B)))
+            .collect();
+        let mut hold = || {
+            for &(socket, line) in &sockets {
+                // Errors are not counted here: the main loop's reads count the socket's.
+                while let Ok(Some(datagram)) = socket.recv(&mut buf) {
+                    held.keep(datagram, line);
+                }
+            }
+        };
+        let violations = self.violations.clone();
+        let mut record = |v: &ticklane_feed::glimpse::SnapshotViolation| {
+            if let Some(violations) = &violations {
+                let now_ns = clock.now_ns();
+                violations.record(
+                    ViolationKind::MalformedSnapshot,
+                    ViolationAt::Snapshot,
+                    v,
+                    now_ns,
+                    wall_clock_ns(),
+                );
+            }
+        };
+        let loaded = load_snapshot(
+            glimpse,
+            wall_clock_ns(),
+            stop,
+            &mut glimpse_report,
+            &mut hold,
+            &mut record,
+        );
+        glimpse_report.held_packets = held.len() as u64;
+        glimpse_report.unheld_packets = held.unheld();
+        let snapshot = match loaded {
+            Ok(snapshot) => snapshot,
+            Err(SnapshotFailure::Stopped) => {
+                return (Err((SourceEnd::Stopped, glimpse_report)), held)
+            }
+            Err(failure) => {
+                let end = SourceEnd::Error(SourceError::Snapshot(failure));
+                return (Err((end, glimpse_report)), held);
+            }
+        };
+        let seq = snapshot.next_sequence - 1;
+        let recv_ns = clock.now_ns();
+        for message in snapshot.messages() {
+            let pushed = frames.push_waiting(waiter, |f: &mut Frame| {
+                f.set_message_or_empty(message, seq, recv_ns, 0)
+            });
+            if !pushed {
+                return (Err((SourceEnd::BookThreadGone, glimpse_report)), held);
+            }
+        }
+        (Ok((snapshot.next_sequence, glimpse_report)), held)
     }
 }
 

@@ -110,6 +110,10 @@ pub enum SourceError {
     /// The login request could not be queued.
     #[error("cannot send the SoupBinTCP login")]
     Login(#[source] SendError),
+    /// The GLIMPSE snapshot a line starts from could not be loaded (the last attempt's
+    /// reason; the report's `glimpse` counts every attempt).
+    #[error("no snapshot to start from: {0}")]
+    Snapshot(#[source] super::SnapshotFailure),
     /// The connection dropped more often than the line allows.
     #[error("gave up after {reconnects} reconnects; the last connection ended")]
     ReconnectsExhausted {

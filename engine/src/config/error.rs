@@ -116,6 +116,9 @@ pub enum Conflict {
         /// `serve.heartbeat_ms`.
         heartbeat_ms: u32,
     },
+    /// `feed.glimpse_server` with a `feed.start_sequence` other than `"snapshot"`: the
+    /// snapshot server is what a line starts from.
+    GlimpseWithoutSnapshotStart,
     /// `serve.low_water_bytes` is not below `serve.high_water_bytes`.
     WaterMarks {
         /// `serve.low_water_bytes`.
@@ -142,6 +145,7 @@ impl Conflict {
             }
             Conflict::IdleUnderHeartbeats { .. } => ["serve.idle_timeout_ms", "serve.heartbeat_ms"],
             Conflict::WaterMarks { .. } => ["serve.low_water_bytes", "serve.high_water_bytes"],
+            Conflict::GlimpseWithoutSnapshotStart => ["feed.glimpse_server", "feed.start_sequence"],
         }
     }
 }
@@ -181,6 +185,12 @@ impl fmt::Display for Conflict {
                 f,
                 "feed.limit_min = {min} is above feed.limit_max = {max}; allowed: \
                  limit_min <= limit_max"
+            ),
+            Conflict::GlimpseWithoutSnapshotStart => write!(
+                f,
+                "feed.glimpse_server is set but feed.start_sequence is not \"snapshot\": the \
+                 GLIMPSE server is what a line starts from; leave feed.start_sequence out (it \
+                 is then \"snapshot\"), or leave feed.glimpse_server out"
             ),
             Conflict::WebWithoutSnapshot => write!(
                 f,

@@ -232,9 +232,10 @@ pub const REORDER_STORE_PACKETS: Allowed = Allowed::Integer {
     max: 1_048_576,
 };
 
-/// `feed.start_sequence`: 1 (a missing first packet or a late join is a gap from 1) or
-/// "join" (start at the first packet seen).
-pub const START_SEQUENCE: Allowed = Allowed::OneOf(&["1", "join"]);
+/// `feed.start_sequence`: 1 (a missing first packet or a late join is a gap from 1),
+/// "join" (start at the first packet seen) or "snapshot" (start from the GLIMPSE snapshot
+/// of `feed.glimpse_server`).
+pub const START_SEQUENCE: Allowed = Allowed::OneOf(&["1", "join", "snapshot"]);
 
 /// `feed.username`: SoupBinTCP's 6-byte alpha field; a login needs a name.
 pub const USERNAME: Allowed = Allowed::Ascii {

@@ -57,7 +57,8 @@ use ticklane_feed::soupbintcp::{ClientConfig, Credentials};
 use crate::admin_token::{AdminToken, TOKEN_ENV};
 use crate::book::BookConfig;
 use crate::pipeline::{
-    MoldFeedConfig, PipelineConfig, SoupFeedConfig, WaitStrategy, DEFAULT_LINE_BREAKER,
+    GlimpseConfig, MoldFeedConfig, PipelineConfig, SoupFeedConfig, WaitStrategy,
+    DEFAULT_LINE_BREAKER,
 };
 use raw::{RawAdmin, RawEngine, RawFeed, RawFile, RawSnapshot};
 use validate::Checker;
@@ -529,6 +530,71 @@ fn admin_section(check: &Checker<'_>, raw: &RawAdmin) -> Result<AdminSection, Co
     Ok(AdminSection { listen, token })
 }
 
+/// `feed.glimpse_server`, `feed.glimpse_username`, `feed.glimpse_password`: the GLIMPSE 5.0
+/// snapshot a MoldUDP64 line starts from (`feed.start_sequence = "snapshot"`, the default
+/// with a server). The login follows `feed.username`'s and `feed.password`'s rules; the
+/// password is a secret (a refused one is said `"<redacted>"`).
+fn glimpse(
+    check: &Checker<'_>,
+    raw: &RawFeed,
+    span: &std::ops::Range<usize>,
+) -> Result<Option<GlimpseConfig>, ConfigError> {
+    let snapshot_start = raw
+        .start_sequence
+        .as_ref()
+        .map(|v| matches!(v.get_ref(), toml::Value::String(s) if s == "snapshot"));
+    let server = check.socket_addr("feed.glimpse_server", &raw.glimpse_server, true)?;
+    let Some(server) = server else {
+        if snapshot_start == Some(true) {
+            let at = raw.start_sequence.as_ref().map(toml::Spanned::span);
+            return Err(check.missing(
+                "feed.glimpse_server",
+                at,
+                Allowed::SocketAddr { connectable: true },
+            ));
+        }
+        let login = raw
+            .glimpse_username
+            .as_ref()
+            .or(raw.glimpse_password.as_ref());
+        if let Some(value) = login {
+            return Err(check.missing(
+                "feed.glimpse_server",
+                Some(value.span()),
+                Allowed::SocketAddr { connectable: true },
+            ));
+        }
+        return Ok(None);
+    };
+    if snapshot_start == Some(false) {
+        let at = raw.start_sequence.as_ref().map(toml::Spanned::span);
+        return Err(check.conflict(Conflict::GlimpseWithoutSnapshotStart, at));
+    }
+    let username = check
+        .ascii(
+            "feed.glimpse_username",
+            &raw.glimpse_username,
+            &limits::USERNAME,
+        )?
+        .ok_or_else(|| {
+            check.missing(
+                "feed.glimpse_username",
+                Some(span.clone()),
+                limits::USERNAME,
+            )
+        })?;
+    let password = check
+        .secret(
+            "feed.glimpse_password",
+            &raw.glimpse_password,
+            &limits::PASSWORD,
+        )?
+        .unwrap_or_default();
+    let credentials = Credentials::new(username.as_bytes(), password.as_bytes())
+        .expect("invariant: the username and password rules fit the SoupBinTCP fields");
+    Ok(Some(GlimpseConfig::new(server, credentials)))
+}
+
 /// `[feed]`: its kind, then only that kind's keys, each checked.
 fn feed_section(
     check: &Checker<'_>,
@@ -654,6 +720,7 @@ fn feed_section(
                     ..RecoveryConfig::default()
                 },
             )?;
+            let glimpse = glimpse(check, raw, &span)?;
             Ok(FeedConfig::Mold(MoldFeedConfig {
                 udp: UdpFeedConfig {
                     bind,
@@ -667,6 +734,7 @@ fn feed_section(
                 silence_timeout,
                 max_duration,
                 line_breaker,
+                glimpse,
             }))
         }
         Kind::Soup => {
@@ -1091,6 +1159,63 @@ mod tests {
             (Duration::from_millis(60), Duration::from_millis(800), 4)
         );
         assert_eq!(r.breaker, Some(b), "a slow threshold set by hand is kept");
+    }
+
+    #[test]
+    fn a_glimpse_server_makes_the_line_start_from_a_snapshot() {
+        let m = mold_feed("glimpse_server = \"127.0.0.1:26479\"\nglimpse_username = \"gl\"\n")
+            .expect("valid");
+        let g = m.glimpse.expect("a snapshot start");
+        assert_eq!(g.server, "127.0.0.1:26479".parse().expect("addr"));
+        assert_eq!(g.credentials, Credentials::parse("gl:").expect("login"));
+        let m = mold_feed(
+            "start_sequence = \"snapshot\"\nglimpse_server = \"127.0.0.1:26479\"\n\
+             glimpse_username = \"gl\"\nglimpse_password = \"pw\"\n",
+        )
+        .expect("valid");
+        assert_eq!(
+            m.glimpse.map(|g| g.credentials),
+            Some(Credentials::parse("gl:pw").expect("login"))
+        );
+        assert!(mold_feed("").expect("valid").glimpse.is_none());
+        for (bad, key) in [
+            ("start_sequence = \"snapshot\"", "feed.glimpse_server"),
+            ("glimpse_username = \"gl\"", "feed.glimpse_server"),
+            (
+                "glimpse_server = \"127.0.0.1:26479\"",
+                "feed.glimpse_username",
+            ),
+            (
+                "glimpse_server = \"0.0.0.0:1\"\nglimpse_username = \"gl\"",
+                "feed.glimpse_server",
+            ),
+            (
+                "glimpse_server = \"127.0.0.1:1\"\nglimpse_username = \"seven77\"",
+                "feed.glimpse_username",
+            ),
+        ] {
+            let err = mold_feed(bad).expect_err(bad);
+            assert_eq!(err.key(), Some(key), "{bad}: {err}");
+        }
+        let conflict = mold_feed(
+            "start_sequence = 1\nglimpse_server = \"127.0.0.1:1\"\nglimpse_username = \"gl\"",
+        )
+        .expect_err("a snapshot server with a start from 1");
+        assert!(
+            conflict.to_string().contains("feed.start_sequence is not"),
+            "{conflict}"
+        );
+        let secret = mold_feed(
+            "glimpse_server = \"127.0.0.1:1\"\nglimpse_username = \"gl\"\n\
+             glimpse_password = \"much-too-long-secret\"",
+        )
+        .expect_err("a password over 10 characters");
+        assert_eq!(secret.key(), Some("feed.glimpse_password"));
+        assert!(!secret.to_string().contains("much-too-long"), "{secret}");
+        assert!(
+            soup_feed("glimpse_server = \"127.0.0.1:1\"").is_err(),
+            "MoldUDP64 only"
+        );
     }
 
     #[test]

@@ -135,6 +135,9 @@ pub struct RawFeed {
     pub gap_deadline_ms: RawValue,
     pub start_sequence: RawValue,
     pub reorder_store_packets: RawValue,
+    pub glimpse_server: RawValue,
+    pub glimpse_username: RawValue,
+    pub glimpse_password: RawValue,
     // Both kinds: the line's circuit breaker.
     pub breaker_window_ms: RawValue,
     pub breaker_min_calls: RawValue,
@@ -158,7 +161,7 @@ pub struct RawFeed {
 
 impl RawFeed {
     /// The keys only a MoldUDP64 line has, by full name.
-    pub fn mold_only(&self) -> [(&'static str, &RawValue); 17] {
+    pub fn mold_only(&self) -> [(&'static str, &RawValue); 20] {
         [
             ("feed.bind", &self.bind),
             ("feed.multicast_group", &self.multicast_group),
@@ -177,6 +180,9 @@ impl RawFeed {
             ("feed.gap_deadline_ms", &self.gap_deadline_ms),
             ("feed.start_sequence", &self.start_sequence),
             ("feed.reorder_store_packets", &self.reorder_store_packets),
+            ("feed.glimpse_server", &self.glimpse_server),
+            ("feed.glimpse_username", &self.glimpse_username),
+            ("feed.glimpse_password", &self.glimpse_password),
         ]
     }
 

@@ -205,7 +205,8 @@ pub fn recovery(
 }
 
 /// `feed.start_sequence`: the integer 1 (`Some(1)`) or the string `"join"` (`None`);
-/// [`DEFAULT_START_SEQUENCE`] when absent.
+/// [`DEFAULT_START_SEQUENCE`] when absent. `"snapshot"` is `Some(1)` here: the sequence the
+/// snapshot names replaces it when the line starts (`feed.glimpse_server`).
 fn start_sequence(check: &Checker<'_>, raw: &RawValue) -> Result<Option<u64>, ConfigError> {
     let Some(v) = raw else {
         return Ok(DEFAULT_START_SEQUENCE);
@@ -213,6 +214,7 @@ fn start_sequence(check: &Checker<'_>, raw: &RawValue) -> Result<Option<u64>, Co
     match v.get_ref() {
         Value::Integer(1) => Ok(Some(1)),
         Value::String(s) if s == "join" => Ok(None),
+        Value::String(s) if s == "snapshot" => Ok(Some(1)),
         other => Err(check.refuse(
             "feed.start_sequence",
             other,

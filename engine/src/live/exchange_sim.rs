@@ -29,6 +29,9 @@ pub struct ExchangeSimConfig {
     pub request: SocketAddr,
     /// Serve SoupBinTCP on this address, to this login.
     pub tcp: Option<(SocketAddr, Credentials)>,
+    /// With `udp`: serve GLIMPSE 5.0 snapshots of the MoldUDP64 stream's day on this
+    /// address, to this login: each login gets the state at the stream's position then.
+    pub glimpse: Option<(SocketAddr, Credentials)>,
     /// Messages per second, the file's own timestamps sped up, or as fast as possible.
     pub rate: Rate,
     /// Seeded faults on the MoldUDP64 stream (line A; its stall and disconnect silence both
@@ -48,6 +51,7 @@ pub struct ExchangeSimConfig {
 pub struct ExchangeSim {
     mold: Option<MoldSimulator>,
     soup: Option<SoupSimulator>,
+    glimpse: Option<SoupSimulator>,
     linger: Duration,
 }
 
@@ -58,6 +62,8 @@ pub struct ExchangeSimReport {
     pub mold: Option<SimCounts>,
     /// The SoupBinTCP server's counters, if it ran.
     pub soup: Option<SoupSimCounts>,
+    /// The GLIMPSE server's counters (its messages are snapshot messages), if it ran.
+    pub glimpse: Option<SoupSimCounts>,
 }
 
 impl ExchangeSim {
@@ -70,6 +76,11 @@ impl ExchangeSim {
         if config.udp.is_none() && config.tcp.is_none() {
             return Err(SimError::InvalidConfig {
                 what: "serve MoldUDP64 (a UDP destination), SoupBinTCP (a TCP address), or both",
+            });
+        }
+        if config.udp.is_none() && config.glimpse.is_some() {
+            return Err(SimError::InvalidConfig {
+                what: "GLIMPSE snapshots the MoldUDP64 stream: serve MoldUDP64 too",
             });
         }
         let session = Session::new(SESSION).expect("invariant: 8 bytes fit a 10-byte session");
@@ -93,9 +104,18 @@ impl ExchangeSim {
             }
             None => None,
         };
+        let glimpse = match (&mold, config.glimpse) {
+            (Some(mold), Some((bind, credentials))) => {
+                let c = SoupSimConfig::new(bind, credentials, session);
+                let live = mold.live_position();
+                Some(SoupSimulator::start_glimpse(Arc::clone(log), live, c)?)
+            }
+            _ => None,
+        };
         Ok(ExchangeSim {
             mold,
             soup,
+            glimpse,
             linger: config.linger,
         })
     }
@@ -108,6 +128,11 @@ impl ExchangeSim {
     /// The SoupBinTCP server's address, when it is served.
     pub fn soup_addr(&self) -> Option<SocketAddr> {
         self.soup.as_ref().map(SoupSimulator::local_addr)
+    }
+
+    /// The GLIMPSE server's address, when it is served.
+    pub fn glimpse_addr(&self) -> Option<SocketAddr> {
+        self.glimpse.as_ref().map(SoupSimulator::local_addr)
     }
 
     /// The MoldUDP64 stream's counters now, when it is served.
@@ -156,8 +181,13 @@ impl ExchangeSim {
             std::thread::sleep(left.min(POLL));
         }
         let soup = self.soup.map(SoupSimulator::stop);
+        let glimpse = self.glimpse.map(SoupSimulator::stop);
         let mold = self.mold.map(MoldSimulator::stop).transpose()?;
-        Ok(ExchangeSimReport { mold, soup })
+        Ok(ExchangeSimReport {
+            mold,
+            soup,
+            glimpse,
+        })
     }
 }
 
@@ -173,6 +203,7 @@ mod tests {
             udp: Some(destination),
             request: "127.0.0.1:0".parse().expect("address"),
             tcp: None,
+            glimpse: None,
             rate: Rate::Max,
             faults: Faults::default(),
             line_b: None,
@@ -269,6 +300,7 @@ mod tests {
             udp: None,
             request: "127.0.0.1:0".parse().expect("address"),
             tcp: None,
+            glimpse: None,
             rate: Rate::Max,
             faults: Faults::default(),
             line_b: None,

@@ -233,12 +233,12 @@ mod tests {
         write_violations(&mut out, &ViolationCounts::default()).expect("Vec");
         assert!(out.is_empty());
         let counts = ViolationCounts {
-            by_kind: [1_200, 3, 0],
+            by_kind: [1_200, 3, 0, 0],
         };
         write_violations(&mut out, &counts).expect("Vec");
         assert_eq!(
             String::from_utf8(out).expect("UTF-8"),
-            "  violations   malformed_packet=1,200 message_length=3 malformed_frame=0 \
+            "  violations   malformed_packet=1,200 message_length=3 malformed_frame=0 malformed_snapshot=0 \
              (never retried; health Degraded)\n"
         );
     }

@@ -46,7 +46,9 @@ use std::io::{self, Write};
 use crate::overload::OverloadCounts;
 use ticklane_feed::moldudp64::{LostRange, LostRanges};
 
-use crate::pipeline::{human_ns, KernelOverruns, MoldSourceReport, Percentiles, SoupSourceReport};
+use crate::pipeline::{
+    human_ns, GlimpseReport, KernelOverruns, MoldSourceReport, Percentiles, SoupSourceReport,
+};
 
 use crate::digit_groups::group;
 
@@ -102,12 +104,52 @@ pub fn write_overload(out: &mut impl Write, counters: Option<&OverloadCounts>) -
     Ok(())
 }
 
+/// How a line started from a GLIMPSE snapshot: where the live stream took over, what the
+/// snapshot held, how long it took, and what was held or refused meanwhile.
+///
+/// # Errors
+///
+/// Whatever `out` returns.
+pub fn write_snapshot_start(out: &mut impl Write, g: &GlimpseReport) -> io::Result<()> {
+    let [connect, refused, cut, stalled, malformed] = g.failures;
+    match g.next_sequence {
+        Some(next) => writeln!(
+            out,
+            "  snapshot     GLIMPSE to sequence {}: {} messages in {} ({} attempts), {} live \
+             packets held, {} not held",
+            group(next - 1),
+            group(g.messages),
+            human_ns(g.load_ns),
+            g.attempts,
+            group(g.held_packets),
+            group(g.unheld_packets)
+        )?,
+        None => writeln!(
+            out,
+            "  snapshot     GLIMPSE: none loaded ({} attempts)",
+            g.attempts
+        )?,
+    }
+    if g.failures.iter().sum::<u64>() > 0 || g.violations > 0 {
+        writeln!(
+            out,
+            "               failed: connect {connect}, refused {refused}, cut {cut}, stalled \
+             {stalled}, malformed end {malformed}; violations {}",
+            g.violations
+        )?;
+    }
+    Ok(())
+}
+
 /// A MoldUDP64 reader's counters, each range declared lost, and why it ended.
 ///
 /// # Errors
 ///
 /// Whatever `out` returns.
 pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Result<()> {
+    if let Some(g) = &r.glimpse {
+        write_snapshot_start(out, g)?;
+    }
     let s = &r.recovery;
     // `recovered` counts what filled a gap whatever carried it; on an A/B line the
     // arbitration counts by carrier, so the part that came from the lines is said here
@@ -297,6 +339,33 @@ mod tests {
     use super::*;
     use crate::pipeline::SourceEnd;
     use ticklane_feed::moldudp64::{GapRange, LossReason, RecoveryCounts};
+
+    #[test]
+    fn a_snapshot_start_says_where_the_live_stream_took_over_and_what_failed() {
+        let mut g = GlimpseReport {
+            attempts: 2,
+            next_sequence: Some(250_001),
+            messages: 41_234,
+            failures: [0, 0, 1, 0, 0],
+            held_packets: 900,
+            load_ns: 35_000_000,
+            ..GlimpseReport::default()
+        };
+        let mut out = Vec::new();
+        write_snapshot_start(&mut out, &g).expect("Vec");
+        assert_eq!(
+            String::from_utf8(out).expect("UTF-8"),
+            "  snapshot     GLIMPSE to sequence 250,000: 41,234 messages in 35.00 ms (2 \
+             attempts), 900 live packets held, 0 not held\n               failed: connect 0, \
+             refused 0, cut 1, stalled 0, malformed end 0; violations 0\n"
+        );
+        g.next_sequence = None;
+        let mut out = Vec::new();
+        write_snapshot_start(&mut out, &g).expect("Vec");
+        assert!(String::from_utf8(out)
+            .expect("UTF-8")
+            .starts_with("  snapshot     GLIMPSE: none loaded (2 attempts)\n"));
+    }
 
     fn lost(ranges: &[(u64, u64)]) -> LostRanges {
         let mut l = LostRanges::default();

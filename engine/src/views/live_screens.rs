@@ -6,7 +6,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{line_run_status, ready_line, write_line_run, write_serve_counts, ExitStatus};
-use super::{write_mold_sim_stats, write_soup_sim_stats, NO_REQUEST_SERVER};
+use super::{
+    write_glimpse_sim_stats, write_mold_sim_stats, write_soup_sim_stats, NO_REQUEST_SERVER,
+};
 use crate::digit_groups::group;
 use crate::live::{ConfiguredLineRun, ExchangeSim, ExchangeSimReport, RecordReport, RunNotice};
 
@@ -114,6 +116,9 @@ pub fn write_sim_banner(
     if let Some(tcp) = sim.soup_addr() {
         writeln!(out, "SoupBinTCP on {tcp}")?;
     }
+    if let Some(glimpse) = sim.glimpse_addr() {
+        writeln!(out, "GLIMPSE 5.0 snapshots on {glimpse}")?;
+    }
     if udp.is_some() {
         writeln!(
             out,
@@ -142,6 +147,9 @@ pub fn write_sim_report(out: &mut impl Write, report: &ExchangeSimReport) -> io:
     }
     if let Some(s) = &report.soup {
         write_soup_sim_stats(out, s)?;
+    }
+    if let Some(s) = &report.glimpse {
+        write_glimpse_sim_stats(out, s)?;
     }
     Ok(())
 }

@@ -45,7 +45,7 @@ pub use live_screens::{
 };
 pub use replay_screen::{write_replay_demo, write_replay_demo_intro, write_replay_run};
 pub use serve_summary::write_serve_counts;
-pub use sim_summary::{write_mold_sim_stats, write_soup_sim_stats};
+pub use sim_summary::{write_glimpse_sim_stats, write_mold_sim_stats, write_soup_sim_stats};
 pub use snapshot_status::{age, book_csv_warning, header_status, slot_flags, SILENT_AFTER_NS};
 pub use subscriber_lines::write_subscriber_event;
 pub use time_of_day::time_of_day;

@@ -50,6 +50,21 @@ pub fn write_soup_sim_stats(out: &mut impl Write, s: &SoupSimCounts) -> io::Resu
     )
 }
 
+/// The GLIMPSE server: snapshots served (one a login) and the snapshot messages sent.
+///
+/// # Errors
+///
+/// Whatever `out` returns.
+pub fn write_glimpse_sim_stats(out: &mut impl Write, s: &SoupSimCounts) -> io::Result<()> {
+    writeln!(
+        out,
+        "GLIMPSE: {} snapshots, {} messages sent, {} logins refused",
+        s.logins,
+        group(s.messages_sent),
+        s.rejected
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -228,6 +228,7 @@ fn simulator_child() {
         udp: Some(data.parse().expect("data address")),
         request: request.parse().expect("request address"),
         tcp: None,
+        glimpse: None,
         rate: Rate::per_second(1_000_000),
         faults: Faults {
             seed: 4,

@@ -461,6 +461,13 @@ impl MoldSimulator {
         self.shared.snapshot()
     }
 
+    /// Where the live stream stands, readable from any thread: the first sequence not yet
+    /// released (what a GLIMPSE snapshot taken now ends with).
+    pub fn live_position(&self) -> crate::LivePosition {
+        let shared = Arc::clone(&self.shared);
+        Arc::new(move || shared.released.load(Ordering::Relaxed) + 1)
+    }
+
     /// Holds the live stream at the next packet boundary (with `Rate::Timestamps`, after
     /// the wait for that packet, at most `max_gap`); heartbeats go on. The schedule resumes
     /// where it stopped, without a burst.

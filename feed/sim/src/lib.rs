@@ -1,6 +1,6 @@
 //! Synthetic feeds: the seeded generator of ITCH 5.0 days, and the exchange simulator that
 //! serves a day (generated or captured) as MoldUDP64 (with pacing, seeded faults and a
-//! retransmission server) and over SoupBinTCP. The simulator is a test and demo tool with
+//! retransmission server), over SoupBinTCP, and as a GLIMPSE 5.0 snapshot server. The simulator is a test and demo tool with
 //! sockets of its own; the feed handler's sockets live in `ticklane_feed::net`.
 //!
 //! A crate of its own above `ticklane-feed`, whose encoders and session machines it drives
@@ -30,5 +30,5 @@ pub use generator::{
 pub use glimpse::{glimpse_snapshot, DayState};
 pub use message_log::MessageLog;
 pub use pacing::{Rate, WaitStrategy};
-pub use soup_server::{SoupSimConfig, SoupSimCounts, SoupSimulator};
+pub use soup_server::{LivePosition, SoupSimConfig, SoupSimCounts, SoupSimulator};
 pub use ticklane_feed::rng::SplitMix64;

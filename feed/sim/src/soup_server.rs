@@ -3,6 +3,10 @@
 //! an optional disconnect after N messages per connection (a fault a client must survive by
 //! logging in again at its next sequence).
 //!
+//! The same server serves GLIMPSE 5.0 ([`SoupSimulator::start_glimpse`]): each login is
+//! sent the snapshot of the day at the live stream's position at that moment
+//! (`glimpse.rs`), from sequence 1, then end of session.
+//!
 //! One thread accepts; each connection gets a thread of its own (at most
 //! `max_connections` at once), driving the sans-I/O `SoupServerSession`.
 
@@ -14,6 +18,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::clock::{MonotonicClock, SimClock};
+use super::glimpse::glimpse_snapshot;
 use super::pacing::{Pacer, Rate, WaitStrategy};
 use super::{MessageLog, SimError};
 use ticklane_feed::moldudp64::Session;
@@ -80,6 +85,18 @@ pub struct SoupSimCounts {
     pub refused: u64,
 }
 
+/// The first live sequence not yet released, read at each GLIMPSE login.
+pub type LivePosition = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// What each connection is served.
+#[derive(Clone)]
+enum Served {
+    /// The day's messages, from the sequence the client asks for.
+    Day(Arc<MessageLog>),
+    /// A GLIMPSE snapshot of the day, made at each login at the live position.
+    Glimpse(Arc<MessageLog>, LivePosition),
+}
+
 #[derive(Default)]
 struct Counters {
     connections: AtomicU64,
@@ -122,6 +139,24 @@ impl SoupSimulator {
     /// [`SimError::InvalidConfig`] for a bad rate; [`SimError::Socket`] if the listener
     /// cannot be bound; [`SimError::Spawn`] if the thread cannot start.
     pub fn start(log: Arc<MessageLog>, config: SoupSimConfig) -> Result<Self, SimError> {
+        Self::serve_as(Served::Day(log), config)
+    }
+
+    /// Listens and serves GLIMPSE 5.0: each login gets the snapshot of `log` before the
+    /// sequence `live` says is next, whatever sequence it asked for, then end of session.
+    ///
+    /// # Errors
+    ///
+    /// As [`SoupSimulator::start`].
+    pub fn start_glimpse(
+        log: Arc<MessageLog>,
+        live: LivePosition,
+        config: SoupSimConfig,
+    ) -> Result<Self, SimError> {
+        Self::serve_as(Served::Glimpse(log, live), config)
+    }
+
+    fn serve_as(served: Served, config: SoupSimConfig) -> Result<Self, SimError> {
         config.rate.validate()?;
         let socket_error = |action, source| SimError::Socket {
             addr: config.bind,
@@ -141,7 +176,7 @@ impl SoupSimulator {
             let (stop, counters) = (Arc::clone(&stop), Arc::clone(&counters));
             thread::Builder::new()
                 .name("sim-soup-accept".into())
-                .spawn(move || accept_loop(listener, log, config, &stop, &counters))
+                .spawn(move || accept_loop(listener, &served, config, &stop, &counters))
                 .map_err(|source| SimError::Spawn {
                     thread: "sim-soup-accept",
                     source,
@@ -187,7 +222,7 @@ impl Drop for SoupSimulator {
 
 fn accept_loop(
     listener: TcpListener,
-    log: Arc<MessageLog>,
+    served: &Served,
     config: SoupSimConfig,
     stop: &Arc<AtomicBool>,
     counters: &Arc<Counters>,
@@ -202,13 +237,13 @@ fn accept_loop(
                     continue; // dropping the stream closes it
                 }
                 counters.active.fetch_add(1, Ordering::Relaxed);
-                let (log, stop, shared) =
-                    (Arc::clone(&log), Arc::clone(stop), Arc::clone(counters));
+                let (served, stop, shared) =
+                    (served.clone(), Arc::clone(stop), Arc::clone(counters));
                 let spawned =
                     thread::Builder::new()
                         .name("sim-soup-conn".into())
                         .spawn(move || {
-                            let _ = serve(stream, &log, config, &stop, &shared);
+                            let _ = serve(stream, &served, config, &stop, &shared);
                             shared.active.fetch_sub(1, Ordering::Relaxed);
                         });
                 match spawned {
@@ -266,7 +301,7 @@ fn hang(stream: &mut TcpStream, stop: &AtomicBool) -> io::Result<()> {
 /// stops.
 fn serve(
     mut stream: TcpStream,
-    log: &MessageLog,
+    served: &Served,
     config: SoupSimConfig,
     stop: &AtomicBool,
     counters: &Counters,
@@ -277,7 +312,18 @@ fn serve(
     let now = || origin.elapsed();
     let clock = MonotonicClock::new(WaitStrategy::default());
     let server = ServerConfig::new(config.credentials, config.session);
-    let mut session = SoupServerSession::new(server, log.len() as u64 + 1, now());
+    // A GLIMPSE snapshot exists from the login on; every login is served it from 1.
+    let (day, live) = match served {
+        Served::Day(log) => (log, None),
+        Served::Glimpse(log, live) => (log, Some(live)),
+    };
+    let mut snapshot: Option<MessageLog> = None;
+    let available = if live.is_some() {
+        1
+    } else {
+        day.len() as u64 + 1
+    };
+    let mut session = SoupServerSession::new(server, available, now());
     let mut buf = [0u8; 4096];
     let mut pacer: Option<(Pacer, u64)> = None; // (pacer, first sequence streamed)
     let mut sent_here = 0u64;
@@ -298,6 +344,9 @@ fn serve(
             match event {
                 Ok(ServerEvent::LoginAccepted { next_sequence }) => {
                     counters.logins.fetch_add(1, Ordering::Relaxed);
+                    if let Some(live) = live {
+                        snapshot = Some(glimpse_snapshot(day, live()));
+                    }
                     next = next_sequence;
                     pacer = Some((Pacer::new(config.rate, clock.now()), next_sequence));
                 }
@@ -321,6 +370,7 @@ fn serve(
             return Ok(());
         }
         // Stream what is due.
+        let log = snapshot.as_ref().unwrap_or(day);
         let mut idle = true;
         if let Some((pacer, first)) = &mut pacer {
             while session.state() == ServerState::Streaming {

@@ -32,6 +32,7 @@ mod dbn_round_trip;
 mod fault_injection;
 mod garbage_input;
 mod glimpse_snapshot;
+mod glimpse_start;
 mod live_feed;
 mod oracle_itch_book;
 mod overload_zero_alloc;

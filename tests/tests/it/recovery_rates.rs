@@ -194,6 +194,7 @@ fn run_case(case: &Case, log: &Arc<MessageLog>) -> Outcome {
             udp: Some(data),
             request: "127.0.0.1:0".parse().expect("address"),
             tcp: None,
+            glimpse: None,
             rate: Rate::per_second(case.rate),
             faults: Faults {
                 seed: case.seed,

@@ -1,0 +1,373 @@
+//! A MoldUDP64 line's snapshot start: a GLIMPSE 5.0 snapshot loaded over SoupBinTCP while
+//! the line's live packets are held, so that a line started mid-day has exact books without
+//! asking a retransmission server for the whole morning.
+//!
+//! The reader thread, before its main loop: connects (bounded by `connect_timeout`), logs in
+//! for sequence 1, and reads the snapshot (`ticklane_feed::glimpse`) into a buffer, draining
+//! the data sockets into the hold meanwhile. Nothing reaches the books until End of
+//! Snapshot has been read, so a snapshot cut short is discarded whole and asked for again
+//! (after a jittered backoff, up to `attempts` in all). A login refused ends the line: a
+//! retry would be refused again. Then the snapshot's messages go to the book thread in
+//! order, as the book of sequence `next - 1`, and the main loop starts at `next` with the
+//! held packets first: those below `next` are duplicates, a gap after them an ordinary gap.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use ticklane_feed::glimpse::{SnapshotItem, SnapshotLoad, SnapshotViolation};
+use ticklane_feed::net::OsError;
+use ticklane_feed::resilience::{Backoff, BackoffConfig};
+use ticklane_feed::rng::SplitMix64;
+use ticklane_feed::soupbintcp::{
+    ClientConfig, ClientEvent, ClientState, Credentials, RejectReason, SoupClient,
+};
+
+/// How long one read waits before the hold is drained again.
+const READ_SLICE: Duration = Duration::from_millis(1);
+
+/// Where a line's snapshot comes from, and how patiently it is asked for.
+#[derive(Clone, Copy, Debug)]
+pub struct GlimpseConfig {
+    /// The GLIMPSE server.
+    pub server: SocketAddr,
+    /// Its login.
+    pub credentials: Credentials,
+    /// The longest wait for the TCP connection.
+    pub connect_timeout: Duration,
+    /// A snapshot with nothing received for this long has stopped: it is discarded and
+    /// asked for again.
+    pub read_timeout: Duration,
+    /// Snapshots asked for at most, the first included.
+    pub attempts: u32,
+    /// The wait between attempts: full jitter under a doubling ceiling.
+    pub backoff: BackoffConfig,
+    /// Bytes of live packets held while the snapshot loads; the packets past it are not
+    /// held (counted), and become an ordinary gap after the snapshot.
+    pub hold_bytes: usize,
+}
+
+impl GlimpseConfig {
+    /// Asks `server` with `credentials`: 2 s to connect, 5 s of silence, 5 attempts 100 ms
+    /// to 5 s apart, 256 MiB of held packets (some four seconds of a busy open).
+    pub fn new(server: SocketAddr, credentials: Credentials) -> Self {
+        GlimpseConfig {
+            server,
+            credentials,
+            connect_timeout: Duration::from_secs(2),
+            read_timeout: Duration::from_secs(5),
+            attempts: 5,
+            backoff: BackoffConfig {
+                base: Duration::from_millis(100),
+                cap: Duration::from_secs(5),
+            },
+            hold_bytes: 256 << 20,
+        }
+    }
+}
+
+/// Why one snapshot attempt failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SnapshotFailure {
+    /// The TCP connection could not be made in time.
+    #[error("cannot connect to the GLIMPSE server {server}: {error}")]
+    Connect {
+        /// The server.
+        server: SocketAddr,
+        /// The OS error.
+        #[source]
+        error: OsError,
+    },
+    /// The server refused the login.
+    #[error("the GLIMPSE server refused the login ({0:?})")]
+    Rejected(RejectReason),
+    /// The connection ended or failed before End of Snapshot.
+    #[error(
+        "the GLIMPSE connection ended after {messages} snapshot messages, before End of Snapshot"
+    )]
+    Cut {
+        /// Snapshot messages read before it ended.
+        messages: u64,
+    },
+    /// Nothing arrived for the read timeout.
+    #[error("the GLIMPSE snapshot stopped: nothing for {0:?}")]
+    Stalled(Duration),
+    /// End of Snapshot came without a sequence number to start from.
+    #[error(transparent)]
+    MalformedEnd(SnapshotViolation),
+    /// The line was stopped while the snapshot loaded.
+    #[error("stopped while the snapshot loaded")]
+    Stopped,
+}
+
+impl SnapshotFailure {
+    /// Whether asking again could help: not for a refused login or a stop.
+    pub fn retried(&self) -> bool {
+        !matches!(
+            self,
+            SnapshotFailure::Rejected(_) | SnapshotFailure::Stopped
+        )
+    }
+}
+
+/// What the snapshot start did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GlimpseReport {
+    /// Snapshots asked for.
+    pub attempts: u64,
+    /// The first live sequence of the snapshot the books were built from.
+    pub next_sequence: Option<u64>,
+    /// Messages of that snapshot applied.
+    pub messages: u64,
+    /// Payloads a snapshot may not hold, over every attempt (not applied).
+    pub violations: u64,
+    /// Attempts that failed, by why: connect, refused, cut, stalled, malformed end.
+    pub failures: [u64; 5],
+    /// Live packets held while the snapshot loaded.
+    pub held_packets: u64,
+    /// Live packets that arrived with the hold full (an ordinary gap afterwards).
+    pub unheld_packets: u64,
+    /// Nanoseconds from the first connect to End of Snapshot read.
+    pub load_ns: u64,
+}
+
+impl GlimpseReport {
+    fn failed(&mut self, failure: &SnapshotFailure) {
+        let at = match failure {
+            SnapshotFailure::Connect { .. } => 0,
+            SnapshotFailure::Rejected(_) => 1,
+            SnapshotFailure::Cut { .. } => 2,
+            SnapshotFailure::Stalled(_) => 3,
+            SnapshotFailure::MalformedEnd(_) => 4,
+            SnapshotFailure::Stopped => return,
+        };
+        self.failures[at] += 1;
+    }
+}
+
+/// The live packets kept while the snapshot loads, in arrival order, each with the line it
+/// came on.
+#[derive(Debug, Default)]
+pub struct Held<L> {
+    bytes: Vec<u8>,
+    packets: Vec<(usize, usize, L)>,
+    limit: usize,
+    unheld: u64,
+}
+
+impl<L: Copy> Held<L> {
+    /// A hold of at most `limit` bytes.
+    pub fn new(limit: usize) -> Self {
+        Held {
+            bytes: Vec::new(),
+            packets: Vec::new(),
+            limit,
+            unheld: 0,
+        }
+    }
+
+    /// Keeps `datagram`, or counts it when the hold is full.
+    pub fn keep(&mut self, datagram: &[u8], line: L) {
+        if self.bytes.len() + datagram.len() > self.limit {
+            self.unheld += 1;
+            return;
+        }
+        self.packets.push((self.bytes.len(), datagram.len(), line));
+        self.bytes.extend_from_slice(datagram);
+    }
+
+    /// Packets held.
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    /// Packets that found the hold full.
+    pub fn unheld(&self) -> u64 {
+        self.unheld
+    }
+
+    /// The held packets in arrival order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], L)> {
+        self.packets
+            .iter()
+            .map(|&(at, len, line)| (&self.bytes[at..at + len], line))
+    }
+}
+
+/// A snapshot read whole: its messages, back to back after a 2-byte big-endian length each,
+/// and the first live sequence to apply after them.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    frames: Vec<u8>,
+    /// The first live sequence to apply.
+    pub next_sequence: u64,
+    /// Messages held.
+    pub messages: u64,
+}
+
+impl Snapshot {
+    /// The messages, in the order the server sent them.
+    pub fn messages(&self) -> impl Iterator<Item = &[u8]> {
+        let mut rest = self.frames.as_slice();
+        std::iter::from_fn(move || {
+            let (len, tail) = rest.split_first_chunk::<2>()?;
+            let len = usize::from(u16::from_be_bytes(*len));
+            let (message, tail) = tail.split_at(len);
+            rest = tail;
+            Some(message)
+        })
+    }
+}
+
+/// Loads a snapshot, attempt after attempt, calling `hold` between reads to keep the live
+/// packets. Violations of the snapshot contract are counted in `report` and given to
+/// `violation`.
+///
+/// # Errors
+///
+/// The last attempt's failure, when none succeeded or one cannot be retried.
+pub fn load_snapshot(
+    config: &GlimpseConfig,
+    seed: u64,
+    stop: &AtomicBool,
+    report: &mut GlimpseReport,
+    hold: &mut dyn FnMut(),
+    violation: &mut dyn FnMut(&SnapshotViolation),
+) -> Result<Snapshot, SnapshotFailure> {
+    let started = Instant::now();
+    let backoff = Backoff::new(config.backoff);
+    let mut rng = SplitMix64::new(seed);
+    let mut attempt = 0u32;
+    loop {
+        report.attempts += 1;
+        match load_once(config, stop, report, hold, violation) {
+            Ok(snapshot) => {
+                report.next_sequence = Some(snapshot.next_sequence);
+                report.messages = snapshot.messages;
+                report.load_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                return Ok(snapshot);
+            }
+            Err(failure) => {
+                report.failed(&failure);
+                attempt += 1;
+                if !failure.retried() || attempt >= config.attempts {
+                    return Err(failure);
+                }
+                eprintln!("ticklane: warning: {failure}; asking again");
+                let until = Instant::now() + backoff.delay(attempt - 1, &mut rng);
+                while Instant::now() < until {
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(SnapshotFailure::Stopped);
+                    }
+                    hold();
+                    std::thread::sleep(READ_SLICE);
+                }
+            }
+        }
+    }
+}
+
+/// One attempt: connect, log in, read to End of Snapshot.
+fn load_once(
+    config: &GlimpseConfig,
+    stop: &AtomicBool,
+    report: &mut GlimpseReport,
+    hold: &mut dyn FnMut(),
+    violation: &mut dyn FnMut(&SnapshotViolation),
+) -> Result<Snapshot, SnapshotFailure> {
+    let connect_failed = |error: io::Error| SnapshotFailure::Connect {
+        server: config.server,
+        error: OsError::of(&error),
+    };
+    hold();
+    let mut stream = TcpStream::connect_timeout(&config.server, config.connect_timeout)
+        .map_err(connect_failed)?;
+    stream
+        .set_read_timeout(Some(READ_SLICE))
+        .and_then(|()| stream.set_nodelay(true))
+        .map_err(connect_failed)?;
+    let origin = Instant::now();
+    let mut client = SoupClient::new(ClientConfig {
+        next_sequence: 1,
+        server_timeout: config.read_timeout,
+        ..ClientConfig::new(config.credentials)
+    });
+    let cut = |load: &SnapshotLoad| SnapshotFailure::Cut {
+        messages: load.applied(),
+    };
+    client
+        .on_connected(origin.elapsed())
+        .map_err(|_| SnapshotFailure::Cut { messages: 0 })?;
+    let mut load = SnapshotLoad::new();
+    let mut snapshot = Snapshot::default();
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Err(SnapshotFailure::Stopped);
+        }
+        hold();
+        write_out(&mut stream, &mut client).map_err(|_| cut(&load))?;
+        let now = origin.elapsed();
+        match stream.read(client.read_buf()) {
+            Ok(0) => return Err(cut(&load)),
+            Ok(n) => client.commit_read(n, origin.elapsed()),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(cut(&load)),
+        }
+        while let Some(event) = client.poll_event() {
+            match event {
+                Err(_) => return Err(cut(&load)),
+                Ok(ClientEvent::Rejected(reason)) => return Err(SnapshotFailure::Rejected(reason)),
+                Ok(ClientEvent::Sequenced { payload, .. }) => match load.accept(payload) {
+                    Ok(SnapshotItem::Apply(_)) => {
+                        let len = u16::try_from(payload.len()).expect("a SoupBinTCP payload fits");
+                        snapshot.frames.extend_from_slice(&len.to_be_bytes());
+                        snapshot.frames.extend_from_slice(payload);
+                        snapshot.messages += 1;
+                    }
+                    Ok(SnapshotItem::End { next_sequence }) => {
+                        snapshot.next_sequence = next_sequence;
+                    }
+                    Err(e @ SnapshotViolation::MalformedEnd { .. }) => {
+                        report.violations += 1;
+                        violation(&e);
+                        return Err(SnapshotFailure::MalformedEnd(e));
+                    }
+                    Err(e) => {
+                        report.violations += 1;
+                        violation(&e);
+                    }
+                },
+                Ok(ClientEvent::EndOfSession { .. }) => return Err(cut(&load)),
+                Ok(_) => {}
+            }
+            if snapshot.next_sequence > 0 {
+                // Done: say goodbye without waiting for the server's end.
+                let _ = client.logout(origin.elapsed());
+                let _ = write_out(&mut stream, &mut client);
+                return Ok(snapshot);
+            }
+        }
+        while client.poll_timers(now).is_some() {}
+        if matches!(client.state(), ClientState::Dead(_)) {
+            return Err(SnapshotFailure::Stalled(config.read_timeout));
+        }
+    }
+}
+
+/// Writes what the client queued (a login, heartbeats, a logout).
+fn write_out(stream: &mut TcpStream, client: &mut SoupClient) -> io::Result<()> {
+    while !client.output().is_empty() {
+        let n = stream.write(client.output())?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        client.consume_output(n);
+    }
+    Ok(())
+}

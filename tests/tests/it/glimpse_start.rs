@@ -1,0 +1,157 @@
+//! A line started mid-day from a GLIMPSE snapshot, with no retransmission server at all:
+//! the simulator serves a day as MoldUDP64 (to a multicast group, so that a line can join it
+//! late) and GLIMPSE snapshots of it; the line joins 0.5, 1, 2 and 5 s into the day, loads a
+//! snapshot while it holds the live packets, applies the live stream from the sequence the
+//! snapshot names, and ends with the whole day's books, every level of them.
+//!
+//! Bounded: each day is some 5.6 s at 125,000 msg/s, and each line gives up after 60 s.
+
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ticklane_engine::csv::write_snapshot_book_csv;
+use ticklane_engine::live::LineSourceReport;
+use ticklane_engine::live::{run_line, ExchangeSim, ExchangeSimConfig, LineSource};
+use ticklane_engine::overload::OverloadConfig;
+use ticklane_engine::pipeline::{
+    GlimpseConfig, MoldFeedConfig, MoldSource, PipelineConfig, SourceEnd,
+};
+use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
+use ticklane_feed::moldudp64::RecoveryConfig;
+use ticklane_feed::net::UdpFeedConfig;
+use ticklane_feed::soupbintcp::Credentials;
+use ticklane_sim::{Faults, MessageLog, Rate};
+use ticklane_testkit::loopback;
+
+use crate::util::{books, log, replayed_book};
+
+/// Levels per side in the snapshot file: every level the generated days hold.
+const DEPTH: usize = 64;
+const RATE: u64 = 125_000;
+
+/// A port free for the multicast group now.
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind(loopback(0))
+        .and_then(|s| s.local_addr())
+        .expect("probe a port")
+        .port()
+}
+
+/// Serves `log` to a multicast group with GLIMPSE beside it, starts a line `after` into the
+/// day, and runs it to the end of session into a snapshot file; returns the file's books
+/// as `--book-out` CSV and the line's report.
+fn start_late(
+    log: &Arc<MessageLog>,
+    after: Duration,
+    group: Ipv4Addr,
+) -> (String, LineSourceReport) {
+    let port = free_port();
+    let credentials = Credentials::parse("glimps:secret").expect("login");
+    let sim = ExchangeSim::start(
+        log,
+        ExchangeSimConfig {
+            udp: Some(SocketAddr::V4(SocketAddrV4::new(group, port))),
+            request: loopback(0),
+            tcp: None,
+            glimpse: Some((loopback(0), credentials)),
+            rate: Rate::per_second(RATE),
+            faults: Faults::default(),
+            line_b: None,
+            disconnect_after: None,
+            linger: Duration::ZERO,
+        },
+    )
+    .expect("simulator");
+    let glimpse = sim.glimpse_addr().expect("GLIMPSE served");
+    let stop = Arc::new(AtomicBool::new(false));
+    let serving = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || sim.serve(&stop))
+    };
+    let began = Instant::now();
+    std::thread::sleep(after);
+    let feed = MoldFeedConfig {
+        udp: UdpFeedConfig {
+            bind: SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port)),
+            multicast_group: Some(group),
+            ..UdpFeedConfig::default()
+        },
+        recovery: RecoveryConfig {
+            start_sequence: Some(1),
+            ..RecoveryConfig::default()
+        },
+        silence_timeout: Duration::from_secs(5),
+        max_duration: Some(Duration::from_secs(60)),
+        glimpse: Some(GlimpseConfig::new(glimpse, credentials)),
+        ..MoldFeedConfig::default()
+    };
+    let source = MoldSource::open(feed, PipelineConfig::default().wait).expect("join the group");
+    let joined = began.elapsed();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("late.snap");
+    let writer = SnapshotWriter::create(&path, 256, DEPTH).expect("snapshot");
+    let pipeline = PipelineConfig {
+        books: books(),
+        ..PipelineConfig::default()
+    };
+    let run = run_line(
+        LineSource::Mold(source),
+        pipeline,
+        Some(writer),
+        OverloadConfig::default(),
+        &AtomicBool::new(false),
+    )
+    .expect("pipeline");
+    stop.store(true, Ordering::Relaxed);
+    serving
+        .join()
+        .expect("simulator thread")
+        .expect("simulator");
+    assert!(
+        joined < after + Duration::from_secs(1),
+        "the line joined {joined:?} into the day, meant {after:?}"
+    );
+    let reader = SnapshotReader::open(&path).expect("open snapshot");
+    let csv = write_snapshot_book_csv(&reader, DEPTH, Vec::new()).expect("csv");
+    (String::from_utf8(csv).expect("ascii"), run.report.source)
+}
+
+#[test]
+fn a_line_started_mid_day_from_a_snapshot_ends_with_the_whole_days_books() {
+    let log = log(700_000, 25);
+    let whole = replayed_book(&log, books(), DEPTH);
+    for (i, after_ms) in [500u64, 1_000, 2_000, 5_000].into_iter().enumerate() {
+        let after = Duration::from_millis(after_ms);
+        let group = Ipv4Addr::new(239, 255, 44, 30 + i as u8);
+        let (books, report) = start_late(&log, after, group);
+        let LineSourceReport::Mold(r) = report else {
+            panic!("a MoldUDP64 report")
+        };
+        let glimpse = r.glimpse.as_ref().expect("started from a snapshot");
+        let next = glimpse.next_sequence.expect("a snapshot was loaded");
+        // At 125,000 msg/s the day is well under way: the snapshot stands for most of what
+        // was sent before the line joined.
+        let sent_by_then = RATE * after_ms / 1_000;
+        assert!(
+            next > sent_by_then / 2,
+            "{after:?} in: the snapshot ends at {next}, {sent_by_then} were sent by then"
+        );
+        assert_eq!(glimpse.attempts, 1, "{glimpse:?}");
+        assert!(
+            glimpse.messages > 0 && glimpse.violations == 0,
+            "{glimpse:?}"
+        );
+        assert!(
+            r.lost.is_empty(),
+            "{after:?} in: declared lost {:?}",
+            r.lost
+        );
+        assert_eq!(r.end, SourceEnd::EndOfSession, "{after:?} in");
+        assert!(
+            books == whole,
+            "{after:?} in: the books depart from the whole day's"
+        );
+    }
+}
