@@ -15,6 +15,7 @@ mod admin_http;
 mod browser_view;
 mod cli_exit_status;
 mod dbn_dataset;
+mod glimpse_restart;
 mod kill_restart;
 mod live_process;
 mod loss_exit_status;
