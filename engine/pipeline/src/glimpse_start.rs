@@ -371,3 +371,267 @@ fn write_out(stream: &mut TcpStream, client: &mut SoupClient) -> io::Result<()> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+    use std::sync::atomic::AtomicBool;
+    use std::thread;
+
+    use ticklane_feed::glimpse::end_of_snapshot;
+    use ticklane_feed::itch::{owned, Alpha, Locate, Nanos, OrderRef, Price};
+    use ticklane_feed::moldudp64::Session;
+    use ticklane_feed::soupbintcp::{ServerConfig, ServerEvent, SoupServerSession};
+
+    use super::*;
+
+    /// What one connection to the fake GLIMPSE server does once logged in.
+    #[derive(Clone)]
+    enum Script {
+        /// Sends these payloads, then closes.
+        SendThenClose(Vec<Vec<u8>>),
+        /// Sends these payloads, then stays silent (no heartbeat) until the client leaves.
+        SendThenStall(Vec<Vec<u8>>),
+    }
+
+    fn add(order_ref: u64) -> Vec<u8> {
+        let mut buf = [0u8; 64];
+        let n = owned::Message::AddOrder(owned::AddOrder {
+            locate: Locate(1),
+            tracking: 0,
+            timestamp: Nanos(1),
+            order_ref: OrderRef(order_ref),
+            side: b'S',
+            shares: 10,
+            stock: Alpha(*b"ZVZZT   "),
+            price: Price(100_000),
+        })
+        .encode(&mut buf);
+        buf[..n].to_vec()
+    }
+
+    /// A whole snapshot of `orders` adds, ending before live sequence `next`.
+    fn whole(orders: u64, next: u64) -> Vec<Vec<u8>> {
+        (1..=orders)
+            .map(add)
+            .chain(std::iter::once(end_of_snapshot(next).to_vec()))
+            .collect()
+    }
+
+    fn credentials() -> Credentials {
+        Credentials::parse("glimps:pw").expect("login")
+    }
+
+    /// Serves one connection per script, in order, accepting `credentials`.
+    fn fake_server(scripts: Vec<Script>, accepted: Credentials) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        thread::spawn(move || {
+            for script in scripts {
+                let Ok((mut stream, _)) = listener.accept() else {
+                    return;
+                };
+                let session = Session::new(b"GLIMPSE").expect("fits");
+                let origin = Instant::now();
+                let mut server = SoupServerSession::new(
+                    ServerConfig::new(accepted, session),
+                    1,
+                    origin.elapsed(),
+                );
+                stream
+                    .set_read_timeout(Some(Duration::from_millis(5)))
+                    .expect("timeout");
+                let mut buf = [0u8; 1024];
+                let mut logged_in = false;
+                while !logged_in {
+                    match stream.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            server.feed(&buf[..n], origin.elapsed());
+                        }
+                        Err(_) => {}
+                    }
+                    while let Some(event) = server.poll_event(origin.elapsed()) {
+                        logged_in |= matches!(event, Ok(ServerEvent::LoginAccepted { .. }));
+                    }
+                    let _ = stream.write_all(server.output());
+                    let n = server.output().len();
+                    server.consume_output(n);
+                    if !logged_in
+                        && server.state() != ticklane_feed::soupbintcp::ServerState::AwaitingLogin
+                    {
+                        break; // refused
+                    }
+                }
+                if !logged_in {
+                    continue;
+                }
+                let (payloads, stall) = match &script {
+                    Script::SendThenClose(p) => (p, false),
+                    Script::SendThenStall(p) => (p, true),
+                };
+                for payload in payloads {
+                    server
+                        .send_sequenced(payload, origin.elapsed())
+                        .expect("room");
+                    let _ = stream.write_all(server.output());
+                    let n = server.output().len();
+                    server.consume_output(n);
+                }
+                if stall {
+                    // Silent until the client gives up and closes.
+                    while !matches!(stream.read(&mut buf), Ok(0)) {
+                        if origin.elapsed() > Duration::from_secs(10) {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        addr
+    }
+
+    fn config(server: SocketAddr) -> GlimpseConfig {
+        GlimpseConfig {
+            read_timeout: Duration::from_millis(300),
+            connect_timeout: Duration::from_millis(300),
+            attempts: 3,
+            backoff: BackoffConfig {
+                base: Duration::from_millis(1),
+                cap: Duration::from_millis(5),
+            },
+            ..GlimpseConfig::new(server, credentials())
+        }
+    }
+
+    fn load(config: &GlimpseConfig) -> (Result<Snapshot, SnapshotFailure>, GlimpseReport, u64) {
+        let mut report = GlimpseReport::default();
+        let mut holds = 0;
+        let mut violations = 0;
+        let loaded = load_snapshot(
+            config,
+            7,
+            &AtomicBool::new(false),
+            &mut report,
+            &mut || holds += 1,
+            &mut |_| violations += 1,
+        );
+        assert!(holds > 0, "the hold is drained while the snapshot loads");
+        (loaded, report, violations)
+    }
+
+    #[test]
+    fn a_whole_snapshot_loads_with_its_messages_in_order_and_its_next_sequence() {
+        let server = fake_server(vec![Script::SendThenClose(whole(3, 501))], credentials());
+        let (loaded, report, violations) = load(&config(server));
+        let snapshot = loaded.expect("loaded");
+        assert_eq!((snapshot.next_sequence, snapshot.messages), (501, 3));
+        let refs: Vec<u8> = snapshot.messages().map(|m| m[18]).collect();
+        assert_eq!(refs, [1, 2, 3]);
+        assert_eq!(
+            (report.attempts, report.next_sequence, violations),
+            (1, Some(501), 0)
+        );
+    }
+
+    #[test]
+    fn a_snapshot_cut_short_is_discarded_and_asked_for_again() {
+        let mut cut = whole(3, 501);
+        cut.truncate(2);
+        let server = fake_server(
+            vec![
+                Script::SendThenClose(cut),
+                Script::SendThenClose(whole(3, 777)),
+            ],
+            credentials(),
+        );
+        let (loaded, report, _) = load(&config(server));
+        let snapshot = loaded.expect("the second attempt");
+        assert_eq!(
+            (snapshot.next_sequence, snapshot.messages),
+            (777, 3),
+            "nothing of the first"
+        );
+        assert_eq!((report.attempts, report.failures), (2, [0, 0, 1, 0, 0]));
+    }
+
+    #[test]
+    fn a_stalled_snapshot_times_out_and_a_malformed_end_is_a_counted_violation() {
+        let mut bad_end = whole(2, 9);
+        *bad_end.last_mut().expect("the end") = b"G      not a number ".to_vec();
+        let server = fake_server(
+            vec![
+                Script::SendThenStall(whole(2, 9)[..1].to_vec()),
+                Script::SendThenClose(bad_end),
+                Script::SendThenClose(whole(2, 9)),
+            ],
+            credentials(),
+        );
+        let started = Instant::now();
+        let (loaded, report, violations) = load(&config(server));
+        assert_eq!(loaded.expect("the third attempt").next_sequence, 9);
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "the stall was waited out"
+        );
+        assert_eq!((report.attempts, report.failures), (3, [0, 0, 0, 1, 1]));
+        assert_eq!((report.violations, violations), (1, 1));
+    }
+
+    #[test]
+    fn a_refused_login_ends_at_once_and_a_server_never_there_after_every_attempt() {
+        let other = Credentials::parse("other:pw").expect("login");
+        let server = fake_server(vec![Script::SendThenClose(whole(1, 2))], other);
+        let (loaded, report, _) = load(&config(server));
+        assert!(
+            matches!(loaded, Err(SnapshotFailure::Rejected(_))),
+            "{loaded:?}"
+        );
+        assert_eq!((report.attempts, report.failures), (1, [0, 1, 0, 0, 0]));
+
+        let nobody = {
+            let probe = TcpListener::bind("127.0.0.1:0").expect("probe");
+            probe.local_addr().expect("addr")
+        };
+        let (loaded, report, _) = load(&config(nobody));
+        assert!(
+            matches!(loaded, Err(SnapshotFailure::Connect { .. })),
+            "{loaded:?}"
+        );
+        assert_eq!((report.attempts, report.failures), (3, [3, 0, 0, 0, 0]));
+    }
+
+    #[test]
+    fn a_stop_ends_the_load() {
+        let server = fake_server(vec![Script::SendThenStall(vec![add(1)])], credentials());
+        let mut report = GlimpseReport::default();
+        let stop = AtomicBool::new(false);
+        let mut polls = 0;
+        let patient = GlimpseConfig {
+            read_timeout: Duration::from_secs(10),
+            ..config(server)
+        };
+        let started = Instant::now();
+        let loaded = load_snapshot(
+            &patient,
+            1,
+            &stop,
+            &mut report,
+            &mut || {
+                polls += 1;
+                if polls == 5 {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            },
+            &mut |_| {},
+        );
+        assert!(
+            matches!(loaded, Err(SnapshotFailure::Stopped)),
+            "{loaded:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "stopped, not timed out"
+        );
+    }
+}
