@@ -11,7 +11,7 @@ use anyhow::Result;
 use clap::Args;
 use ticklane_engine::live::{
     record_line_file, run_demo_until_signal, run_line_file, ConfiguredLineOptions, DemoConfig,
-    ExchangeSim, ExchangeSimConfig,
+    ExchangeSim, ExchangeSimConfig, GlimpseServer,
 };
 use ticklane_engine::views::{
     demo_status, write_demo_intro, write_demo_report, write_line_end, write_record_end,
@@ -102,6 +102,12 @@ pub struct SimArgs {
     /// With --glimpse: its SoupBinTCP login (user:password).
     #[arg(long, default_value = "user:pass", requires = "glimpse", value_parser = Credentials::parse)]
     pub glimpse_login: Credentials,
+    /// With --glimpse: close the first snapshot connection after this many messages.
+    #[arg(long, requires = "glimpse")]
+    pub glimpse_cut_after: Option<u64>,
+    /// With --glimpse: go silent on the first snapshot connection after this many messages.
+    #[arg(long, requires = "glimpse")]
+    pub glimpse_stall_after: Option<u64>,
     /// Messages per second, or `max` for unpaced (which may overrun the reader). Default:
     /// 400,000, of the order of a busy second at Nasdaq's open.
     #[arg(long, conflicts_with = "speed", value_parser = Rate::parse)]
@@ -257,7 +263,11 @@ impl SimArgs {
             udp: self.udp,
             request: self.request,
             tcp: self.tcp.map(|bind| (bind, self.login)),
-            glimpse: self.glimpse.map(|bind| (bind, self.glimpse_login)),
+            glimpse: self.glimpse.map(|bind| GlimpseServer {
+                cut_after: self.glimpse_cut_after,
+                stall_after: self.glimpse_stall_after,
+                ..GlimpseServer::new(bind, self.glimpse_login)
+            }),
             rate: match (self.rate, self.speed) {
                 (Some(rate), _) => rate,
                 (None, Some(speed)) => Rate::timestamps(speed),

@@ -225,6 +225,12 @@ impl MoldSource {
         self.config.request_server = Some(server);
     }
 
+    /// Starts the line from this GLIMPSE server's snapshot (when it is started after the
+    /// feed's port is known).
+    pub fn set_glimpse(&mut self, glimpse: GlimpseConfig) {
+        self.config.glimpse = Some(glimpse);
+    }
+
     /// Copies the reader's stats into `counters` about once a millisecond while it runs.
     pub fn set_counters(&mut self, counters: std::sync::Arc<LineCounters>) {
         self.counters = Some(LineCountersWriter::new(counters));

@@ -29,9 +29,9 @@ pub struct ExchangeSimConfig {
     pub request: SocketAddr,
     /// Serve SoupBinTCP on this address, to this login.
     pub tcp: Option<(SocketAddr, Credentials)>,
-    /// With `udp`: serve GLIMPSE 5.0 snapshots of the MoldUDP64 stream's day on this
-    /// address, to this login: each login gets the state at the stream's position then.
-    pub glimpse: Option<(SocketAddr, Credentials)>,
+    /// With `udp`: serve GLIMPSE 5.0 snapshots of the MoldUDP64 stream's day: each login
+    /// gets the state at the stream's position then.
+    pub glimpse: Option<GlimpseServer>,
     /// Messages per second, the file's own timestamps sped up, or as fast as possible.
     pub rate: Rate,
     /// Seeded faults on the MoldUDP64 stream (line A; its stall and disconnect silence both
@@ -45,6 +45,32 @@ pub struct ExchangeSimConfig {
     /// How long the servers stay up after the MoldUDP64 end of session: a line that ends
     /// the day with gaps open asks for them after it, as from a real request server.
     pub linger: Duration,
+}
+
+/// The GLIMPSE server of [`ExchangeSimConfig::glimpse`], and its faults, which hit the
+/// first login only (a client asking again is served whole).
+#[derive(Clone, Copy, Debug)]
+pub struct GlimpseServer {
+    /// Where it listens.
+    pub bind: SocketAddr,
+    /// The only login accepted.
+    pub credentials: Credentials,
+    /// Close the first connection after this many snapshot messages.
+    pub cut_after: Option<u64>,
+    /// Go silent on the first connection after this many snapshot messages.
+    pub stall_after: Option<u64>,
+}
+
+impl GlimpseServer {
+    /// On `bind`, accepting `credentials`, no faults.
+    pub fn new(bind: SocketAddr, credentials: Credentials) -> Self {
+        GlimpseServer {
+            bind,
+            credentials,
+            cut_after: None,
+            stall_after: None,
+        }
+    }
 }
 
 /// A running simulator.
@@ -105,8 +131,11 @@ impl ExchangeSim {
             None => None,
         };
         let glimpse = match (&mold, config.glimpse) {
-            (Some(mold), Some((bind, credentials))) => {
-                let c = SoupSimConfig::new(bind, credentials, session);
+            (Some(mold), Some(g)) => {
+                let mut c = SoupSimConfig::new(g.bind, g.credentials, session);
+                c.disconnect_after = g.cut_after;
+                c.half_open_after = g.stall_after;
+                c.faulty_logins = Some(1);
                 let live = mold.live_position();
                 Some(SoupSimulator::start_glimpse(Arc::clone(log), live, c)?)
             }

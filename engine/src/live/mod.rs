@@ -18,7 +18,7 @@ pub use configured_line::{
     ConfiguredLineRun, RunNotice,
 };
 pub use demo::{run_demo, DemoConfig, DemoError, DemoReport, TransportCheck};
-pub use exchange_sim::{ExchangeSim, ExchangeSimConfig, ExchangeSimReport};
+pub use exchange_sim::{ExchangeSim, ExchangeSimConfig, ExchangeSimReport, GlimpseServer};
 pub use line::{
     run_line, run_line_watched, run_observed_line, run_served_line, LineReport, LineRun,
     LineSource, LineSourceReport, FEED_KEYS,

@@ -44,6 +44,9 @@ pub struct SoupSimConfig {
     /// client sends is read and ignored until it closes. The client sees a peer that
     /// vanished without a FIN, which only its heartbeat timeout can tell.
     pub half_open_after: Option<u64>,
+    /// The two faults above apply to this many logins, the first ones, only (`None`: to
+    /// every login): a GLIMPSE snapshot cut once, then served whole when asked again.
+    pub faulty_logins: Option<u64>,
     /// Send end of session after the last message.
     pub end_of_session: bool,
     /// Connections served at once; more are refused (closed at accept).
@@ -60,6 +63,7 @@ impl SoupSimConfig {
             rate: Rate::Max,
             disconnect_after: None,
             half_open_after: None,
+            faulty_logins: None,
             end_of_session: true,
             max_connections: 8,
         }
@@ -328,6 +332,7 @@ fn serve(
     let mut pacer: Option<(Pacer, u64)> = None; // (pacer, first sequence streamed)
     let mut sent_here = 0u64;
     let mut next = 0u64;
+    let mut faulty = false;
     while !stop.load(Ordering::Relaxed) {
         // Read what the client sent.
         match stream.read(&mut buf) {
@@ -343,7 +348,8 @@ fn serve(
         while let Some(event) = session.poll_event(now()) {
             match event {
                 Ok(ServerEvent::LoginAccepted { next_sequence }) => {
-                    counters.logins.fetch_add(1, Ordering::Relaxed);
+                    let login = counters.logins.fetch_add(1, Ordering::Relaxed) + 1;
+                    faulty = config.faulty_logins.is_none_or(|n| login <= n);
                     if let Some(live) = live {
                         snapshot = Some(glimpse_snapshot(day, live()));
                     }
@@ -395,12 +401,12 @@ fn serve(
                         break;
                     }
                 }
-                if config.disconnect_after.is_some_and(|n| sent_here >= n) {
+                if faulty && config.disconnect_after.is_some_and(|n| sent_here >= n) {
                     counters.disconnects.fetch_add(1, Ordering::Relaxed);
                     flush(&mut stream, &mut session);
                     return Ok(());
                 }
-                if config.half_open_after.is_some_and(|n| sent_here >= n) {
+                if faulty && config.half_open_after.is_some_and(|n| sent_here >= n) {
                     counters.half_opened.fetch_add(1, Ordering::Relaxed);
                     flush(&mut stream, &mut session);
                     return hang(&mut stream, stop);

@@ -22,6 +22,10 @@
 //! circuit breaker (`reqs`: request datagrams sent; `refused`: tries the breaker refused),
 //! and the suite checks that the breaker's row sent fewer requests.
 //!
+//! The GLIMPSE rows join half way through the day with no retransmission server and start
+//! from a snapshot of the simulator's stream, its first connection cut, stalled, or its
+//! login refused; a cut or stalled snapshot is asked for again and the line ends exact.
+//!
 //! Bounded: one day of 40,000 messages, paced at 400,000 a second (the simulator's
 //! default); each line gives up after 30 s; the whole suite takes seconds.
 
@@ -29,9 +33,11 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fault_suite::{recovering, Expect, Line, MoldCase, Outcome, Scenario, SoupCase};
+use fault_suite::{recovering, Expect, GlimpseCase, Line, MoldCase, Outcome, Scenario, SoupCase};
 use ticklane_engine::live::LineSourceReport;
-use ticklane_engine::pipeline::{ArbitrationReport, SourceEnd, SourceError, DEFAULT_LINE_BREAKER};
+use ticklane_engine::pipeline::{
+    ArbitrationReport, GlimpseReport, SnapshotFailure, SourceEnd, SourceError, DEFAULT_LINE_BREAKER,
+};
 use ticklane_feed::moldudp64::RecoveryConfig;
 use ticklane_feed::resilience::BreakerConfig;
 use ticklane_feed::soupbintcp::RejectReason;
@@ -39,6 +45,25 @@ use ticklane_sim::{BurstLoss, Faults, GenConfig, Interruption, MessageLog, Rate,
 
 use crate::util;
 use crate::util::fault_suite;
+
+/// A line that joins half way through the day with no retransmission server and starts
+/// from a GLIMPSE snapshot, with `faults` on the snapshot server's first connection.
+fn glimpse_case(faults: GlimpseCase) -> MoldCase {
+    MoldCase {
+        request_server: false,
+        join_after: Some(MESSAGES / 2),
+        glimpse: Some(faults),
+        ..MoldCase::with(Faults::default())
+    }
+}
+
+/// What a GLIMPSE row's snapshot start did.
+fn glimpse(r: &Outcome) -> Result<&GlimpseReport, String> {
+    mold(r)
+        .glimpse
+        .as_ref()
+        .ok_or_else(|| "the line did not start from a snapshot".to_string())
+}
 
 /// Messages in the day every row serves.
 const MESSAGES: u64 = 40_000;
@@ -504,6 +529,64 @@ fn scenarios() -> Vec<Scenario> {
                         r.soup_sim().half_opened,
                         s.connections
                     )
+                })
+            },
+        },
+        Scenario {
+            name: "glimpse start mid-day",
+            line: Line::mold(glimpse_case(GlimpseCase::default())),
+            expect: Expect::Recovered,
+            check: |r| {
+                let g = glimpse(r)?;
+                need(
+                    g.next_sequence.is_some_and(|n| n > 1) && g.attempts == 1,
+                    || format!("{g:?}"),
+                )
+            },
+        },
+        Scenario {
+            name: "glimpse cut mid-snapshot",
+            line: Line::mold(glimpse_case(GlimpseCase {
+                cut_after: Some(5),
+                ..GlimpseCase::default()
+            })),
+            expect: Expect::Recovered,
+            check: |r| {
+                let g = glimpse(r)?;
+                need(g.attempts == 2 && g.failures == [0, 0, 1, 0, 0], || {
+                    format!("{g:?}")
+                })
+            },
+        },
+        Scenario {
+            name: "glimpse stalled mid-snapshot",
+            line: Line::mold(glimpse_case(GlimpseCase {
+                stall_after: Some(5),
+                ..GlimpseCase::default()
+            })),
+            expect: Expect::Recovered,
+            check: |r| {
+                let g = glimpse(r)?;
+                need(g.attempts == 2 && g.failures == [0, 0, 0, 1, 0], || {
+                    format!("{g:?}")
+                })
+            },
+        },
+        Scenario {
+            name: "glimpse login refused",
+            line: Line::mold(glimpse_case(GlimpseCase {
+                wrong_login: true,
+                ..GlimpseCase::default()
+            })),
+            expect: Expect::Refused,
+            check: |r| {
+                let g = glimpse(r)?;
+                let refused = mold(r).end
+                    == SourceEnd::Error(SourceError::Snapshot(SnapshotFailure::Rejected(
+                        RejectReason::NotAuthorized,
+                    )));
+                need(refused && g.attempts == 1, || {
+                    format!("{}, {g:?}", mold(r).end)
                 })
             },
         },

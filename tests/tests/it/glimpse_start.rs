@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use ticklane_engine::csv::write_snapshot_book_csv;
 use ticklane_engine::live::LineSourceReport;
-use ticklane_engine::live::{run_line, ExchangeSim, ExchangeSimConfig, LineSource};
+use ticklane_engine::live::{run_line, ExchangeSim, ExchangeSimConfig, GlimpseServer, LineSource};
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::pipeline::{
     GlimpseConfig, MoldFeedConfig, MoldSource, PipelineConfig, SourceEnd,
@@ -55,7 +55,7 @@ fn start_late(
             udp: Some(SocketAddr::V4(SocketAddrV4::new(group, port))),
             request: loopback(0),
             tcp: None,
-            glimpse: Some((loopback(0), credentials)),
+            glimpse: Some(GlimpseServer::new(loopback(0), credentials)),
             rate: Rate::per_second(RATE),
             faults: Faults::default(),
             line_b: None,

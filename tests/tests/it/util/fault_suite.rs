@@ -17,7 +17,8 @@ use ticklane_engine::csv::write_snapshot_book_csv;
 use ticklane_engine::live::{run_line, LineSource, LineSourceReport};
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::pipeline::{
-    MoldFeedConfig, MoldSource, PipelineConfig, SoupFeedConfig, SoupSource, SourceEnd,
+    GlimpseConfig, MoldFeedConfig, MoldSource, PipelineConfig, SoupFeedConfig, SoupSource,
+    SourceEnd,
 };
 use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
@@ -69,7 +70,23 @@ pub struct MoldCase {
     /// Line B's own per-packet faults, when the session is served on two lines (A and B):
     /// the simulator sends every packet on both, and the line reads both sockets.
     pub line_b: Option<Faults>,
+    /// Start the line from a GLIMPSE snapshot of the simulator's stream, with these faults.
+    pub glimpse: Option<GlimpseCase>,
 }
+
+/// A GLIMPSE start's faults, on the snapshot server's first connection only.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GlimpseCase {
+    /// Close the first connection after this many snapshot messages.
+    pub cut_after: Option<u64>,
+    /// Go silent on it after this many.
+    pub stall_after: Option<u64>,
+    /// Log in with a wrong password.
+    pub wrong_login: bool,
+}
+
+/// How long a GLIMPSE row's snapshot may be silent before it is asked for again.
+pub const GLIMPSE_READ_TIMEOUT: Duration = Duration::from_millis(500);
 
 impl MoldCase {
     /// Paced, answered, from sequence 1, with `faults`.
@@ -82,6 +99,7 @@ impl MoldCase {
             join_after: None,
             recv_buffer_bytes: UdpFeedConfig::default().recv_buffer_bytes,
             line_b: None,
+            glimpse: None,
         }
     }
 
@@ -232,10 +250,13 @@ pub fn run(scenario: &Scenario, log: &Arc<MessageLog>) -> Outcome {
     let writer = SnapshotWriter::create(&path, 256, DEPTH).expect("snapshot");
     let (source, finish): (LineSource, Box<dyn FnOnce() -> SimSide>) = match &scenario.line {
         Line::Mold(case) => {
-            let (source, sim) = start_mold(**case, log);
+            let (source, sim, glimpse) = start_mold(**case, log);
             (
                 LineSource::Mold(source),
-                Box::new(move || SimSide::Mold(sim.stop().expect("simulator stops"))),
+                Box::new(move || {
+                    drop(glimpse);
+                    SimSide::Mold(sim.stop().expect("simulator stops"))
+                }),
             )
         }
         Line::Soup(case) => {
@@ -279,7 +300,10 @@ pub fn run(scenario: &Scenario, log: &Arc<MessageLog>) -> Outcome {
     }
 }
 
-fn start_mold(case: MoldCase, log: &Arc<MessageLog>) -> (MoldSource, MoldSimulator) {
+fn start_mold(
+    case: MoldCase,
+    log: &Arc<MessageLog>,
+) -> (MoldSource, MoldSimulator, Option<SoupSimulator>) {
     let udp = |bind| UdpFeedConfig {
         bind,
         recv_buffer_bytes: case.recv_buffer_bytes,
@@ -335,7 +359,30 @@ fn start_mold(case: MoldCase, log: &Arc<MessageLog>) -> (MoldSource, MoldSimulat
     if case.request_server {
         source.set_request_server(sim.request_addr());
     }
-    (source, sim)
+    let glimpse = case.glimpse.map(|g| {
+        let right = Credentials::new(b"glimps", b"secret").expect("fits");
+        let mut server = SoupSimConfig::new(loopback(0), right, session);
+        server.disconnect_after = g.cut_after;
+        server.half_open_after = g.stall_after;
+        server.faulty_logins = Some(1);
+        let server = SoupSimulator::start_glimpse(Arc::clone(log), sim.live_position(), server)
+            .expect("GLIMPSE server");
+        let login = if g.wrong_login {
+            Credentials::new(b"glimps", b"wrong").expect("fits")
+        } else {
+            right
+        };
+        source.set_glimpse(GlimpseConfig {
+            read_timeout: GLIMPSE_READ_TIMEOUT,
+            backoff: BackoffConfig {
+                base: Duration::from_millis(10),
+                cap: Duration::from_millis(100),
+            },
+            ..GlimpseConfig::new(server.local_addr(), login)
+        });
+        server
+    });
+    (source, sim, glimpse)
 }
 
 fn start_soup(case: SoupCase, log: &Arc<MessageLog>) -> (SoupSource, SoupSimulator) {
@@ -469,10 +516,21 @@ pub fn verify(
         if end != SourceEnd::EndOfSession {
             failed.push(format!("ended {end}, not at end of session"));
         }
-        if out.applied + lost != last_sequence {
+        // A line started from a snapshot applied the snapshot's messages in place of the
+        // sequences before the one it named.
+        let (applied, before) = match &out.source {
+            LineSourceReport::Mold(r) => {
+                match r.glimpse.as_ref().and_then(|g| Some((g, g.next_sequence?))) {
+                    Some((g, next)) => (out.applied - g.messages, next - 1),
+                    None => (out.applied, 0),
+                }
+            }
+            LineSourceReport::Soup(_) => (out.applied, 0),
+        };
+        if before + applied + lost != last_sequence {
             failed.push(format!(
-                "applied {} + declared lost {lost} != last sequence {last_sequence}",
-                out.applied
+                "snapshot to {before} + applied {applied} + declared lost {lost} != last \
+                 sequence {last_sequence}",
             ));
         }
     }
