@@ -11,21 +11,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ticklane_engine::csv::write_snapshot_book_csv;
 use ticklane_engine::live::LineSourceReport;
-use ticklane_engine::live::{run_line, ExchangeSim, ExchangeSimConfig, GlimpseServer, LineSource};
-use ticklane_engine::overload::OverloadConfig;
+use ticklane_engine::live::{ExchangeSim, ExchangeSimConfig, GlimpseServer, LineSource};
 use ticklane_engine::pipeline::{
     GlimpseConfig, MoldFeedConfig, MoldSource, PipelineConfig, SourceEnd,
 };
-use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::RecoveryConfig;
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::soupbintcp::Credentials;
 use ticklane_sim::{Faults, MessageLog, Rate};
 use ticklane_testkit::loopback;
 
-use crate::util::{books, log, replayed_book};
+use crate::util::{books, log, replayed_book, run_into_snapshot};
 
 /// Levels per side in the snapshot file: every level the generated days hold.
 const DEPTH: usize = 64;
@@ -89,21 +86,7 @@ fn start_late(
     };
     let source = MoldSource::open(feed, PipelineConfig::default().wait).expect("join the group");
     let joined = began.elapsed();
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("late.snap");
-    let writer = SnapshotWriter::create(&path, 256, DEPTH).expect("snapshot");
-    let pipeline = PipelineConfig {
-        books: books(),
-        ..PipelineConfig::default()
-    };
-    let run = run_line(
-        LineSource::Mold(source),
-        pipeline,
-        Some(writer),
-        OverloadConfig::default(),
-        &AtomicBool::new(false),
-    )
-    .expect("pipeline");
+    let (csv, run) = run_into_snapshot(LineSource::Mold(source), DEPTH);
     stop.store(true, Ordering::Relaxed);
     serving
         .join()
@@ -113,9 +96,7 @@ fn start_late(
         joined < after + Duration::from_secs(1),
         "the line joined {joined:?} into the day, meant {after:?}"
     );
-    let reader = SnapshotReader::open(&path).expect("open snapshot");
-    let csv = write_snapshot_book_csv(&reader, DEPTH, Vec::new()).expect("csv");
-    (String::from_utf8(csv).expect("ascii"), run.report.source)
+    (csv, run.report.source)
 }
 
 #[test]

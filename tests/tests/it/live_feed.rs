@@ -13,18 +13,14 @@
 //! time limit; an unfilled gap fails the test naming its range.
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ticklane_engine::csv::write_snapshot_book_csv;
-use ticklane_engine::live::{run_line, LineSource, LineSourceReport};
-use ticklane_engine::overload::OverloadConfig;
+use ticklane_engine::live::{LineSource, LineSourceReport};
 use ticklane_engine::pipeline::{
     MoldFeedConfig, MoldSource, PipelineConfig, SoupFeedConfig, SoupSource, SourceEnd,
     DEFAULT_LINE_BREAKER,
 };
-use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_feed::resilience::BackoffConfig;
@@ -39,31 +35,11 @@ use crate::util::{books, log, replayed_book};
 
 const DEPTH: usize = 10;
 
-/// Runs `source` into a fresh snapshot; returns the snapshot's book CSV and the report.
+/// Runs `source` into a fresh snapshot; returns the snapshot's book CSV, the reader's
+/// report and the messages the book thread applied.
 fn run_into_snapshot(source: LineSource) -> (String, LineSourceReport, u64) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("live.snap");
-    let writer = SnapshotWriter::create(&path, 256, DEPTH).expect("snapshot");
-    let pipeline = PipelineConfig {
-        books: books(),
-        ..PipelineConfig::default()
-    };
-    let report = run_line(
-        source,
-        pipeline,
-        Some(writer),
-        OverloadConfig::default(),
-        &AtomicBool::new(false),
-    )
-    .expect("pipeline")
-    .report;
-    let reader = SnapshotReader::open(&path).expect("open snapshot");
-    let csv = write_snapshot_book_csv(&reader, DEPTH, Vec::new()).expect("csv");
-    (
-        String::from_utf8(csv).expect("ascii"),
-        report.source,
-        report.book.messages,
-    )
+    let (csv, run) = util::run_into_snapshot(source, DEPTH);
+    (csv, run.report.source, run.report.book.messages)
 }
 
 fn mold_line(bind: SocketAddr, group: Option<Ipv4Addr>) -> MoldSource {

@@ -12,33 +12,18 @@
 
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ticklane_engine::snapshot::SnapshotReader;
 
-use crate::util::{free_port, ticklane, Watched, READY_WITHIN};
+use crate::util::{free_port, ok, ticklane, utf8, Watched, READY_WITHIN};
 
 const MESSAGES: &str = "1000000";
 const RATE: &str = "200000";
 const DEADLINE: Duration = Duration::from_secs(60);
 /// A restarted line must have books within this long (a snapshot of some 10,000 orders).
 const LIVE_WITHIN: Duration = Duration::from_secs(10);
-
-fn ok(output: Output) -> String {
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "exit {}:\n{text}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    text
-}
-
-fn utf8(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
 
 /// Polls the snapshot until the process `pid` wrote a book into it; how long that took.
 fn wait_for_books(path: &Path, pid: u32, since: Instant) -> Duration {

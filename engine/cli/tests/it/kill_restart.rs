@@ -21,14 +21,14 @@
 //! polled with a deadline, never a sleep.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ticklane_engine::snapshot::{InstrumentState, ReadError, SnapshotReader};
 
-use crate::util::{free_port, ticklane, Watched, READY_WITHIN};
+use crate::util::{free_port, ok, ticklane, utf8, Watched, READY_WITHIN};
 
 const MESSAGES: &str = "200000";
 /// Paced so that the line is mid-stream for seconds: 200,000 messages at 40,000 a second.
@@ -36,21 +36,6 @@ const RATE: &str = "40000";
 const DEADLINE: Duration = Duration::from_secs(60);
 /// `engine.shutdown_timeout_s` in the test's configuration.
 const SHUTDOWN_BOUND: Duration = Duration::from_secs(5);
-
-fn ok(output: Output) -> String {
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "exit {}:\n{text}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    text
-}
-
-fn utf8(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
 
 struct Day {
     dir: tempfile::TempDir,

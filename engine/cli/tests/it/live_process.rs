@@ -9,21 +9,10 @@
 //! and the tests wait for that line, bounded.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{free_port, ticklane, wait_bounded, Watched, READY_WITHIN};
-
-fn ok(output: Output) -> String {
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "exit {}:\n{text}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    text
-}
+use crate::util::{free_port, ok, ticklane, wait_bounded, Watched, READY_WITHIN};
 
 /// `ticklane run --config CONFIG`, once it has said it is ready.
 fn run_ready(config: &Path) -> Watched {

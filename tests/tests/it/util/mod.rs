@@ -8,8 +8,14 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 
+use std::sync::atomic::AtomicBool;
+
 use ticklane_engine::book::{Applier, BookConfig, NoBbo};
-use ticklane_engine::csv::write_book_csv;
+use ticklane_engine::csv::{write_book_csv, write_snapshot_book_csv};
+use ticklane_engine::live::{run_line, LineRun, LineSource};
+use ticklane_engine::overload::OverloadConfig;
+use ticklane_engine::pipeline::PipelineConfig;
+use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_sim::{write_itch50, GenConfig, MessageLog};
 
 pub use ticklane_testkit::{in_ci, oracle, repo_root, shared_data, skip};
@@ -62,4 +68,28 @@ pub fn replayed_book(log: &MessageLog, books: BookConfig, depth: usize) -> Strin
             .expect("valid message");
     }
     String::from_utf8(write_book_csv(r.books(), depth, Vec::new()).expect("csv")).expect("ascii")
+}
+
+/// Runs `source` with [`books`] into a fresh snapshot file keeping `depth` levels; returns
+/// the file's books as `--book-out` CSV, read back as `ticklane book --csv` reads them, and
+/// the run.
+pub fn run_into_snapshot(source: LineSource, depth: usize) -> (String, LineRun) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("live.snap");
+    let writer = SnapshotWriter::create(&path, 256, depth).expect("snapshot");
+    let pipeline = PipelineConfig {
+        books: books(),
+        ..PipelineConfig::default()
+    };
+    let run = run_line(
+        source,
+        pipeline,
+        Some(writer),
+        OverloadConfig::default(),
+        &AtomicBool::new(false),
+    )
+    .expect("pipeline");
+    let reader = SnapshotReader::open(&path).expect("open snapshot");
+    let csv = write_snapshot_book_csv(&reader, depth, Vec::new()).expect("csv");
+    (String::from_utf8(csv).expect("ascii"), run)
 }
