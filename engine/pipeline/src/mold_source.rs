@@ -413,7 +413,14 @@ impl FrameSource for MoldSource {
         let mut ended_early = None;
         if let Some(glimpse) = self.config.glimpse {
             join = JoinNotice::after_snapshot();
-            let started = self.start_from_snapshot(&glimpse, &mut frames, &mut waiter, clock, stop);
+            let started = self.start_from_snapshot(
+                &glimpse,
+                &mut frames,
+                &mut waiter,
+                clock,
+                stop,
+                &mut report.recv_errors,
+            );
             let (snapshot, held) = started;
             match snapshot {
                 Ok((next_sequence, glimpse_report)) => {
@@ -705,6 +712,7 @@ impl MoldSource {
         waiter: &mut Waiter,
         clock: Clock,
         stop: &AtomicBool,
+        recv_errors: &mut SocketErrorCounts,
     ) -> (
         Result<(u64, GlimpseReport), (SourceEnd, GlimpseReport)>,
         Held<Line>,
@@ -717,9 +725,19 @@ impl MoldSource {
             .collect();
         let mut hold = || {
             for &(socket, line) in &sockets {
-                // Errors are not counted here: the main loop's reads count the socket's.
-                while let Ok(Some(datagram)) = socket.recv(&mut buf) {
-                    held.keep(datagram, line);
+                // As the main loop drains a socket: every error counted; after one that
+                // leaves data waiting, read on.
+                loop {
+                    match socket.recv(&mut buf) {
+                        Ok(Some(datagram)) => held.keep(datagram, line),
+                        Ok(None) => break,
+                        Err(e) => {
+                            recv_errors.count(e);
+                            if matches!(e, SocketError::Other(_)) {
+                                break;
+                            }
+                        }
+                    }
                 }
             }
         };
