@@ -3,7 +3,8 @@
 //! publishes what changed. Each stage is one thread, optionally pinned to a core.
 //!
 //! Live feeds, capture playback and tests differ only in the [`FrameSource`] that runs on
-//! the reader thread and the [`Publisher`] the book thread calls.
+//! the reader thread and the [`Publisher`] the book thread calls. A MoldUDP64 line may start
+//! from a GLIMPSE 5.0 snapshot before its main loop (`glimpse_start.rs`).
 //!
 //! Beside the pipeline itself this crate holds what its stages share: the stages'
 //! [`clock`], three-valued [`health`], each dependency's shared handle ([`dependency`]), and

@@ -1,7 +1,8 @@
 //! Synthetic feeds: the seeded generator of ITCH 5.0 days, and the exchange simulator that
 //! serves a day (generated or captured) as MoldUDP64 (with pacing, seeded faults and a
-//! retransmission server), over SoupBinTCP, and as a GLIMPSE 5.0 snapshot server. The simulator is a test and demo tool with
-//! sockets of its own; the feed handler's sockets live in `ticklane_feed::net`.
+//! retransmission server), over SoupBinTCP, and as a GLIMPSE 5.0 snapshot server. The
+//! simulator is a test and demo tool with sockets of its own; the feed handler's sockets
+//! live in `ticklane-net`.
 //!
 //! A crate of its own above `ticklane-feed`, whose encoders and session machines it drives
 //! from the exchange's side: nothing the feed handler runs may depend on it (the engine uses
