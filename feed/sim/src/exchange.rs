@@ -1246,11 +1246,12 @@ mod tests {
     }
 
     /// A UDP socket with the largest receive buffer the system allows, so a fast sender
-    /// does not overflow it while the test thread is busy.
+    /// does not overflow it while the test thread is busy. Never `SO_REUSEADDR`: bound to
+    /// port 0, Linux may give two such sockets the same port, and the tests running beside
+    /// each other would then take each other's packets.
     fn receive_socket(bind: SocketAddr) -> Socket {
         let socket = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
         socket.set_recv_buffer_size(8 << 20).unwrap();
-        socket.set_reuse_address(true).unwrap();
         socket.bind(&SockAddr::from(bind)).unwrap();
         socket.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
         socket
