@@ -125,6 +125,13 @@ pub struct RecoveryConfig {
     /// is no gap: never requested, never counted in [`RecoveryCounts::gaps`] (it is counted
     /// in [`RecoveryCounts::gaps_arbitrated`]). Zero (the default, one line) asks at once.
     pub arbitration_wait: Duration,
+    /// The caller can rebuild its state from a snapshot (a GLIMPSE server): a gap is then
+    /// never given up for want of an answer (retries out, deadline, refusals, no server's
+    /// reorder wait), and one of more than this many messages is never asked for; either
+    /// way [`MoldRecovery::rebuild_wanted`] turns true and the caller, once rebuilt, calls
+    /// [`MoldRecovery::restart_at`]. A packet too long for the store, or a store full without
+    /// retransmission, still gives its gap up. `None` (the default): no rebuilding.
+    pub rebuild_above: Option<u64>,
 }
 
 impl Default for RecoveryConfig {
@@ -161,6 +168,7 @@ impl Default for RecoveryConfig {
             retransmission: true,
             reorder_wait: None,
             arbitration_wait: Duration::ZERO,
+            rebuild_above: None,
         }
     }
 }
@@ -265,6 +273,14 @@ pub struct RecoveryCounts {
     /// Gaps given up on (declared lost in whole or in part), each once however many ranges
     /// it announced ([`RecoveryCounts::gaps_lost`] counts the ranges).
     pub gaps_given_up: u64,
+    /// Gaps the caller filled by rebuilding from a snapshot
+    /// ([`RecoveryConfig::rebuild_above`]): neither recovered nor lost.
+    pub gaps_rebuilt: u64,
+    /// Times the caller rebuilt from a snapshot ([`MoldRecovery::restart_at`]).
+    pub rebuilds: u64,
+    /// Messages received but not delivered because a rebuild replaced them: what the store
+    /// held when the caller restarted the machine.
+    pub messages_superseded: u64,
     /// Time to recover, median over the gaps filled: from a gap's detection to the
     /// delivery of its last missing message (to within 1/16); zero if none was filled.
     pub recover_p50: Duration,
@@ -480,6 +496,9 @@ pub struct MoldRecovery {
     /// less than asked (0 until then): a server sends so many messages a request (Nasdaq's
     /// one packet's worth), so a request for more only waits for a continuation.
     reply_size: u64,
+    /// A gap waits for the caller to rebuild from a snapshot
+    /// ([`RecoveryConfig::rebuild_above`]).
+    rebuild_wanted: bool,
 }
 
 impl MoldRecovery {
@@ -518,6 +537,7 @@ impl MoldRecovery {
             times: RecoveryTimes::default(),
             now: Duration::ZERO,
             reply_size: 0,
+            rebuild_wanted: false,
             config,
         }
         .with_fresh_stats(Duration::ZERO)
@@ -817,7 +837,7 @@ impl MoldRecovery {
         let mut newly_lost = false;
         for i in 0..self.gaps.len() {
             if self.gaps[i].lost.is_none() && now >= self.gaps[i].detected_at.saturating_add(wait) {
-                self.give_up(i, LossReason::NoServer);
+                self.give_up_or_rebuild(i, LossReason::NoServer);
                 newly_lost = true;
             }
         }
@@ -876,7 +896,7 @@ impl MoldRecovery {
                     _ if gap.budget_refused => LossReason::BudgetRefused,
                     _ => LossReason::Deadline,
                 };
-                self.give_up(i, reason);
+                self.give_up_or_rebuild(i, reason);
                 newly_lost = true;
                 continue;
             }
@@ -933,7 +953,7 @@ impl MoldRecovery {
                     } else if gap.retries >= self.config.max_retries {
                         // Out of flight already (the timeout released its slot).
                         self.gaps[i].phase = Phase::Idle;
-                        self.give_up(i, LossReason::RetriesExhausted);
+                        self.give_up_or_rebuild(i, LossReason::RetriesExhausted);
                         newly_lost = true;
                     } else {
                         let delay = self.backoff.delay(gap.retries, &mut self.jitter);
@@ -1009,7 +1029,12 @@ impl MoldRecovery {
             self.stats.gaps_merged += u64::from(merged);
             return;
         }
-        let phase = if !self.config.retransmission {
+        let too_large = self
+            .config
+            .rebuild_above
+            .is_some_and(|above| range.len() > above);
+        self.rebuild_wanted |= too_large;
+        let phase = if !self.config.retransmission || too_large {
             Phase::Idle
         } else if self.config.arbitration_wait.is_zero() {
             Phase::WantFirst
@@ -1156,6 +1181,22 @@ impl MoldRecovery {
             self.give_up(i, reason);
         }
         self.drain(sink);
+    }
+
+    /// The gap at `i` had its chance to be answered: given up for `reason`, or, when the
+    /// caller rebuilds ([`RecoveryConfig::rebuild_above`]), left open, asked for no more,
+    /// waiting for the rebuild.
+    fn give_up_or_rebuild(&mut self, i: usize, reason: LossReason) {
+        if self.config.rebuild_above.is_none() {
+            self.give_up(i, reason);
+            return;
+        }
+        if !self.gaps[i].counted {
+            self.stats.gaps += 1;
+            self.gaps[i].counted = true;
+        }
+        self.leave_flight(i);
+        self.rebuild_wanted = true;
     }
 
     /// The gap at `i` is given up for `reason`: out of flight, and counted now if it was
@@ -1446,6 +1487,43 @@ impl MoldRecovery {
         self.gaps.len()
     }
 
+    /// Whether a gap waits for the caller to rebuild from a snapshot
+    /// ([`RecoveryConfig::rebuild_above`]): too large to ask for, or asked for in vain.
+    pub fn rebuild_wanted(&self) -> bool {
+        self.rebuild_wanted
+    }
+
+    /// The caller rebuilt its state from a snapshot that holds every message before `next`:
+    /// the session goes on from `next`. What was open is over: the gaps still open are
+    /// counted rebuilt ([`RecoveryCounts::gaps_rebuilt`]), their requests forgotten, and
+    /// what the store held is let go ([`RecoveryCounts::messages_superseded`]); packets
+    /// before `next` are duplicates from now on, and a packet past it opens a gap as usual.
+    /// The counters and the lost ranges are kept. Before a first packet, the session starts
+    /// at `next` when it comes.
+    pub fn restart_at(&mut self, next: u64) {
+        self.stats.rebuilds += 1;
+        for i in 0..self.gaps.len() {
+            self.leave_flight(i);
+            let gap = self.gaps[i];
+            if gap.counted && gap.lost.is_none() {
+                self.stats.gaps_rebuilt += 1;
+            }
+        }
+        self.gaps.clear();
+        while let Some(slot) = self.index.pop_front() {
+            let info = self.slot_info[slot];
+            self.stats.messages_superseded += info.end - info.first;
+            self.free.push(slot);
+        }
+        self.rebuild_wanted = false;
+        if self.session.is_some() {
+            self.next_expected = Some(next);
+            self.highest = next;
+        } else {
+            self.config.start_sequence = Some(next);
+        }
+    }
+
     /// Packets waiting in the reorder store.
     pub fn stored_packets(&self) -> usize {
         self.index.len()
@@ -1463,7 +1541,7 @@ impl MoldRecovery {
             .count() as u64;
         assert_eq!(
             st.gaps,
-            st.gaps_recovered + st.gaps_merged + st.gaps_given_up + open,
+            st.gaps_recovered + st.gaps_merged + st.gaps_given_up + st.gaps_rebuilt + open,
             "{st:?}; open {open}; records {:?}",
             self.gaps
         );
@@ -2859,5 +2937,76 @@ mod tests {
         assert_eq!(r.stats().limit_changes, seen_changes);
         assert_eq!(r.stats().timeouts, 0);
         assert_eq!(sink.delivered().len() as u64, r.stats().delivered);
+    }
+
+    /// A line that rebuilds from a snapshot declares nothing lost: a gap that waited out the
+    /// reorder wait (no server), or its retries, waits for the rebuild, and the session
+    /// goes on from where the snapshot left it.
+    #[test]
+    fn a_line_that_rebuilds_declares_no_loss_and_goes_on_from_the_snapshot() {
+        for server in [false, true] {
+            let s = session(b"REBUILD");
+            let mut r = MoldRecovery::new(RecoveryConfig {
+                retransmission: server,
+                reorder_wait: (!server).then_some(Duration::from_millis(1)),
+                max_retries: 1,
+                rebuild_above: Some(1_000),
+                start_sequence: Some(1),
+                ..RecoveryConfig::default()
+            });
+            let mut sink = Recorder::default();
+            feed(&mut r, &data(s, 1, 3), Duration::ZERO, &mut sink);
+            feed(&mut r, &data(s, 6, 2), Duration::ZERO, &mut sink); // 4 and 5 missing
+            for ms in 1..=60_000 {
+                r.poll_timers(Duration::from_millis(ms), &mut sink);
+                if r.rebuild_wanted() {
+                    break;
+                }
+            }
+            assert!(r.rebuild_wanted(), "server {server}");
+            assert!(sink.lost().is_empty(), "server {server}: nothing declared");
+            assert_eq!(sink.delivered(), msgs(1..=3));
+            // The snapshot holds everything before 7: the stored 6 and 7 are let go as
+            // superseded, and delivery goes on from 7.
+            r.restart_at(7);
+            assert!(!r.rebuild_wanted());
+            feed(&mut r, &data(s, 6, 3), Duration::from_secs(60), &mut sink);
+            assert_eq!(sink.delivered(), [1, 2, 3, 7, 8]);
+            let st = r.stats();
+            assert_eq!((st.gaps, st.gaps_rebuilt, st.gaps_given_up), (1, 1, 0));
+            assert_eq!(
+                (st.rebuilds, st.messages_superseded, st.messages_lost),
+                (1, 2, 0)
+            );
+            assert!(r.lost_ranges().is_empty());
+            r.check_gap_accounting();
+        }
+    }
+
+    /// A gap larger than the rebuild bound is never asked for: the server is meant for
+    /// small gaps, a snapshot for the rest. One within it is asked for as usual.
+    #[test]
+    fn a_gap_past_the_rebuild_bound_is_not_asked_for() {
+        let s = session(b"REBUILD");
+        let mut r = MoldRecovery::new(RecoveryConfig {
+            rebuild_above: Some(100),
+            start_sequence: Some(1),
+            ..RecoveryConfig::default()
+        });
+        let mut sink = Recorder::default();
+        feed(&mut r, &data(s, 1, 1), Duration::ZERO, &mut sink);
+        feed(&mut r, &data(s, 52, 1), Duration::ZERO, &mut sink); // 50 missing: asked
+        assert_eq!(sink.requests.len(), 1);
+        assert!(!r.rebuild_wanted());
+        feed(&mut r, &data(s, 2, 50), Duration::ZERO, &mut sink);
+        assert_eq!(sink.delivered(), msgs(1..=52));
+        feed(&mut r, &data(s, 154, 1), Duration::ZERO, &mut sink); // 101 missing
+        assert_eq!(sink.requests.len(), 1, "not asked for");
+        assert!(r.rebuild_wanted());
+        r.restart_at(155);
+        feed(&mut r, &data(s, 155, 1), Duration::ZERO, &mut sink);
+        assert_eq!(sink.delivered().last(), Some(&155));
+        assert!(sink.lost().is_empty());
+        r.check_gap_accounting();
     }
 }
