@@ -52,7 +52,7 @@ MAYBE_BAD_SINCE_OFFSET, LOST_OFFSET, FULL_OFFSET = 104, 112, 120
 HEADER_STALE, HEADER_CLOSED, HEADER_MAYBE_BAD = 1, 2, 4
 SLOT_STALE, SLOT_CROSSED, SLOT_BEHIND, SLOT_MAYBE_BAD = 1, 2, 4, 8
 LINE_STATES = ["live", "silent", "disconnected", "reconnecting", "ended silent",
-               "ended with an error"]
+               "ended with an error", "isolated", "loading snapshot"]
 
 assert HEADER.size == 128 and PAYLOAD.size == 128 and LEVEL.size == LEVEL_SIZE
 

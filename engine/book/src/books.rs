@@ -314,6 +314,23 @@ impl Books {
         Some(locate)
     }
 
+    /// Removes every live order of every book, keeping each locate's symbol and trading
+    /// state and every book (empty): the state before a snapshot rebuilds them. Returns the
+    /// orders removed.
+    ///
+    /// Cold: a scan of the whole order table and one allocation, for a rebuild, never per
+    /// message.
+    pub fn clear_orders(&mut self) -> usize {
+        let refs: Vec<OrderRef> = self.orders.iter().map(|(order_ref, _)| order_ref).collect();
+        for &order_ref in &refs {
+            self.delete(order_ref);
+        }
+        for book in &mut self.books {
+            book.crossed = false;
+        }
+        refs.len()
+    }
+
     /// The book of a locate, opening it on first use.
     #[inline(always)]
     fn book_index_or_open(&mut self, locate: Locate) -> Option<usize> {
@@ -700,6 +717,41 @@ mod tests {
             prop_assert_eq!(books.top_of_book(Locate(7)), before);
             prop_assert!(books.check_invariants().is_ok());
         }
+    }
+
+    #[test]
+    fn clearing_the_orders_empties_every_book_and_keeps_symbols_and_states() {
+        let config = BookConfig {
+            max_orders: 64,
+            max_books: 4,
+            levels_per_side: 8,
+        };
+        let mut books = Books::new(config).expect("small tables");
+        books.set_symbol(Locate(3), ticklane_itch::Alpha(*b"AAPL    "));
+        for (i, locate) in [3u16, 3, 5].into_iter().enumerate() {
+            let side = if i % 2 == 0 { b'B' } else { b'S' };
+            books.add(Locate(locate), side, OrderRef(i as u64), 10, Price(1_000));
+        }
+        assert!(books.top_of_book(Locate(3)).is_crossed());
+        assert_eq!(books.clear_orders(), 3);
+        for locate in [Locate(3), Locate(5)] {
+            assert_eq!(
+                books.top_of_book(locate),
+                TopOfBook::default(),
+                "{locate:?}"
+            );
+            assert!(
+                books.side(locate, Side::Bid).is_some(),
+                "the book stays open"
+            );
+        }
+        assert_eq!(books.symbol(Locate(3)), b"AAPL");
+        assert_eq!(books.crossed_books(), 0);
+        assert!(books.check_invariants().is_ok());
+        // The references are free again: a snapshot's adds reuse them.
+        assert!(books
+            .add(Locate(3), b'B', OrderRef(0), 5, Price(900))
+            .is_some());
     }
 
     #[test]

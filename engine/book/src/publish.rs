@@ -40,11 +40,14 @@ pub enum FeedState {
     /// Isolated by hand: its data is ignored (MoldUDP64) or its connection closed
     /// (SoupBinTCP) until an operator closes it.
     Isolated,
+    /// The books are being built from a snapshot (GLIMPSE), at the start or to rebuild
+    /// after a gap: partial until the line is live again.
+    Snapshot,
 }
 
 impl FeedState {
     /// Every state, in code order (the code is the index).
-    pub const ALL: [FeedState; 7] = [
+    pub const ALL: [FeedState; 8] = [
         FeedState::Live,
         FeedState::Silent,
         FeedState::Disconnected,
@@ -52,6 +55,7 @@ impl FeedState {
         FeedState::EndedSilent,
         FeedState::EndedError,
         FeedState::Isolated,
+        FeedState::Snapshot,
     ];
 
     /// A one-byte code, for a control frame.
@@ -64,6 +68,7 @@ impl FeedState {
             FeedState::EndedSilent => 4,
             FeedState::EndedError => 5,
             FeedState::Isolated => 6,
+            FeedState::Snapshot => 7,
         }
     }
 
@@ -134,6 +139,10 @@ pub trait Publisher {
     fn declared_loss(&mut self, _books: &Books, _loss: DeclaredLoss) {}
     /// The feed line joined past its opening, in order with the messages around it. Cold.
     fn late_join(&mut self, _books: &Books, _join: LateJoin) {}
+    /// Every order of every book was removed (the books are rebuilt next from a snapshot
+    /// whose messages are numbered `arrival.seq`): whatever shows the books shows them empty
+    /// now. Cold.
+    fn books_cleared(&mut self, _books: &Books, _arrival: Arrival) {}
     /// The message numbered `seq` could not be decoded: its bytes break ITCH 5.0 (a
     /// contract violation, skipped and counted). Cold.
     fn decode_error(&mut self, _seq: u64, _error: DecodeError) {}

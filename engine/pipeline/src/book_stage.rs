@@ -116,6 +116,12 @@ impl<P: Publisher> BookStage<P> {
                         }
                         return false;
                     }
+                    Some(FrameKind::ClearOrders) => {
+                        self.applier.books_mut().clear_orders();
+                        self.publisher
+                            .books_cleared(self.applier.books(), frame.arrival());
+                        return false;
+                    }
                     Some(FrameKind::End) | None => {
                         ended = true;
                         return true;

@@ -23,6 +23,10 @@ pub enum FrameKind {
     Loss = 4,
     /// A control frame: the feed line joined past its opening (see [`Frame::late_join`]).
     LateJoin = 5,
+    /// A control frame: every order of every book is removed, because a snapshot rebuilds
+    /// the books next (the messages that follow, numbered with the sequence before the one
+    /// the snapshot names).
+    ClearOrders = 6,
 }
 
 /// One ring slot, two cache lines, plain old data: written in place by the reader thread,
@@ -150,6 +154,16 @@ impl Frame {
         })
     }
 
+    /// Marks the frame as the clearing of every order ahead of a snapshot whose messages
+    /// are numbered `seq`, taken by the reader at `recv_ns`.
+    pub fn set_clear_orders(&mut self, seq: u64, recv_ns: u64) {
+        self.kind = FrameKind::ClearOrders as u8;
+        self.len = 0;
+        self.seq = seq;
+        self.recv_ns = recv_ns;
+        self.intended_ns = 0;
+    }
+
     /// What this frame's message will touch in the books, for the book stage's prefetch
     /// ([`Touches::Nothing`] for a frame that is no message).
     #[inline(always)]
@@ -169,6 +183,7 @@ impl Frame {
             3 => Some(FrameKind::LineState),
             4 => Some(FrameKind::Loss),
             5 => Some(FrameKind::LateJoin),
+            6 => Some(FrameKind::ClearOrders),
             _ => None,
         }
     }
@@ -217,6 +232,9 @@ mod tests {
         assert_eq!(f.kind(), Some(FrameKind::LateJoin));
         assert_eq!(f.late_join(), Some(join));
         assert_eq!((f.line_state(), f.declared_loss()), (None, None));
+        f.set_clear_orders(5_000, 8);
+        assert_eq!((f.kind(), f.seq), (Some(FrameKind::ClearOrders), 5_000));
+        assert_eq!((f.line_state(), f.late_join()), (None, None));
         assert!(f.set_message(b"S", 1, 0, 0));
         assert_eq!((f.line_state(), f.declared_loss()), (None, None));
         assert_eq!(f.late_join(), None);

@@ -10,6 +10,16 @@
 //! retry would be refused again. Then the snapshot's messages go to the book thread in
 //! order, as the book of sequence `next - 1`, and the main loop starts at `next` with the
 //! held packets first: those below `next` are duplicates, a gap after them an ordinary gap.
+//!
+//! The same load rebuilds the books in the middle of the day. A line with a snapshot
+//! server never declares a gap lost: a gap of more than `max_recovery_gap` messages is not
+//! asked of the retransmission server (meant for small gaps), and one it could not fill (or
+//! any gap, with no retransmission server) waits. The reader then says the line is loading
+//! a snapshot (the books stale), loads one as above, and only once it is whole clears every
+//! order and sends its messages; the recovery goes on from the sequence it names
+//! (`MoldRecovery::restart_at`), the packets held meanwhile first. A rebuild that fails
+//! after its attempts leaves the books as they were, declares the gaps lost as a line
+//! without a snapshot server would, and rebuilds no more.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -26,6 +36,11 @@ use ticklane_feed::soupbintcp::{
 
 /// How long one read waits before the hold is drained again.
 const READ_SLICE: Duration = Duration::from_millis(1);
+
+/// The largest gap asked of the retransmission server on a line with a snapshot server, in
+/// messages: about 10 ms of a busy open, or seconds of a quiet afternoon: what a request
+/// server is meant for. Past it a snapshot is the cheaper way back.
+pub const DEFAULT_MAX_RECOVERY_GAP: u64 = 10_000;
 
 /// Where a line's snapshot comes from, and how patiently it is asked for.
 #[derive(Clone, Copy, Debug)]
@@ -46,11 +61,15 @@ pub struct GlimpseConfig {
     /// Bytes of live packets held while the snapshot loads; the packets past it are not
     /// held (counted), and become an ordinary gap after the snapshot.
     pub hold_bytes: usize,
+    /// A gap of more than this many messages is filled from a new snapshot, not asked of
+    /// the retransmission server.
+    pub max_recovery_gap: u64,
 }
 
 impl GlimpseConfig {
     /// Asks `server` with `credentials`: 2 s to connect, 5 s of silence, 5 attempts 100 ms
-    /// to 5 s apart, 256 MiB of held packets (some four seconds of a busy open).
+    /// to 5 s apart, 256 MiB of held packets (some four seconds of a busy open), gaps past
+    /// [`DEFAULT_MAX_RECOVERY_GAP`] filled from a snapshot.
     pub fn new(server: SocketAddr, credentials: Credentials) -> Self {
         GlimpseConfig {
             server,
@@ -63,6 +82,7 @@ impl GlimpseConfig {
                 cap: Duration::from_secs(5),
             },
             hold_bytes: 256 << 20,
+            max_recovery_gap: DEFAULT_MAX_RECOVERY_GAP,
         }
     }
 }
@@ -111,24 +131,28 @@ impl SnapshotFailure {
     }
 }
 
-/// What the snapshot start did.
+/// What the snapshot start, and every rebuild after it, did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GlimpseReport {
-    /// Snapshots asked for.
+    /// Snapshots asked for, the start's and the rebuilds'.
     pub attempts: u64,
-    /// The first live sequence of the snapshot the books were built from.
+    /// The first live sequence of the latest snapshot the books were built from.
     pub next_sequence: Option<u64>,
     /// Messages of that snapshot applied.
     pub messages: u64,
+    /// Times the books were rebuilt from a snapshot after the start, to fill a gap.
+    pub rebuilds: u64,
+    /// Rebuilds that failed after their attempts (the gaps then declared lost).
+    pub rebuild_failures: u64,
     /// Payloads a snapshot may not hold, over every attempt (not applied).
     pub violations: u64,
     /// Attempts that failed, by why: connect, refused, cut, stalled, malformed end.
     pub failures: [u64; 5],
-    /// Live packets held while the snapshot loaded.
+    /// Live packets held while snapshots loaded.
     pub held_packets: u64,
     /// Live packets that arrived with the hold full (an ordinary gap afterwards).
     pub unheld_packets: u64,
-    /// Nanoseconds from the first connect to End of Snapshot read.
+    /// Nanoseconds from the first connect to End of Snapshot read, for the latest snapshot.
     pub load_ns: u64,
 }
 

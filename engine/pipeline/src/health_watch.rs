@@ -5,8 +5,8 @@
 //!
 //! | seen | condition |
 //! |---|---|
-//! | the first message, or the line going Live | clears `Starting` |
-//! | the line Silent, Disconnected or Reconnecting | raises `LineStale` (cleared when Live) |
+//! | the first message, or the line going Live | clears `Starting` (a line that starts from a snapshot: only going Live, once the snapshot is in) |
+//! | the line Silent, Disconnected, Reconnecting or loading a snapshot | raises `LineStale` (cleared when Live) |
 //! | a MoldUDP64 line Silent ([`HealthWatch::silence_unhealthy`]) | raises `LineSilent` too (cleared when Live) |
 //! | the line ended silent or in error | raises `LineEnded` and `LineStale` |
 //! | a declared loss | raises `MessagesLost` (the books stay `MAYBE_BAD`) |
@@ -36,6 +36,9 @@ pub struct HealthWatch<P: Publisher> {
     overload: Option<Arc<OverloadCounters>>,
     /// Whether `Starting` is still to be cleared.
     starting: bool,
+    /// Whether the line said it is loading a snapshot and has not gone Live since: its
+    /// first messages are the snapshot's, not the live feed's.
+    loading_snapshot: bool,
     /// Whether a Silent line has no way back but the feed itself (MoldUDP64).
     silence_unhealthy: bool,
 }
@@ -53,6 +56,7 @@ impl<P: Publisher> HealthWatch<P> {
             violations,
             overload: None,
             starting: true,
+            loading_snapshot: false,
             silence_unhealthy: false,
         }
     }
@@ -103,7 +107,7 @@ impl<P: Publisher> Publisher for HealthWatch<P> {
         arrival: Arrival,
         now_ns: u64,
     ) -> bool {
-        if self.starting {
+        if self.starting && !self.loading_snapshot {
             self.started();
         }
         self.inner.publish(books, applied, arrival, now_ns)
@@ -129,6 +133,7 @@ impl<P: Publisher> Publisher for HealthWatch<P> {
         if let Some(h) = &self.health {
             match state {
                 FeedState::Live => {
+                    self.loading_snapshot = false;
                     h.clear(Condition::LineStale);
                     h.clear(Condition::LineSilent);
                     if self.starting {
@@ -147,6 +152,11 @@ impl<P: Publisher> Publisher for HealthWatch<P> {
                     h.clear(Condition::LineSilent);
                     h.raise(Condition::LineStale, since_ns);
                 }
+                FeedState::Snapshot => {
+                    self.loading_snapshot = true;
+                    h.clear(Condition::LineSilent);
+                    h.raise(Condition::LineStale, since_ns);
+                }
                 FeedState::EndedSilent | FeedState::EndedError => {
                     h.raise(Condition::LineStale, since_ns);
                     h.raise(Condition::LineEnded, since_ns);
@@ -160,6 +170,10 @@ impl<P: Publisher> Publisher for HealthWatch<P> {
         if let Some(h) = &self.health {
             h.raise(Condition::MessagesLost, loss.at_ns);
         }
+    }
+
+    fn books_cleared(&mut self, books: &Books, arrival: Arrival) {
+        self.inner.books_cleared(books, arrival);
     }
 
     fn late_join(&mut self, books: &Books, join: LateJoin) {
@@ -232,6 +246,26 @@ mod tests {
         assert_eq!(h.report().reasons[0].since_ns, 30);
         w.line_state(&books, FeedState::EndedError, 40);
         assert_eq!(raised(&h), [Condition::LineStale, Condition::LineEnded]);
+    }
+
+    #[test]
+    fn a_line_loading_a_snapshot_is_starting_until_live_and_stale_while_it_rebuilds() {
+        let (mut w, h, books) = watch();
+        let applied = Applied {
+            message: None,
+            changed: None,
+        };
+        let arrival = Arrival { seq: 9, recv_ns: 1 };
+        w.line_state(&books, FeedState::Snapshot, 10);
+        w.publish(&books, &applied, arrival, 11);
+        assert_eq!(raised(&h), [Condition::Starting, Condition::LineStale]);
+        w.line_state(&books, FeedState::Live, 20);
+        assert_eq!(raised(&h), []);
+        w.line_state(&books, FeedState::Snapshot, 30);
+        w.publish(&books, &applied, arrival, 31);
+        assert_eq!(raised(&h), [Condition::LineStale], "a rebuild is no start");
+        w.line_state(&books, FeedState::Live, 40);
+        assert_eq!(raised(&h), []);
     }
 
     #[test]

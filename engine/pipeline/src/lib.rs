@@ -47,7 +47,7 @@ pub use contract_violations::{
     LOG_INTERVAL_NS,
 };
 pub use frame::{Frame, FrameKind, MAX_MESSAGE};
-pub use glimpse_start::{GlimpseConfig, GlimpseReport, SnapshotFailure};
+pub use glimpse_start::{GlimpseConfig, GlimpseReport, SnapshotFailure, DEFAULT_MAX_RECOVERY_GAP};
 pub use health_watch::HealthWatch;
 pub use latency::{
     human_ns, new_histogram, LatencyGroup, Percentiles, StageLatency, LATENCY_GROUP,

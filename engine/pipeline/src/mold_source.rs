@@ -413,55 +413,60 @@ impl FrameSource for MoldSource {
         let mut ended_early = None;
         if let Some(glimpse) = self.config.glimpse {
             join = JoinNotice::after_snapshot();
-            let started = self.start_from_snapshot(
-                &glimpse,
+            let mut glimpse_report = GlimpseReport::default();
+            let loading = push_line_state(
                 &mut frames,
                 &mut waiter,
                 clock,
-                stop,
-                &mut report.recv_errors,
+                FeedState::Snapshot,
+                clock.now_ns(),
             );
-            let (snapshot, held) = started;
-            match snapshot {
-                Ok((next_sequence, glimpse_report)) => {
-                    report.glimpse = Some(glimpse_report);
+            let (loaded, held) = if loading {
+                self.load_from_snapshot(
+                    &glimpse,
+                    SnapshotUse::Start,
+                    &mut frames,
+                    &mut waiter,
+                    clock,
+                    stop,
+                    &mut glimpse_report,
+                    &mut report.recv_errors,
+                )
+            } else {
+                (Err(SourceEnd::BookThreadGone), Held::new(0))
+            };
+            report.glimpse = Some(glimpse_report);
+            match loaded {
+                Ok(next_sequence) => {
                     let mut config = recovery_config(&self.config);
                     config.start_sequence = Some(next_sequence);
                     recovery = MoldRecovery::new(config);
-                    // The packets held while the snapshot loaded, as if they came now.
                     let mut sink = Sink {
                         frames: &mut frames,
                         waiter: &mut waiter,
-                        recv_ns: clock.now_ns(),
+                        recv_ns: 0,
                         requests: &self.requests,
                         server: self.config.request_server,
                         report: &mut report,
                         lines: &mut lines,
                         abandoned: false,
                     };
-                    for (datagram, from) in held.iter() {
-                        datagrams += 1;
-                        sink.recv_ns = clock.now_ns();
-                        let violations = self.violations.as_deref();
-                        on_datagram(
-                            datagram,
-                            from,
-                            &mut sink,
-                            &mut recovery,
-                            &mut tail,
-                            violations,
-                            datagrams,
-                        );
-                    }
+                    self.replay_held(
+                        &held,
+                        &mut sink,
+                        &mut recovery,
+                        &mut tail,
+                        &mut datagrams,
+                        clock,
+                    );
                     last_heard = clock.now_ns();
-                    if sink.abandoned {
+                    let live = !sink.abandoned
+                        && push_line_state(&mut frames, &mut waiter, clock, line, last_heard);
+                    if !live {
                         ended_early = Some(SourceEnd::BookThreadGone);
                     }
                 }
-                Err((end, glimpse_report)) => {
-                    report.glimpse = Some(glimpse_report);
-                    ended_early = Some(end);
-                }
+                Err(end) => ended_early = Some(end),
             }
         }
         report.end = loop {
@@ -615,6 +620,25 @@ impl FrameSource for MoldSource {
             if sink.abandoned {
                 break SourceEnd::BookThreadGone;
             }
+            if let (true, Some(glimpse)) = (recovery.rebuild_wanted(), self.config.glimpse) {
+                let rebuilt = self.rebuild(
+                    &glimpse,
+                    &mut frames,
+                    &mut waiter,
+                    clock,
+                    stop,
+                    &mut report,
+                    &mut recovery,
+                    &mut lines,
+                    &mut tail,
+                    &mut datagrams,
+                );
+                if let Err(end) = rebuilt {
+                    break end;
+                }
+                line = FeedState::Live;
+                last_heard = clock.now_ns();
+            }
         };
         if !matches!(report.end, SourceEnd::BookThreadGone) {
             // The line is over, however it ended: what the store holds is delivered and every
@@ -698,26 +722,33 @@ fn on_datagram<Q: FrameProducer>(
     }
 }
 
+/// Why a snapshot is loaded: the books start from it, or are rebuilt from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SnapshotUse {
+    /// The line's start: the books are empty.
+    Start,
+    /// A rebuild after a gap: every order goes before the snapshot's messages come.
+    Rebuild,
+}
+
 impl MoldSource {
-    /// Loads the GLIMPSE snapshot while holding the data sockets' packets, and hands its
-    /// messages to the book thread as the books of the sequence before the one it names.
-    /// Returns that sequence (or how the line ends instead) with what the start did, and
-    /// the held packets.
+    /// Loads a GLIMPSE snapshot while holding the data sockets' packets, and hands its
+    /// messages to the book thread as the books of the sequence before the one it names
+    /// (for a rebuild, after clearing every order). Returns that sequence (or how the line
+    /// ends instead), and the held packets.
     #[cold]
-    #[allow(clippy::type_complexity)]
-    fn start_from_snapshot<Q: FrameProducer>(
+    #[allow(clippy::too_many_arguments)]
+    fn load_from_snapshot<Q: FrameProducer>(
         &self,
         glimpse: &GlimpseConfig,
+        to: SnapshotUse,
         frames: &mut Q,
         waiter: &mut Waiter,
         clock: Clock,
         stop: &AtomicBool,
+        glimpse_report: &mut GlimpseReport,
         recv_errors: &mut SocketErrorCounts,
-    ) -> (
-        Result<(u64, GlimpseReport), (SourceEnd, GlimpseReport)>,
-        Held<Line>,
-    ) {
-        let mut glimpse_report = GlimpseReport::default();
+    ) -> (Result<u64, SourceEnd>, Held<Line>) {
         let mut held = Held::new(glimpse.hold_bytes);
         let mut buf = vec![0u8; DATAGRAM].into_boxed_slice();
         let sockets: Vec<(&UdpFeed, Line)> = std::iter::once((&self.data, Line::A))
@@ -758,41 +789,133 @@ impl MoldSource {
             glimpse,
             wall_clock_ns(),
             stop,
-            &mut glimpse_report,
+            glimpse_report,
             &mut hold,
             &mut record,
         );
-        glimpse_report.held_packets = held.len() as u64;
-        glimpse_report.unheld_packets = held.unheld();
+        glimpse_report.held_packets += held.len() as u64;
+        glimpse_report.unheld_packets += held.unheld();
         let snapshot = match loaded {
             Ok(snapshot) => snapshot,
-            Err(SnapshotFailure::Stopped) => {
-                return (Err((SourceEnd::Stopped, glimpse_report)), held)
-            }
+            Err(SnapshotFailure::Stopped) => return (Err(SourceEnd::Stopped), held),
             Err(failure) => {
-                let end = SourceEnd::Error(SourceError::Snapshot(failure));
-                return (Err((end, glimpse_report)), held);
+                return (Err(SourceEnd::Error(SourceError::Snapshot(failure))), held);
             }
         };
         let seq = snapshot.next_sequence - 1;
         let recv_ns = clock.now_ns();
+        if to == SnapshotUse::Rebuild
+            && !frames.push_waiting(waiter, |f: &mut Frame| f.set_clear_orders(seq, recv_ns))
+        {
+            return (Err(SourceEnd::BookThreadGone), held);
+        }
         for message in snapshot.messages() {
             let pushed = frames.push_waiting(waiter, |f: &mut Frame| {
                 f.set_message_or_empty(message, seq, recv_ns, 0)
             });
             if !pushed {
-                return (Err((SourceEnd::BookThreadGone, glimpse_report)), held);
+                return (Err(SourceEnd::BookThreadGone), held);
             }
         }
-        (Ok((snapshot.next_sequence, glimpse_report)), held)
+        (Ok(snapshot.next_sequence), held)
+    }
+
+    /// The packets held while a snapshot loaded, into the recovery machine as if they came
+    /// now (those before the snapshot's sequence are duplicates there).
+    #[cold]
+    fn replay_held<Q: FrameProducer>(
+        &self,
+        held: &Held<Line>,
+        sink: &mut Sink<'_, Q>,
+        recovery: &mut MoldRecovery,
+        tail: &mut SessionTail,
+        datagrams: &mut u64,
+        clock: Clock,
+    ) {
+        for (datagram, from) in held.iter() {
+            *datagrams += 1;
+            sink.recv_ns = clock.now_ns();
+            let violations = self.violations.as_deref();
+            on_datagram(datagram, from, sink, recovery, tail, violations, *datagrams);
+            if sink.abandoned {
+                return;
+            }
+        }
+    }
+
+    /// Rebuilds the books from a new snapshot, for a gap the recovery machine will not ask
+    /// for or was not answered on: the line says it is loading a snapshot (the books stale),
+    /// loads one, and goes on from its sequence, live again. A snapshot that cannot be had
+    /// leaves the books as they were and the gaps to be declared lost. `Err` if the line
+    /// must end (stopped, or the book thread gone).
+    #[cold]
+    #[allow(clippy::too_many_arguments)]
+    fn rebuild<Q: FrameProducer>(
+        &self,
+        glimpse: &GlimpseConfig,
+        frames: &mut Q,
+        waiter: &mut Waiter,
+        clock: Clock,
+        stop: &AtomicBool,
+        report: &mut MoldSourceReport,
+        recovery: &mut MoldRecovery,
+        lines: &mut Arbitration,
+        tail: &mut SessionTail,
+        datagrams: &mut u64,
+    ) -> Result<(), SourceEnd> {
+        let since_ns = clock.now_ns();
+        if !push_line_state(frames, waiter, clock, FeedState::Snapshot, since_ns) {
+            return Err(SourceEnd::BookThreadGone);
+        }
+        let glimpse_report = report.glimpse.get_or_insert_with(GlimpseReport::default);
+        let (loaded, held) = self.load_from_snapshot(
+            glimpse,
+            SnapshotUse::Rebuild,
+            frames,
+            waiter,
+            clock,
+            stop,
+            glimpse_report,
+            &mut report.recv_errors,
+        );
+        match loaded {
+            Ok(next_sequence) => {
+                glimpse_report.rebuilds += 1;
+                recovery.restart_at(next_sequence);
+            }
+            Err(SourceEnd::Error(SourceError::Snapshot(_))) => {
+                glimpse_report.rebuild_failures += 1;
+                recovery.stop_rebuilding();
+            }
+            Err(end) => return Err(end),
+        }
+        let mut sink = Sink {
+            frames,
+            waiter,
+            recv_ns: 0,
+            requests: &self.requests,
+            server: self.config.request_server,
+            report,
+            lines,
+            abandoned: false,
+        };
+        self.replay_held(&held, &mut sink, recovery, tail, datagrams, clock);
+        let now_ns = clock.now_ns();
+        if sink.abandoned || !push_line_state(frames, waiter, clock, FeedState::Live, now_ns) {
+            return Err(SourceEnd::BookThreadGone);
+        }
+        Ok(())
     }
 }
 
 /// The recovery settings a line runs with: as configured, except that a line with no
 /// retransmission server asks nobody: a gap waits [`NO_SERVER_REORDER_WAIT`] (or the A/B
-/// arbitration wait, if longer) for late or reordered packets, then is declared lost.
+/// arbitration wait, if longer) for late or reordered packets, then is declared lost; and a
+/// line with a snapshot server rebuilds from it instead of declaring a loss, and for every
+/// gap past its `max_recovery_gap` (`glimpse_start`).
 fn recovery_config(config: &MoldFeedConfig) -> RecoveryConfig {
     let mut recovery = config.recovery;
+    recovery.rebuild_above = config.glimpse.map(|g| g.max_recovery_gap);
     if config.request_server.is_none() {
         recovery.retransmission = false;
         recovery.reorder_wait = Some(recovery.arbitration_wait.max(NO_SERVER_REORDER_WAIT));

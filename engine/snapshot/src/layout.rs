@@ -26,7 +26,7 @@
 //! | 72 | 8 | `flags` | bit 0 `STALE`: the feed is down, books are the last known state (since `stale_since_ns`, why in `line_state`); bit 1 `CLOSED`: the writer exited cleanly (the feed ended or a signal stopped it); bit 2 `MAYBE_BAD`: messages were declared lost, any book may be wrong until rebuilt |
 //! | 80 | 8 | `behind_ns` | how far publication lags the feed, in ns (0 when keeping up) |
 //! | 88 | 8 | `stale_since_ns` | wall-clock time `STALE` was set, ns since the Unix epoch; 0 while not stale |
-//! | 96 | 8 | `line_state` | the feed line's state: 0 live, 1 silent, 2 disconnected, 3 reconnecting, 4 ended silent, 5 ended with an error (4 and 5 leave `STALE` set and `CLOSED` clear), 6 isolated by hand (the admin's `POST /feeds/{name}/isolate`) |
+//! | 96 | 8 | `line_state` | the feed line's state: 0 live, 1 silent, 2 disconnected, 3 reconnecting, 4 ended silent, 5 ended with an error (4 and 5 leave `STALE` set and `CLOSED` clear), 6 isolated by hand (the admin's `POST /feeds/{name}/isolate`), 7 loading a snapshot (the books are being built from a GLIMPSE snapshot: partial until live); a reader treats a code it does not know as stale, since `STALE` is set with it |
 //! | 104 | 8 | `maybe_bad_since_ns` | wall-clock time of the first declared loss, ns since the Unix epoch; 0 while `MAYBE_BAD` is clear |
 //! | 112 | 8 | `lost_messages` | messages the feed line declared lost so far |
 //! | 120 | 8 | `full_publications` | publications lost because every slot was taken (an instrument past `slot_capacity`) |
@@ -225,6 +225,9 @@ pub enum LineState {
     /// Isolated by hand (an operator's `isolate`): its packets are ignored, or its
     /// connection closed, until closed by hand.
     Isolated = 6,
+    /// The books are being built from a snapshot (GLIMPSE), at the start or to rebuild them
+    /// after a gap the retransmission server could not fill: partial until live again.
+    Snapshot = 7,
 }
 
 impl LineState {
@@ -243,6 +246,7 @@ impl LineState {
             4 => LineState::EndedSilent,
             5 => LineState::EndedError,
             6 => LineState::Isolated,
+            7 => LineState::Snapshot,
             _ => return None,
         })
     }
@@ -258,7 +262,7 @@ impl LineState {
     }
 
     /// A word for people: `live`, `silent`, `disconnected`, `reconnecting`, `ended silent`,
-    /// `ended with an error`, `isolated`.
+    /// `ended with an error`, `isolated`, `loading snapshot`.
     pub const fn as_str(self) -> &'static str {
         match self {
             LineState::Live => "live",
@@ -268,6 +272,7 @@ impl LineState {
             LineState::EndedSilent => "ended silent",
             LineState::EndedError => "ended with an error",
             LineState::Isolated => "isolated",
+            LineState::Snapshot => "loading snapshot",
         }
     }
 }

@@ -237,6 +237,13 @@ pub const REORDER_STORE_PACKETS: Allowed = Allowed::Integer {
 /// of `feed.glimpse_server`).
 pub const START_SEQUENCE: Allowed = Allowed::OneOf(&["1", "join", "snapshot"]);
 
+/// `feed.max_recovery_gap`: the largest gap, in messages, asked of the retransmission
+/// server on a line with a snapshot server; a larger one is filled from a new snapshot.
+pub const MAX_RECOVERY_GAP: Allowed = Allowed::Integer {
+    min: 1,
+    max: 1 << 32,
+};
+
 /// `feed.username`: SoupBinTCP's 6-byte alpha field; a login needs a name.
 pub const USERNAME: Allowed = Allowed::Ascii {
     min_len: 1,

@@ -58,7 +58,7 @@ use crate::admin_token::{AdminToken, TOKEN_ENV};
 use crate::book::BookConfig;
 use crate::pipeline::{
     GlimpseConfig, MoldFeedConfig, PipelineConfig, SoupFeedConfig, WaitStrategy,
-    DEFAULT_LINE_BREAKER,
+    DEFAULT_LINE_BREAKER, DEFAULT_MAX_RECOVERY_GAP,
 };
 use raw::{RawAdmin, RawEngine, RawFeed, RawFile, RawSnapshot};
 use validate::Checker;
@@ -532,8 +532,10 @@ fn admin_section(check: &Checker<'_>, raw: &RawAdmin) -> Result<AdminSection, Co
 
 /// `feed.glimpse_server`, `feed.glimpse_username`, `feed.glimpse_password`: the GLIMPSE 5.0
 /// snapshot a MoldUDP64 line starts from (`feed.start_sequence = "snapshot"`, the default
-/// with a server). The login follows `feed.username`'s and `feed.password`'s rules; the
-/// password is a secret (a refused one is said `"<redacted>"`).
+/// with a server), and rebuilds from after a gap of more than `feed.max_recovery_gap`
+/// messages or one the retransmission server did not fill. The login follows
+/// `feed.username`'s and `feed.password`'s rules; the password is a secret (a refused one
+/// is said `"<redacted>"`).
 fn glimpse(
     check: &Checker<'_>,
     raw: &RawFeed,
@@ -556,7 +558,8 @@ fn glimpse(
         let login = raw
             .glimpse_username
             .as_ref()
-            .or(raw.glimpse_password.as_ref());
+            .or(raw.glimpse_password.as_ref())
+            .or(raw.max_recovery_gap.as_ref());
         if let Some(value) = login {
             return Err(check.missing(
                 "feed.glimpse_server",
@@ -592,7 +595,16 @@ fn glimpse(
         .unwrap_or_default();
     let credentials = Credentials::new(username.as_bytes(), password.as_bytes())
         .expect("invariant: the username and password rules fit the SoupBinTCP fields");
-    Ok(Some(GlimpseConfig::new(server, credentials)))
+    let max_recovery_gap = check.integer(
+        "feed.max_recovery_gap",
+        &raw.max_recovery_gap,
+        &limits::MAX_RECOVERY_GAP,
+        DEFAULT_MAX_RECOVERY_GAP,
+    )?;
+    Ok(Some(GlimpseConfig {
+        max_recovery_gap,
+        ..GlimpseConfig::new(server, credentials)
+    }))
 }
 
 /// `[feed]`: its kind, then only that kind's keys, each checked.
@@ -1168,6 +1180,12 @@ mod tests {
         let g = m.glimpse.expect("a snapshot start");
         assert_eq!(g.server, "127.0.0.1:26479".parse().expect("addr"));
         assert_eq!(g.credentials, Credentials::parse("gl:").expect("login"));
+        assert_eq!(g.max_recovery_gap, DEFAULT_MAX_RECOVERY_GAP);
+        let m = mold_feed(
+            "glimpse_server = \"127.0.0.1:1\"\nglimpse_username = \"gl\"\nmax_recovery_gap = 500",
+        )
+        .expect("valid");
+        assert_eq!(m.glimpse.map(|g| g.max_recovery_gap), Some(500));
         let m = mold_feed(
             "start_sequence = \"snapshot\"\nglimpse_server = \"127.0.0.1:26479\"\n\
              glimpse_username = \"gl\"\nglimpse_password = \"pw\"\n",
@@ -1181,6 +1199,11 @@ mod tests {
         for (bad, key) in [
             ("start_sequence = \"snapshot\"", "feed.glimpse_server"),
             ("glimpse_username = \"gl\"", "feed.glimpse_server"),
+            ("max_recovery_gap = 500", "feed.glimpse_server"),
+            (
+                "glimpse_server = \"127.0.0.1:1\"\nglimpse_username = \"gl\"\nmax_recovery_gap = 0",
+                "feed.max_recovery_gap",
+            ),
             (
                 "glimpse_server = \"127.0.0.1:26479\"",
                 "feed.glimpse_username",

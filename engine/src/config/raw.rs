@@ -138,6 +138,7 @@ pub struct RawFeed {
     pub glimpse_server: RawValue,
     pub glimpse_username: RawValue,
     pub glimpse_password: RawValue,
+    pub max_recovery_gap: RawValue,
     // Both kinds: the line's circuit breaker.
     pub breaker_window_ms: RawValue,
     pub breaker_min_calls: RawValue,
@@ -161,7 +162,7 @@ pub struct RawFeed {
 
 impl RawFeed {
     /// The keys only a MoldUDP64 line has, by full name.
-    pub fn mold_only(&self) -> [(&'static str, &RawValue); 20] {
+    pub fn mold_only(&self) -> [(&'static str, &RawValue); 21] {
         [
             ("feed.bind", &self.bind),
             ("feed.multicast_group", &self.multicast_group),
@@ -183,6 +184,7 @@ impl RawFeed {
             ("feed.glimpse_server", &self.glimpse_server),
             ("feed.glimpse_username", &self.glimpse_username),
             ("feed.glimpse_password", &self.glimpse_password),
+            ("feed.max_recovery_gap", &self.max_recovery_gap),
         ]
     }
 

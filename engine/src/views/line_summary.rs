@@ -130,6 +130,14 @@ pub fn write_snapshot_start(out: &mut impl Write, g: &GlimpseReport) -> io::Resu
             g.attempts
         )?,
     }
+    if g.rebuilds > 0 || g.rebuild_failures > 0 {
+        writeln!(
+            out,
+            "               rebuilt from a snapshot {} times for gaps past the retransmission \
+             server, {} rebuilds failed",
+            g.rebuilds, g.rebuild_failures
+        )?;
+    }
     if g.failures.iter().sum::<u64>() > 0 || g.violations > 0 {
         writeln!(
             out,
@@ -182,14 +190,16 @@ pub fn write_mold_source(out: &mut impl Write, r: &MoldSourceReport) -> io::Resu
             s.recover_max.as_secs_f64() * 1e3
         )?;
     }
-    if s.gaps_merged > 0 || s.gaps_given_up > 0 {
-        // Every gap is filled, merged into another, given up, or still open: say the rest,
-        // so that the counts add up to `gaps`.
+    if s.gaps_merged > 0 || s.gaps_given_up > 0 || s.gaps_rebuilt > 0 {
+        // Every gap is filled, merged into another, given up, rebuilt from a snapshot, or
+        // still open: say the rest, so that the counts add up to `gaps`.
         writeln!(
             out,
-            "               {} gaps merged into another (filled or lost with it), {} given up",
+            "               {} gaps merged into another (filled or lost with it), {} given up, \
+             {} filled by a snapshot",
             group(s.gaps_merged),
-            group(s.gaps_given_up)
+            group(s.gaps_given_up),
+            group(s.gaps_rebuilt)
         )?;
     }
     if s.packets_deferred > 0 {

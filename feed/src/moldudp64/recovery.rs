@@ -1524,6 +1524,22 @@ impl MoldRecovery {
         }
     }
 
+    /// The caller can rebuild no more (its snapshot server failed): from now on gaps are
+    /// given up as without [`RecoveryConfig::rebuild_above`]. Those that waited for a
+    /// rebuild are asked for (with retransmission) or given up at the next
+    /// [`MoldRecovery::poll_timers`] (without).
+    pub fn stop_rebuilding(&mut self) {
+        self.config.rebuild_above = None;
+        self.rebuild_wanted = false;
+        if self.config.retransmission {
+            for gap in self.gaps.iter_mut() {
+                if gap.lost.is_none() && gap.phase == Phase::Idle && !gap.deferred {
+                    gap.phase = Phase::WantFirst;
+                }
+            }
+        }
+    }
+
     /// Packets waiting in the reorder store.
     pub fn stored_packets(&self) -> usize {
         self.index.len()

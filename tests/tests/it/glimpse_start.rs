@@ -2,7 +2,10 @@
 //! the simulator serves a day as MoldUDP64 (to a multicast group, so that a line can join it
 //! late) and GLIMPSE snapshots of it; the line joins 0.5, 1, 2 and 5 s into the day, loads a
 //! snapshot while it holds the live packets, applies the live stream from the sequence the
-//! snapshot names, and ends with the whole day's books, every level of them.
+//! snapshot names, and ends with the whole day's books, every level of them. Half a second
+//! after the join the live line loses 5,000 messages: with no server to ask, the line
+//! rebuilds its books from a new snapshot, and with a server it does the same for a gap
+//! past `max_recovery_gap` rather than ask for it. Nothing is declared lost either way.
 //!
 //! Bounded: each day is some 5.6 s at 125,000 msg/s, and each line gives up after 60 s.
 
@@ -36,14 +39,21 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// Messages the live line loses half a second after the join.
+const LOST: u64 = 5_000;
+
 /// Serves `log` to a multicast group with GLIMPSE beside it, starts a line `after` into the
 /// day, and runs it to the end of session into a snapshot file; returns the file's books
-/// as `--book-out` CSV and the line's report.
+/// as `--book-out` CSV and the line's report. The live line loses [`LOST`] messages half a
+/// second after the join; `with_server` gives the line the retransmission server, with a
+/// `max_recovery_gap` below that loss.
 fn start_late(
     log: &Arc<MessageLog>,
     after: Duration,
     group: Ipv4Addr,
+    with_server: bool,
 ) -> (String, LineSourceReport) {
+    let first_lost = RATE * (after.as_millis() as u64 + 500) / 1_000;
     let port = free_port();
     let credentials = Credentials::parse("glimps:secret").expect("login");
     let sim = ExchangeSim::start(
@@ -54,7 +64,10 @@ fn start_late(
             tcp: None,
             glimpse: Some(GlimpseServer::new(loopback(0), credentials)),
             rate: Rate::per_second(RATE),
-            faults: Faults::default(),
+            faults: Faults {
+                lose_sequences: Some((first_lost, first_lost + LOST - 1)),
+                ..Faults::default()
+            },
             line_b: None,
             disconnect_after: None,
             linger: Duration::ZERO,
@@ -62,6 +75,7 @@ fn start_late(
     )
     .expect("simulator");
     let glimpse = sim.glimpse_addr().expect("GLIMPSE served");
+    let request_server = sim.request_addr().filter(|_| with_server);
     let stop = Arc::new(AtomicBool::new(false));
     let serving = {
         let stop = Arc::clone(&stop);
@@ -81,7 +95,11 @@ fn start_late(
         },
         silence_timeout: Duration::from_secs(5),
         max_duration: Some(Duration::from_secs(60)),
-        glimpse: Some(GlimpseConfig::new(glimpse, credentials)),
+        glimpse: Some(GlimpseConfig {
+            max_recovery_gap: LOST / 5,
+            ..GlimpseConfig::new(glimpse, credentials)
+        }),
+        request_server,
         ..MoldFeedConfig::default()
     };
     let source = MoldSource::open(feed, PipelineConfig::default().wait).expect("join the group");
@@ -103,36 +121,53 @@ fn start_late(
 fn a_line_started_mid_day_from_a_snapshot_ends_with_the_whole_days_books() {
     let log = log(700_000, 25);
     let whole = replayed_book(&log, books(), DEPTH);
-    for (i, after_ms) in [500u64, 1_000, 2_000, 5_000].into_iter().enumerate() {
+    let runs = [
+        (500u64, false),
+        (1_000, false),
+        (2_000, false),
+        (5_000, false),
+        (1_000, true),
+    ];
+    for (i, (after_ms, with_server)) in runs.into_iter().enumerate() {
         let after = Duration::from_millis(after_ms);
         let group = Ipv4Addr::new(239, 255, 44, 30 + i as u8);
-        let (books, report) = start_late(&log, after, group);
+        let (books, report) = start_late(&log, after, group, with_server);
         let LineSourceReport::Mold(r) = report else {
             panic!("a MoldUDP64 report")
         };
+        let run = format!("{after:?} in, server {with_server}");
         let glimpse = r.glimpse.as_ref().expect("started from a snapshot");
         let next = glimpse.next_sequence.expect("a snapshot was loaded");
         // At 125,000 msg/s the day is well under way: the snapshot stands for most of what
-        // was sent before the line joined.
-        let sent_by_then = RATE * after_ms / 1_000;
+        // was sent before the line joined, and the rebuild's for the loss after it.
+        let lost_from = RATE * (after_ms + 500) / 1_000;
         assert!(
-            next > sent_by_then / 2,
-            "{after:?} in: the snapshot ends at {next}, {sent_by_then} were sent by then"
+            next > lost_from + LOST,
+            "{run}: the latest snapshot ends at {next}, the loss at {}",
+            lost_from + LOST
         );
-        assert_eq!(glimpse.attempts, 1, "{glimpse:?}");
+        // The loss is one rebuild; a datagram the kernel dropped under load would be another.
+        assert!(glimpse.rebuilds >= 1, "{run}: {glimpse:?}");
+        assert_eq!(glimpse.attempts, 1 + glimpse.rebuilds, "{run}: {glimpse:?}");
+        assert_eq!(glimpse.rebuild_failures, 0, "{run}: {glimpse:?}");
         assert!(
             glimpse.messages > 0 && glimpse.violations == 0,
-            "{glimpse:?}"
+            "{run}: {glimpse:?}"
         );
-        assert!(
-            r.lost.is_empty(),
-            "{after:?} in: declared lost {:?}",
-            r.lost
-        );
-        assert_eq!(r.end, SourceEnd::EndOfSession, "{after:?} in");
+        let recovery = r.recovery;
+        assert!(recovery.gaps_rebuilt >= 1, "{run}: {recovery:?}");
+        assert_eq!(recovery.messages_lost, 0, "{run}: {recovery:?}");
+        if with_server {
+            assert_eq!(
+                recovery.requests_sent, 0,
+                "{run}: a gap past the bound is not asked for"
+            );
+        }
+        assert!(r.lost.is_empty(), "{run}: declared lost {:?}", r.lost);
+        assert_eq!(r.end, SourceEnd::EndOfSession, "{run}");
         assert!(
             books == whole,
-            "{after:?} in: the books depart from the whole day's"
+            "{run}: the books depart from the whole day's"
         );
     }
 }

@@ -252,6 +252,24 @@ impl EventDeriver {
             emit(event(locate, EventBody::Quote(top)));
         }
     }
+
+    /// Every order was removed ([`ticklane_book::publish::Publisher::books_cleared`]): emits
+    /// a refresh of each book, empty now, numbered `feed_seq`, so that a consumer drops what
+    /// it held; the rebuild's events follow.
+    #[cold]
+    pub fn cleared(&mut self, books: &Books, feed_seq: u64, mut emit: impl FnMut(Event)) {
+        for locate in books.locates() {
+            self.last_top[usize::from(locate.0)] = books.top_of_book(locate);
+            emit(Event {
+                locate,
+                symbol: books.symbol_raw(locate).0,
+                feed_seq,
+                exchange_ts: Nanos(0),
+                queued_ns: 0,
+                body: EventBody::Refresh(Refresh::of(books, locate)),
+            });
+        }
+    }
 }
 
 #[cfg(test)]

@@ -445,6 +445,30 @@ impl<S: StateSink> Publisher for SheddingPublisher<S> {
         self.sink.late_join(join);
     }
 
+    /// Every book goes out empty at once, whatever the queue: a rebuild is never shed, and
+    /// nothing pending from before it may be published after it.
+    fn books_cleared(&mut self, books: &Books, arrival: Arrival) {
+        let now_ns = self.now_ns;
+        for locate in books.locates() {
+            self.publish_now(
+                books,
+                Change {
+                    locate,
+                    feed_seq: arrival.seq,
+                    exchange_ts: Nanos(0),
+                    first_ns: arrival.recv_ns,
+                    last_ns: arrival.recv_ns,
+                    changes: 1,
+                    now_ns,
+                },
+            );
+        }
+        if let Some((deriver, fanout)) = &mut self.events {
+            let stamp = fanout.now_ns();
+            deriver.cleared(books, arrival.seq, |event| fanout.deliver(event, stamp));
+        }
+    }
+
     fn finish(&mut self, books: &Books) {
         // Whatever the queue did, the last state of every instrument goes out.
         let now_ns = self.now_ns;

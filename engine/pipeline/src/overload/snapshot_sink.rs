@@ -150,6 +150,7 @@ fn line_state(state: FeedState) -> LineState {
         FeedState::EndedSilent => LineState::EndedSilent,
         FeedState::EndedError => LineState::EndedError,
         FeedState::Isolated => LineState::Isolated,
+        FeedState::Snapshot => LineState::Snapshot,
     }
 }
 
