@@ -140,6 +140,8 @@ pub struct GlimpseReport {
     pub next_sequence: Option<u64>,
     /// Messages of that snapshot applied.
     pub messages: u64,
+    /// Messages of every snapshot applied, the start's and the rebuilds'.
+    pub all_messages: u64,
     /// Times the books were rebuilt from a snapshot after the start, to fill a gap.
     pub rebuilds: u64,
     /// Rebuilds that failed after their attempts (the gaps then declared lost).
@@ -269,6 +271,7 @@ pub fn load_snapshot(
             Ok(snapshot) => {
                 report.next_sequence = Some(snapshot.next_sequence);
                 report.messages = snapshot.messages;
+                report.all_messages += snapshot.messages;
                 report.load_ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 return Ok(snapshot);
             }

@@ -18,7 +18,7 @@ use ticklane_engine::live::{run_line, LineSource, LineSourceReport};
 use ticklane_engine::overload::OverloadConfig;
 use ticklane_engine::pipeline::{
     GlimpseConfig, MoldFeedConfig, MoldSource, PipelineConfig, SoupFeedConfig, SoupSource,
-    SourceEnd,
+    SourceEnd, DEFAULT_MAX_RECOVERY_GAP,
 };
 use ticklane_engine::snapshot::{SnapshotReader, SnapshotWriter};
 use ticklane_feed::moldudp64::{RecoveryConfig, Session};
@@ -83,6 +83,8 @@ pub struct GlimpseCase {
     pub stall_after: Option<u64>,
     /// Log in with a wrong password.
     pub wrong_login: bool,
+    /// The line's `max_recovery_gap`; `None`: the default.
+    pub max_recovery_gap: Option<u64>,
 }
 
 /// How long a GLIMPSE row's snapshot may be silent before it is asked for again.
@@ -378,6 +380,7 @@ fn start_mold(
                 base: Duration::from_millis(10),
                 cap: Duration::from_millis(100),
             },
+            max_recovery_gap: g.max_recovery_gap.unwrap_or(DEFAULT_MAX_RECOVERY_GAP),
             ..GlimpseConfig::new(server.local_addr(), login)
         });
         server
@@ -517,10 +520,22 @@ pub fn verify(
             failed.push(format!("ended {end}, not at end of session"));
         }
         // A line started from a snapshot applied the snapshot's messages in place of the
-        // sequences before the one it named.
+        // sequences before the one it named. One rebuilt from later snapshots applied what
+        // each snapshot held and what the recovery delivered, nothing else (the books'
+        // equality below says that it covered the day).
         let (applied, before) = match &out.source {
             LineSourceReport::Mold(r) => {
                 match r.glimpse.as_ref().and_then(|g| Some((g, g.next_sequence?))) {
+                    Some((g, _)) if g.rebuilds > 0 => {
+                        let delivered = r.recovery.delivered;
+                        if out.applied != g.all_messages + delivered {
+                            failed.push(format!(
+                                "applied {} != snapshot messages {} + delivered {delivered}",
+                                out.applied, g.all_messages
+                            ));
+                        }
+                        (last_sequence - lost, 0)
+                    }
                     Some((g, next)) => (out.applied - g.messages, next - 1),
                     None => (out.applied, 0),
                 }
