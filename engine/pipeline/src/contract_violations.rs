@@ -60,6 +60,16 @@ impl ViolationKind {
         }
     }
 
+    /// What becomes of the offending bytes, for the log line: never retried; a snapshot's
+    /// are not applied (the snapshot is asked for again when its end is the fault, which
+    /// the line says itself).
+    fn outcome(self) -> &'static str {
+        match self {
+            ViolationKind::MalformedSnapshot => "not applied",
+            _ => "not retried",
+        }
+    }
+
     fn index(self) -> usize {
         self as usize
     }
@@ -214,7 +224,8 @@ impl ContractViolations {
         let _ = if suppressed == 0 {
             writeln!(
                 log,
-                "ticklane: contract violation ({name}) at {at}: {what}; not retried, health Degraded"
+                "ticklane: contract violation ({name}) at {at}: {what}; {}, health Degraded",
+                kind.outcome()
             )
         } else {
             writeln!(

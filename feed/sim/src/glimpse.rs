@@ -165,6 +165,12 @@ impl DayState {
     /// The snapshot of this state, ending with End of Snapshot for `next_sequence`: the
     /// first live message to apply after it.
     pub fn snapshot(&self, next_sequence: u64) -> MessageLog {
+        self.snapshot_ending(next_sequence, false)
+    }
+
+    /// [`DayState::snapshot`], its End of Snapshot malformed if `malformed_end` (a fault: a
+    /// sequence field that is no number).
+    pub fn snapshot_ending(&self, next_sequence: u64, malformed_end: bool) -> MessageLog {
         let mut orders: Vec<&LiveOrder> = self.orders.values().collect();
         orders.sort_unstable_by_key(|o| o.priority);
         let mut log = MessageLog::with_capacity(
@@ -182,7 +188,12 @@ impl DayState {
             log.push(message)
                 .expect("invariant: every kept message is a whole ITCH message");
         }
-        log.push(&end_of_snapshot(next_sequence))
+        let end = if malformed_end {
+            *b"Gnot a sequence numbr"
+        } else {
+            end_of_snapshot(next_sequence)
+        };
+        log.push(&end)
             .expect("invariant: End of Snapshot is 21 bytes");
         log
     }
@@ -191,5 +202,15 @@ impl DayState {
 /// The GLIMPSE snapshot a server sends before live message `next_sequence` of `log`: the
 /// state after messages `1 .. next_sequence`.
 pub fn glimpse_snapshot(log: &MessageLog, next_sequence: u64) -> MessageLog {
-    DayState::after(log, next_sequence.saturating_sub(1)).snapshot(next_sequence)
+    glimpse_snapshot_ending(log, next_sequence, false)
+}
+
+/// [`glimpse_snapshot`], its End of Snapshot malformed if `malformed_end`.
+pub fn glimpse_snapshot_ending(
+    log: &MessageLog,
+    next_sequence: u64,
+    malformed_end: bool,
+) -> MessageLog {
+    DayState::after(log, next_sequence.saturating_sub(1))
+        .snapshot_ending(next_sequence, malformed_end)
 }

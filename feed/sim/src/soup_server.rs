@@ -18,7 +18,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::clock::{MonotonicClock, SimClock};
-use super::glimpse::glimpse_snapshot;
+use super::glimpse::glimpse_snapshot_ending;
 use super::pacing::{Pacer, Rate, WaitStrategy};
 use super::{MessageLog, SimError};
 use ticklane_feed::moldudp64::Session;
@@ -44,7 +44,10 @@ pub struct SoupSimConfig {
     /// client sends is read and ignored until it closes. The client sees a peer that
     /// vanished without a FIN, which only its heartbeat timeout can tell.
     pub half_open_after: Option<u64>,
-    /// The two faults above apply to this many logins, the first ones, only (`None`: to
+    /// A GLIMPSE snapshot ends with a malformed End of Snapshot (a sequence field that is no
+    /// number): a fault.
+    pub malformed_end: bool,
+    /// The faults above apply to this many logins, the first ones, only (`None`: to
     /// every login): a GLIMPSE snapshot cut once, then served whole when asked again.
     pub faulty_logins: Option<u64>,
     /// Send end of session after the last message.
@@ -63,6 +66,7 @@ impl SoupSimConfig {
             rate: Rate::Max,
             disconnect_after: None,
             half_open_after: None,
+            malformed_end: false,
             faulty_logins: None,
             end_of_session: true,
             max_connections: 8,
@@ -351,7 +355,8 @@ fn serve(
                     let login = counters.logins.fetch_add(1, Ordering::Relaxed) + 1;
                     faulty = config.faulty_logins.is_none_or(|n| login <= n);
                     if let Some(live) = live {
-                        snapshot = Some(glimpse_snapshot(day, live()));
+                        let malformed = faulty && config.malformed_end;
+                        snapshot = Some(glimpse_snapshot_ending(day, live(), malformed));
                     }
                     next = next_sequence;
                     pacer = Some((Pacer::new(config.rate, clock.now()), next_sequence));

@@ -573,6 +573,40 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
+            name: "glimpse malformed end",
+            line: Line::mold(glimpse_case(GlimpseCase {
+                malformed_end: true,
+                ..GlimpseCase::default()
+            })),
+            expect: Expect::Recovered,
+            check: |r| {
+                let g = glimpse(r)?;
+                need(
+                    g.attempts == 2 && g.failures == [0, 0, 0, 0, 1] && g.violations == 1,
+                    || format!("{g:?}"),
+                )
+            },
+        },
+        Scenario {
+            name: "glimpse server down",
+            line: Line::mold(glimpse_case(GlimpseCase {
+                server_down: true,
+                ..GlimpseCase::default()
+            })),
+            expect: Expect::Refused,
+            check: |r| {
+                let g = glimpse(r)?;
+                let down = matches!(
+                    mold(r).end,
+                    SourceEnd::Error(SourceError::Snapshot(SnapshotFailure::Connect { .. }))
+                );
+                need(
+                    down && g.attempts == 5 && g.failures == [5, 0, 0, 0, 0],
+                    || format!("{}, {g:?}", mold(r).end),
+                )
+            },
+        },
+        Scenario {
             name: "glimpse rebuild, no server",
             line: Line::mold(MoldCase {
                 faults: Faults {

@@ -85,6 +85,10 @@ pub struct GlimpseCase {
     pub wrong_login: bool,
     /// The line's `max_recovery_gap`; `None`: the default.
     pub max_recovery_gap: Option<u64>,
+    /// End the first snapshot with a malformed End of Snapshot.
+    pub malformed_end: bool,
+    /// Point the line at a port nobody listens on: every connect is refused.
+    pub server_down: bool,
 }
 
 /// How long a GLIMPSE row's snapshot may be silent before it is asked for again.
@@ -366,6 +370,7 @@ fn start_mold(
         let mut server = SoupSimConfig::new(loopback(0), right, session);
         server.disconnect_after = g.cut_after;
         server.half_open_after = g.stall_after;
+        server.malformed_end = g.malformed_end;
         server.faulty_logins = Some(1);
         let server = SoupSimulator::start_glimpse(Arc::clone(log), sim.live_position(), server)
             .expect("GLIMPSE server");
@@ -381,11 +386,25 @@ fn start_mold(
                 cap: Duration::from_millis(100),
             },
             max_recovery_gap: g.max_recovery_gap.unwrap_or(DEFAULT_MAX_RECOVERY_GAP),
-            ..GlimpseConfig::new(server.local_addr(), login)
+            ..GlimpseConfig::new(
+                if g.server_down {
+                    closed_port()
+                } else {
+                    server.local_addr()
+                },
+                login,
+            )
         });
         server
     });
     (source, sim, glimpse)
+}
+
+/// A loopback address nobody listens on: a listener's port, closed again.
+fn closed_port() -> SocketAddr {
+    std::net::TcpListener::bind(loopback(0))
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
 }
 
 fn start_soup(case: SoupCase, log: &Arc<MessageLog>) -> (SoupSource, SoupSimulator) {
