@@ -883,7 +883,11 @@ impl MoldSource {
                 glimpse_report.rebuilds += 1;
                 recovery.restart_at(next_sequence);
             }
-            Err(SourceEnd::Error(SourceError::Snapshot(_))) => {
+            Err(SourceEnd::Error(SourceError::Snapshot(failure))) => {
+                eprintln!(
+                    "ticklane: warning: no snapshot to rebuild the books from ({failure}); the \
+                     gaps are declared lost, and later ones will be too"
+                );
                 glimpse_report.rebuild_failures += 1;
                 recovery.stop_rebuilding();
             }

@@ -50,6 +50,9 @@ pub struct SoupSimConfig {
     /// The faults above apply to this many logins, the first ones, only (`None`: to
     /// every login): a GLIMPSE snapshot cut once, then served whole when asked again.
     pub faulty_logins: Option<u64>,
+    /// Accept this many logins, then refuse every later one as not authorized (`None`: no
+    /// limit): a snapshot server that served the start and then shut its door.
+    pub logins_allowed: Option<u64>,
     /// Send end of session after the last message.
     pub end_of_session: bool,
     /// Connections served at once; more are refused (closed at accept).
@@ -68,6 +71,7 @@ impl SoupSimConfig {
             half_open_after: None,
             malformed_end: false,
             faulty_logins: None,
+            logins_allowed: None,
             end_of_session: true,
             max_connections: 8,
         }
@@ -319,7 +323,16 @@ fn serve(
     let origin = Instant::now();
     let now = || origin.elapsed();
     let clock = MonotonicClock::new(WaitStrategy::default());
-    let server = ServerConfig::new(config.credentials, config.session);
+    let over = config
+        .logins_allowed
+        .is_some_and(|n| counters.logins.load(Ordering::Relaxed) >= n);
+    // Past the logins allowed only a login nobody is given matches: every real one is
+    // refused as not authorized.
+    let accepted = match Credentials::new(b"shut", b"no-entry") {
+        Some(nobody) if over && nobody != config.credentials => nobody,
+        _ => config.credentials,
+    };
+    let server = ServerConfig::new(accepted, config.session);
     // A GLIMPSE snapshot exists from the login on; every login is served it from 1.
     let (day, live) = match served {
         Served::Day(log) => (log, None),

@@ -653,6 +653,29 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
+            name: "glimpse rebuild refused",
+            line: Line::mold(MoldCase {
+                faults: Faults {
+                    drop_ratio: 0.003,
+                    ..faults(33)
+                },
+                ..glimpse_case(GlimpseCase {
+                    logins_allowed: Some(1),
+                    ..GlimpseCase::default()
+                })
+            }),
+            // The start's snapshot is served, the rebuild's login refused: the gap is
+            // declared lost as on a line without a snapshot server.
+            expect: Expect::Declared,
+            check: |r| {
+                let g = glimpse(r)?;
+                need(
+                    g.rebuilds == 0 && g.rebuild_failures == 1 && g.failures[1] == 1,
+                    || format!("{g:?}"),
+                )
+            },
+        },
+        Scenario {
             name: "glimpse login refused",
             line: Line::mold(glimpse_case(GlimpseCase {
                 wrong_login: true,

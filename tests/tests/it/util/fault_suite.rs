@@ -89,6 +89,8 @@ pub struct GlimpseCase {
     pub malformed_end: bool,
     /// Point the line at a port nobody listens on: every connect is refused.
     pub server_down: bool,
+    /// Logins the server accepts before it refuses every later one.
+    pub logins_allowed: Option<u64>,
 }
 
 /// How long a GLIMPSE row's snapshot may be silent before it is asked for again.
@@ -371,6 +373,7 @@ fn start_mold(
         server.disconnect_after = g.cut_after;
         server.half_open_after = g.stall_after;
         server.malformed_end = g.malformed_end;
+        server.logins_allowed = g.logins_allowed;
         server.faulty_logins = Some(1);
         let server = SoupSimulator::start_glimpse(Arc::clone(log), sim.live_position(), server)
             .expect("GLIMPSE server");
