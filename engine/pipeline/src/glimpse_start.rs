@@ -64,12 +64,16 @@ pub struct GlimpseConfig {
     /// A gap of more than this many messages is filled from a new snapshot, not asked of
     /// the retransmission server.
     pub max_recovery_gap: u64,
+    /// Bytes of snapshot kept at most before End of Snapshot: a server that streams past
+    /// it without ending is refused, not retried (it would do the same again).
+    pub max_snapshot_bytes: usize,
 }
 
 impl GlimpseConfig {
     /// Asks `server` with `credentials`: 2 s to connect, 5 s of silence, 5 attempts 100 ms
     /// to 5 s apart, 256 MiB of held packets (some four seconds of a busy open), gaps past
-    /// [`DEFAULT_MAX_RECOVERY_GAP`] filled from a snapshot.
+    /// [`DEFAULT_MAX_RECOVERY_GAP`] filled from a snapshot, and 1 GiB of snapshot at most
+    /// (a whole day's live orders at the books' default capacity of 8 Mi is some 320 MB).
     pub fn new(server: SocketAddr, credentials: Credentials) -> Self {
         GlimpseConfig {
             server,
@@ -83,6 +87,7 @@ impl GlimpseConfig {
             },
             hold_bytes: 256 << 20,
             max_recovery_gap: DEFAULT_MAX_RECOVERY_GAP,
+            max_snapshot_bytes: 1 << 30,
         }
     }
 }
@@ -116,17 +121,26 @@ pub enum SnapshotFailure {
     /// End of Snapshot came without a sequence number to start from.
     #[error(transparent)]
     MalformedEnd(SnapshotViolation),
+    /// The snapshot ran past the bytes kept at most without End of Snapshot.
+    #[error("the GLIMPSE snapshot ran past {limit} bytes without End of Snapshot")]
+    TooLarge {
+        /// [`GlimpseConfig::max_snapshot_bytes`].
+        limit: usize,
+    },
     /// The line was stopped while the snapshot loaded.
     #[error("stopped while the snapshot loaded")]
     Stopped,
 }
 
 impl SnapshotFailure {
-    /// Whether asking again could help: not for a refused login or a stop.
+    /// Whether asking again could help: not for a refused login, a snapshot past the
+    /// bound, or a stop.
     pub fn retried(&self) -> bool {
         !matches!(
             self,
-            SnapshotFailure::Rejected(_) | SnapshotFailure::Stopped
+            SnapshotFailure::Rejected(_)
+                | SnapshotFailure::TooLarge { .. }
+                | SnapshotFailure::Stopped
         )
     }
 }
@@ -148,7 +162,8 @@ pub struct GlimpseReport {
     pub rebuild_failures: u64,
     /// Payloads a snapshot may not hold, over every attempt (not applied).
     pub violations: u64,
-    /// Attempts that failed, by why: connect, refused, cut, stalled, malformed end.
+    /// Attempts that failed, by why: connect, refused, cut, stalled, malformed or missing
+    /// end (none within [`GlimpseConfig::max_snapshot_bytes`]).
     pub failures: [u64; 5],
     /// Live packets held while snapshots loaded.
     pub held_packets: u64,
@@ -165,7 +180,7 @@ impl GlimpseReport {
             SnapshotFailure::Rejected(_) => 1,
             SnapshotFailure::Cut { .. } => 2,
             SnapshotFailure::Stalled(_) => 3,
-            SnapshotFailure::MalformedEnd(_) => 4,
+            SnapshotFailure::MalformedEnd(_) | SnapshotFailure::TooLarge { .. } => 4,
             SnapshotFailure::Stopped => return,
         };
         self.failures[at] += 1;
@@ -353,6 +368,11 @@ fn load_once(
                 Ok(ClientEvent::Sequenced { payload, .. }) => match load.accept(payload) {
                     Ok(SnapshotItem::Apply(_)) => {
                         let len = u16::try_from(payload.len()).expect("a SoupBinTCP payload fits");
+                        if snapshot.frames.len() + 2 + payload.len() > config.max_snapshot_bytes {
+                            return Err(SnapshotFailure::TooLarge {
+                                limit: config.max_snapshot_bytes,
+                            });
+                        }
                         snapshot.frames.extend_from_slice(&len.to_be_bytes());
                         snapshot.frames.extend_from_slice(payload);
                         snapshot.messages += 1;
@@ -626,6 +646,19 @@ mod tests {
             "{loaded:?}"
         );
         assert_eq!((report.attempts, report.failures), (3, [3, 0, 0, 0, 0]));
+    }
+
+    #[test]
+    fn a_snapshot_past_the_bound_is_refused_once() {
+        // Three adds of 36 bytes are 114 bytes kept; the bound lets two in.
+        let server = fake_server(vec![Script::SendThenClose(whole(3, 4))], credentials());
+        let small = GlimpseConfig {
+            max_snapshot_bytes: 80,
+            ..config(server)
+        };
+        let (loaded, report, _) = load(&small);
+        assert_eq!(loaded.err(), Some(SnapshotFailure::TooLarge { limit: 80 }));
+        assert_eq!((report.attempts, report.failures), (1, [0, 0, 0, 0, 1]));
     }
 
     #[test]

@@ -142,7 +142,7 @@ pub fn write_snapshot_start(out: &mut impl Write, g: &GlimpseReport) -> io::Resu
         writeln!(
             out,
             "               failed: connect {connect}, refused {refused}, cut {cut}, stalled \
-             {stalled}, malformed end {malformed}; violations {}",
+             {stalled}, malformed or missing end {malformed}; violations {}",
             g.violations
         )?;
     }
