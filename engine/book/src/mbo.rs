@@ -65,6 +65,12 @@ pub struct MboCounts {
     pub modify_unknown_added: u64,
     /// Records flagged `F_SNAPSHOT`.
     pub snapshot_records: u64,
+    /// Whether the first record was flagged `F_SNAPSHOT`: the input opens with a book
+    /// snapshot (a clear, then each resting order), so its books are whole from the start.
+    pub opened_with_snapshot: bool,
+    /// Cancel and Modify records naming an order the books never had (an unknown Modify is
+    /// added, and counted in `modify_unknown_added` too).
+    pub unknown_orders: u64,
     /// Records flagged `F_MAYBE_BAD_BOOK`.
     pub maybe_bad_book_records: u64,
     /// Records stamped before the session's New York midnight: applied, no row written.
@@ -72,6 +78,15 @@ pub struct MboCounts {
     /// Records stamped at or after the next day's New York midnight: applied, stamped past
     /// 24 hours.
     pub after_session_day: u64,
+}
+
+impl MboCounts {
+    /// Whether the input began mid-day: it did not open with a snapshot, and records named
+    /// orders from before it. Its books lack whatever rested from before the input: every
+    /// one of them may be wrong.
+    pub fn started_mid_day(&self) -> bool {
+        !self.opened_with_snapshot && self.unknown_orders > 0
+    }
 }
 
 /// An event's changed book waiting for its `F_LAST` record.
@@ -149,6 +164,9 @@ impl<S: BboSink> MboApplier<S> {
     pub fn step(&mut self, record: &MboRecord) -> io::Result<Option<Locate>> {
         let counts = &mut self.counts;
         counts.records += 1;
+        if counts.records == 1 {
+            counts.opened_with_snapshot = record.flags & F_SNAPSHOT != 0;
+        }
         if record.flags & F_SNAPSHOT != 0 {
             counts.snapshot_records += 1;
         }
@@ -197,7 +215,11 @@ impl<S: BboSink> MboApplier<S> {
                 let books = self.applier.books_mut();
                 add(books, locate, record.side, order_ref, record.size, price)
             }
-            b'C' => books.reduce_order(order_ref, record.size),
+            b'C' => {
+                let changed = books.reduce_order(order_ref, record.size);
+                self.counts.unknown_orders += u64::from(changed.is_none());
+                changed
+            }
             b'M' => {
                 let price = self.price(record.price)?;
                 let books = self.applier.books_mut();
@@ -205,6 +227,7 @@ impl<S: BboSink> MboApplier<S> {
                     Some(changed) => Some(changed),
                     None => {
                         self.counts.modify_unknown_added += 1;
+                        self.counts.unknown_orders += 1;
                         let books = self.applier.books_mut();
                         add(books, locate, record.side, order_ref, record.size, price)
                     }
@@ -372,6 +395,43 @@ mod tests {
         assert_eq!(m.step(&undefined).expect("step"), None);
         assert_eq!(m.counts().unrepresentable_prices, 3);
         assert_eq!(m.books().live_orders(), 0);
+    }
+
+    #[test]
+    fn an_input_that_names_orders_from_before_it_without_a_snapshot_started_mid_day() {
+        // A whole day: every order named was added first.
+        let mut whole = applier();
+        for r in [rec(b'A', b'B', 1, 100, 10), rec(b'C', b'B', 1, 100, 10)] {
+            whole.step(&r).expect("step");
+        }
+        assert!(!whole.counts().started_mid_day());
+        // Cut mid-day: a cancel and a modify of orders the input never added.
+        let mut cut = applier();
+        for r in [rec(b'C', b'B', 5, 100, 10), rec(b'M', b'S', 6, 101, 3)] {
+            cut.step(&r).expect("step");
+        }
+        let counts = cut.counts();
+        assert_eq!(
+            (counts.unknown_orders, counts.opened_with_snapshot),
+            (2, false)
+        );
+        assert!(counts.started_mid_day());
+        // Opened with a snapshot: whatever it names later, the books were whole.
+        let snapshot = |mut r: MboRecord| {
+            r.flags |= F_SNAPSHOT;
+            r
+        };
+        let mut opened = applier();
+        let records = [
+            snapshot(rec(b'R', b'N', 0, 0, 0)),
+            snapshot(rec(b'A', b'B', 1, 100, 10)),
+            rec(b'C', b'B', 9, 100, 10),
+        ];
+        for r in records {
+            opened.step(&r).expect("step");
+        }
+        assert!(opened.counts().opened_with_snapshot);
+        assert!(!opened.counts().started_mid_day());
     }
 
     #[test]

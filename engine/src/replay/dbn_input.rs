@@ -24,6 +24,13 @@
 //!   them). The records of the event the input ends inside are not applied, so every output
 //!   shows the books as of the last whole event, and the summary counts them
 //!   (`dbn.incomplete_event_records`).
+//! - An input that opens with a book snapshot (Databento's: per instrument a clear, then
+//!   each resting order as an Add, all flagged `F_SNAPSHOT`) builds its books from it, as a
+//!   live stream with `snapshot=1` would. One that does not, and whose Cancel or Modify
+//!   records name orders it never added, started mid-day: its books lack what rested
+//!   before it. That is said on stderr and in the summary (`dbn.started_mid_day`, with the
+//!   records that named such orders), quiet or not; the exit status stays 0, since the file
+//!   was read whole and nothing it holds was lost.
 //! - Records are read 16 ahead and prefetched for as ITCH messages are. A DBN input replays
 //!   on one thread whatever `--threads` says (with a note on stderr), and `--pace` does not
 //!   read DBN.

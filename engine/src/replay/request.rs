@@ -244,6 +244,17 @@ pub fn run_replay(request: &ReplayRequest, note: &mut dyn FnMut(String)) -> Resu
             if outcome.summary.error.is_none() {
                 warn_unlisted_symbols(&filter, std::slice::from_ref(&outcome.books), note);
             }
+            if let Some(mbo) = outcome.summary.dbn.as_ref().map(|d| d.mbo) {
+                if mbo.started_mid_day() {
+                    // Said quiet or not: the outputs hold books that may lack orders.
+                    note(format!(
+                        "warning: {} starts mid-day without a snapshot: {} records named \
+                         orders from before it, so every book may lack orders",
+                        request.input.display(),
+                        group(mbo.unknown_orders)
+                    ));
+                }
+            }
             Ok(ReplayRun {
                 summary: outcome.summary,
                 paced: None,

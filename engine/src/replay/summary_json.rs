@@ -21,6 +21,9 @@
 //!   `symbol_mappings`, `other_records` (skipped), `long_symbols` (cut to ITCH's 8 bytes),
 //!   `by_action` (action letter to count), `unknown_actions`, `instrument_out_of_range`,
 //!   `unrepresentable_prices`, `modify_unknown_added`, `snapshot_records` (`F_SNAPSHOT`),
+//!   `opened_with_snapshot` (the first record is one), `unknown_orders` (Cancel and Modify
+//!   records naming an order the books never had), `started_mid_day` (no snapshot first,
+//!   and orders from before the input: every book may lack orders),
 //!   `maybe_bad_book_records` (`F_MAYBE_BAD_BOOK`), `before_session_day`,
 //!   `after_session_day`, `incomplete_event_records` and `session_date`; its `messages`
 //!   counts MBO records and its `by_type` is empty;
@@ -97,6 +100,9 @@ struct DbnJson {
     unrepresentable_prices: u64,
     modify_unknown_added: u64,
     snapshot_records: u64,
+    opened_with_snapshot: bool,
+    unknown_orders: u64,
+    started_mid_day: bool,
     maybe_bad_book_records: u64,
     before_session_day: u64,
     after_session_day: u64,
@@ -170,6 +176,9 @@ impl DbnCounts {
             unrepresentable_prices: m.unrepresentable_prices,
             modify_unknown_added: m.modify_unknown_added,
             snapshot_records: m.snapshot_records,
+            opened_with_snapshot: m.opened_with_snapshot,
+            unknown_orders: m.unknown_orders,
+            started_mid_day: m.started_mid_day(),
             maybe_bad_book_records: m.maybe_bad_book_records,
             before_session_day: m.before_session_day,
             after_session_day: m.after_session_day,

@@ -182,6 +182,14 @@ impl DbnCounts {
             group(m.snapshot_records),
             group(m.maybe_bad_book_records)
         );
+        if m.started_mid_day() {
+            let _ = writeln!(
+                t,
+                "  WARNING: the input starts mid-day without a snapshot: {} records named orders \
+                 from before it, so every book may lack orders (MAYBE_BAD)",
+                group(m.unknown_orders)
+            );
+        }
         let _ = writeln!(
             t,
             "  DBN skipped  unknown actions {}   instrument ids over 65535 {}   prices not in 1e-4 {}   modify of unknown order added {}   records of an event cut off by the input's end (not applied) {}",

@@ -77,11 +77,14 @@ fn databento_test_files_replay_without_error() {
         assert_eq!(dbn.reader.mbo_records, 2, "{name}");
         assert_eq!(summary.messages, 2, "{name}");
         assert_eq!(dbn.mbo.by_action[1], 2, "{name}: two cancels");
-        // Cancels of orders the file never added: counted, nothing changes.
+        // Cancels of orders the file never added: counted, nothing changes, and with no
+        // snapshot first the file is said to start mid-day.
         assert_eq!(summary.book.unknown_refs, 2, "{name}");
         assert_eq!(summary.live_orders_end, 0, "{name}");
+        assert!(dbn.mbo.started_mid_day(), "{name}");
         let json = summary.to_json();
         assert!(json.contains("\"dbn\":{\"records\":2,"), "{name}: {json}");
+        assert!(json.contains("\"started_mid_day\":true"), "{name}: {json}");
     }
 }
 
@@ -280,6 +283,10 @@ fn hand_built_mbo_stream_gives_the_naive_book() {
     assert_eq!(summary.book.unknown_refs, 0);
     assert_eq!(summary.book.clamped, 0);
     assert_eq!(dbn.mbo.modify_unknown_added, 0);
+    assert!(
+        !dbn.mbo.started_mid_day(),
+        "every order named was added first"
+    );
 
     // The fill and the cancel after it are one event (one ITCH execution: one sequence,
     // F_LAST on the cancel): one row, after the cancel, with AAPL's bid down to order 2
