@@ -31,6 +31,9 @@ pub struct Applied<'m> {
     pub message: Option<Message<'m>>,
     /// The locate whose book changed (for E, C, X, D and U, the order's own locate).
     pub changed: Option<Locate>,
+    /// A locate-0 snapshot's orders joined the changed book ahead of the message (the live
+    /// stream named their locate): the book changed beyond the levels the message touched.
+    pub placed: bool,
 }
 
 /// `bytes` as exactly the `N` bytes a message of type `tag` has, or the decode error
@@ -147,36 +150,56 @@ impl<S: BboSink> Applier<S> {
             }};
         }
         let (message, change) = match tag {
-            b'A' => arm!(AddOrder, |m| self.books.add(
+            b'A' => arm!(AddOrder, |m| self.books.add_or_park(
                 m.locate(),
+                m.stock(),
                 m.side(),
                 m.order_ref(),
                 m.shares(),
                 m.price()
             )),
-            b'F' => arm!(AddOrderMpid, |m| self.books.add(
+            b'F' => arm!(AddOrderMpid, |m| self.books.add_or_park(
                 m.locate(),
+                m.stock(),
                 m.side(),
                 m.order_ref(),
                 m.shares(),
                 m.price()
             )),
-            b'E' => arm!(OrderExecuted, |m| self
-                .books
-                .reduce(m.order_ref(), m.executed_shares())),
-            b'C' => arm!(OrderExecutedWithPrice, |m| self
-                .books
-                .reduce(m.order_ref(), m.executed_shares())),
-            b'X' => arm!(OrderCancel, |m| self
-                .books
-                .reduce(m.order_ref(), m.cancelled_shares())),
-            b'D' => arm!(OrderDelete, |m| self.books.delete(m.order_ref())),
-            b'U' => arm!(OrderReplace, |m| self.books.replace(
-                m.original_order_ref(),
-                m.new_order_ref(),
-                m.shares(),
-                m.price()
-            )),
+            b'E' => arm!(OrderExecuted, |m| {
+                let (r, shares) = (m.order_ref(), m.executed_shares());
+                let change = self.books.reduce(r, shares);
+                self.books
+                    .or_placed(change, r, m.locate(), |b| b.reduce(r, shares))
+            }),
+            b'C' => arm!(OrderExecutedWithPrice, |m| {
+                let (r, shares) = (m.order_ref(), m.executed_shares());
+                let change = self.books.reduce(r, shares);
+                self.books
+                    .or_placed(change, r, m.locate(), |b| b.reduce(r, shares))
+            }),
+            b'X' => arm!(OrderCancel, |m| {
+                let (r, shares) = (m.order_ref(), m.cancelled_shares());
+                let change = self.books.reduce(r, shares);
+                self.books
+                    .or_placed(change, r, m.locate(), |b| b.reduce(r, shares))
+            }),
+            b'D' => arm!(OrderDelete, |m| {
+                let r = m.order_ref();
+                let change = self.books.delete(r);
+                self.books.or_placed(change, r, m.locate(), |b| b.delete(r))
+            }),
+            b'U' => arm!(OrderReplace, |m| {
+                let (r, new, shares, price) = (
+                    m.original_order_ref(),
+                    m.new_order_ref(),
+                    m.shares(),
+                    m.price(),
+                );
+                let change = self.books.replace(r, new, shares, price);
+                self.books
+                    .or_placed(change, r, m.locate(), |b| b.replace(r, new, shares, price))
+            }),
             _ => {
                 let message = match ticklane_itch::decode(bytes) {
                     Ok(m) => m,
@@ -186,6 +209,7 @@ impl<S: BboSink> Applier<S> {
                         return Ok(Applied {
                             message: None,
                             changed: None,
+                            placed: false,
                         });
                     }
                     Err(e) => return Err(ApplyError::Decode(e)),
@@ -208,6 +232,7 @@ impl<S: BboSink> Applier<S> {
         Ok(Applied {
             message: Some(message),
             changed: change.map(|c| c.locate),
+            placed: self.books.take_placed(),
         })
     }
 

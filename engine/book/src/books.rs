@@ -12,6 +12,7 @@ use ticklane_itch::{Locate, Message, OrderRef, Price, Stock};
 
 use super::ladder::{LadderView, Level, PriceLadder, Touched};
 use super::order_table::{InsertError, Order, OrderTable, Side};
+use super::parked::{Parked, ParkedOrder};
 use super::prefetch::{prefetch, Touches, TouchesAhead};
 use super::top_of_book::TopOfBook;
 
@@ -72,6 +73,11 @@ pub struct BookCounts {
     /// control or non-ASCII byte, a comma or a double quote. Each such byte is kept as `?`,
     /// so every CSV, DBN and Parquet output stays readable.
     pub symbols_replaced: u64,
+    /// Resting orders a snapshot sent at stock locate 0, kept by symbol until the live
+    /// stream named their locate (`parked`).
+    pub snapshot_orders_parked: u64,
+    /// ... of which joined their books when it did.
+    pub snapshot_orders_placed: u64,
 }
 
 /// `symbol` as the books keep it: printable ASCII other than `,` and `"` as sent, any other
@@ -124,6 +130,14 @@ pub struct Books {
     /// Latest `H` trading state per locate (0 when none seen).
     trading_states: Vec<u8>,
     counters: BookCounts,
+    /// A locate-0 snapshot's state, waiting for its locates; `None` (the rule) while
+    /// nothing waits.
+    parked: Option<Box<Parked>>,
+    /// Whether the messages applied now are a snapshot's (between the line's "loading
+    /// snapshot" and "live"): only a snapshot's locate-0 messages are kept by symbol.
+    loading_snapshot: bool,
+    /// Whether waiting orders joined a book while the latest message was applied.
+    placed: bool,
 }
 
 #[inline(always)]
@@ -159,6 +173,9 @@ impl Books {
             symbols: vec![Stock::default(); LOCATES],
             trading_states: vec![0; LOCATES],
             counters: BookCounts::default(),
+            parked: None,
+            loading_snapshot: false,
+            placed: false,
         })
     }
 
@@ -211,24 +228,62 @@ impl Books {
     #[inline]
     pub fn apply_change(&mut self, message: &Message<'_>) -> Option<BookChange> {
         match message {
-            Message::AddOrder(m) => {
-                self.add(m.locate(), m.side(), m.order_ref(), m.shares(), m.price())
-            }
-            Message::AddOrderMpid(m) => {
-                self.add(m.locate(), m.side(), m.order_ref(), m.shares(), m.price())
-            }
-            Message::OrderExecuted(m) => self.reduce(m.order_ref(), m.executed_shares()),
-            Message::OrderExecutedWithPrice(m) => self.reduce(m.order_ref(), m.executed_shares()),
-            Message::OrderCancel(m) => self.reduce(m.order_ref(), m.cancelled_shares()),
-            Message::OrderDelete(m) => self.delete(m.order_ref()),
-            Message::OrderReplace(m) => self.replace(
-                m.original_order_ref(),
-                m.new_order_ref(),
+            Message::AddOrder(m) => self.add_or_park(
+                m.locate(),
+                m.stock(),
+                m.side(),
+                m.order_ref(),
                 m.shares(),
                 m.price(),
             ),
+            Message::AddOrderMpid(m) => self.add_or_park(
+                m.locate(),
+                m.stock(),
+                m.side(),
+                m.order_ref(),
+                m.shares(),
+                m.price(),
+            ),
+            Message::OrderExecuted(m) => {
+                let (r, shares) = (m.order_ref(), m.executed_shares());
+                let change = self.reduce(r, shares);
+                self.or_placed(change, r, m.locate(), |b| b.reduce(r, shares))
+            }
+            Message::OrderExecutedWithPrice(m) => {
+                let (r, shares) = (m.order_ref(), m.executed_shares());
+                let change = self.reduce(r, shares);
+                self.or_placed(change, r, m.locate(), |b| b.reduce(r, shares))
+            }
+            Message::OrderCancel(m) => {
+                let (r, shares) = (m.order_ref(), m.cancelled_shares());
+                let change = self.reduce(r, shares);
+                self.or_placed(change, r, m.locate(), |b| b.reduce(r, shares))
+            }
+            Message::OrderDelete(m) => {
+                let r = m.order_ref();
+                let change = self.delete(r);
+                self.or_placed(change, r, m.locate(), |b| b.delete(r))
+            }
+            Message::OrderReplace(m) => {
+                let (r, new, shares, price) = (
+                    m.original_order_ref(),
+                    m.new_order_ref(),
+                    m.shares(),
+                    m.price(),
+                );
+                let change = self.replace(r, new, shares, price);
+                self.or_placed(change, r, m.locate(), |b| b.replace(r, new, shares, price))
+            }
+            Message::StockDirectory(m) if m.locate().0 == 0 => {
+                self.park_symbol(m.stock(), None);
+                None
+            }
             Message::StockDirectory(m) => {
                 self.set_symbol(m.locate(), m.stock());
+                None
+            }
+            Message::StockTradingAction(m) if m.locate().0 == 0 => {
+                self.park_symbol(m.stock(), Some(m.trading_state()));
                 None
             }
             Message::StockTradingAction(m) => {
@@ -328,7 +383,158 @@ impl Books {
         for book in &mut self.books {
             book.crossed = false;
         }
+        // What an earlier snapshot left waiting is the next snapshot's to say.
+        self.parked = None;
         refs.len()
+    }
+
+    /// Says whether the messages applied from now on are a snapshot's: a snapshot's
+    /// locate-0 messages are kept by symbol until the live stream names their locates.
+    pub fn set_loading_snapshot(&mut self, loading: bool) {
+        self.loading_snapshot = loading;
+    }
+
+    /// Whether waiting orders of a locate-0 snapshot joined a book while the latest message
+    /// was applied (that book changed beyond the levels the message touched); clears it.
+    #[inline(always)]
+    pub(crate) fn take_placed(&mut self) -> bool {
+        std::mem::take(&mut self.placed)
+    }
+
+    /// Adds an order (as `A`, `F`): a snapshot's at locate 0 waits under its symbol; a live
+    /// one at a locate with no symbol yet first places what waits for its symbol.
+    #[inline(always)]
+    pub(super) fn add_or_park(
+        &mut self,
+        locate: Locate,
+        symbol: Stock,
+        side: u8,
+        order_ref: OrderRef,
+        shares: u32,
+        price: Price,
+    ) -> Option<BookChange> {
+        if locate.0 == 0 && self.loading_snapshot {
+            self.park_order(symbol, side, order_ref, shares, price);
+            return None;
+        }
+        if self.waits_for(locate) && self.place(symbol, locate) {
+            let _ = self.add(locate, side, order_ref, shares, price);
+            return Some(BookChange {
+                locate,
+                top_moved: true,
+            });
+        }
+        self.add(locate, side, order_ref, shares, price)
+    }
+
+    /// `change`, or, when it found `order_ref` unknown and the reference waits in a
+    /// locate-0 snapshot, `again` after its symbol's orders joined the book at `locate`.
+    #[inline(always)]
+    pub(super) fn or_placed(
+        &mut self,
+        change: Option<BookChange>,
+        order_ref: OrderRef,
+        locate: Locate,
+        again: impl FnOnce(&mut Self) -> Option<BookChange>,
+    ) -> Option<BookChange> {
+        if change.is_some() || self.parked.is_none() || !self.place_order(order_ref, locate) {
+            return change;
+        }
+        again(self).map(|c| BookChange {
+            top_moved: true,
+            ..c
+        })
+    }
+
+    /// Keeps a resting order a snapshot sent at stock locate 0, under its symbol, until a
+    /// live message names the symbol's locate (`parked`).
+    #[cold]
+    pub(crate) fn park_order(
+        &mut self,
+        symbol: Stock,
+        side: u8,
+        order_ref: OrderRef,
+        shares: u32,
+        price: Price,
+    ) {
+        self.counters.snapshot_orders_parked += 1;
+        let order = ParkedOrder {
+            side,
+            order_ref,
+            shares,
+            price,
+        };
+        self.parked.get_or_insert_default().order(symbol, order);
+    }
+
+    /// Keeps a locate-0 snapshot's directory entry or trading state for `symbol`.
+    #[cold]
+    pub(crate) fn park_symbol(&mut self, symbol: Stock, trading_state: Option<u8>) {
+        if !self.loading_snapshot {
+            return;
+        }
+        let parked = self.parked.get_or_insert_default();
+        match trading_state {
+            Some(state) => parked.trading_state(symbol, state),
+            None => parked.directory(symbol),
+        }
+    }
+
+    /// Whether a locate-0 snapshot's state waits for a live add at `locate` to name its
+    /// symbol: only while something waits and the locate has no symbol yet.
+    #[inline(always)]
+    pub(crate) fn waits_for(&self, locate: Locate) -> bool {
+        self.parked.is_some() && self.symbols[usize::from(locate.0)] == Stock::default()
+    }
+
+    /// A live message says `symbol` is `locate`: the symbol is set, and what waited for it
+    /// (its trading state, its orders in the snapshot's priority) joins the book. Returns
+    /// whether any order joined.
+    #[cold]
+    pub(crate) fn place(&mut self, symbol: Stock, locate: Locate) -> bool {
+        self.set_symbol(locate, symbol);
+        let Some(parked) = self.parked.as_mut() else {
+            return false;
+        };
+        let waiting = parked.take(symbol);
+        if parked.waiting() == (0, 0) {
+            self.parked = None;
+        }
+        let Some(waiting) = waiting else {
+            return false;
+        };
+        if let Some(state) = waiting.trading_state {
+            self.trading_states[usize::from(locate.0)] = state;
+        }
+        self.placed = true;
+        for o in &waiting.orders {
+            if self
+                .add(locate, o.side, o.order_ref, o.shares, o.price)
+                .is_some()
+            {
+                self.counters.snapshot_orders_placed += 1;
+            }
+        }
+        !waiting.orders.is_empty()
+    }
+
+    /// A live execution, cancel, delete or replace at `locate` named `order_ref`, which the
+    /// books do not hold: if it waits in a locate-0 snapshot, its symbol's state joins the
+    /// book at `locate` (and the reference is no longer unknown). Returns whether it did.
+    #[cold]
+    pub(crate) fn place_order(&mut self, order_ref: OrderRef, locate: Locate) -> bool {
+        let symbol = self.parked.as_ref().and_then(|p| p.symbol_of(order_ref));
+        let placed = symbol.is_some_and(|symbol| self.place(symbol, locate));
+        if placed {
+            // Counted unknown by the attempt before; it is not.
+            self.counters.unknown_refs -= 1;
+        }
+        placed
+    }
+
+    /// Symbols and orders of a locate-0 snapshot still waiting for their locates.
+    pub fn parked(&self) -> (usize, usize) {
+        self.parked.as_ref().map_or((0, 0), |p| p.waiting())
     }
 
     /// The book of a locate, opening it on first use.

@@ -28,6 +28,12 @@
 //!   (`crossed_events`, `crossed_books_end`), never rejected or uncrossed.
 //! - Levels carry aggregate shares and an order count; queue position within a level is
 //!   not kept.
+//! - While a snapshot loads ([`Books::set_loading_snapshot`]), an add, stock directory or
+//!   trading action at stock locate 0 (a venue that names stocks by symbol only in its
+//!   snapshot) waits under its symbol; the first live message that names the symbol's
+//!   locate (an add of the symbol, or an execution, cancel, delete or replace of a waiting
+//!   order) places it in that book, ahead of itself, in the snapshot's order. Outside a
+//!   snapshot, locate 0 is an ordinary locate.
 //! - Capacities are fixed at start-up ([`BookConfig`]); exhausting one is a counted reject
 //!   (`rejected_by_reason`), never a crash. The memory is zeroed pages made resident only
 //!   when touched, so a 10-million-message day runs in about 50 MB.
@@ -47,6 +53,7 @@ mod books;
 mod ladder;
 mod mbo;
 mod order_table;
+mod parked;
 mod prefetch;
 mod top_of_book;
 mod trade;

@@ -108,6 +108,10 @@ pub struct SimArgs {
     /// With --glimpse: go silent on the first snapshot connection after this many messages.
     #[arg(long, requires = "glimpse")]
     pub glimpse_stall_after: Option<u64>,
+    /// With --glimpse: send snapshots at stock locate 0, each stock named by symbol only, as
+    /// some venues do; the line learns each locate from the live stream.
+    #[arg(long, requires = "glimpse")]
+    pub glimpse_locate_zero: bool,
     /// Messages per second, or `max` for unpaced (which may overrun the reader). Default:
     /// 400,000, of the order of a busy second at Nasdaq's open.
     #[arg(long, conflicts_with = "speed", value_parser = Rate::parse)]
@@ -266,6 +270,7 @@ impl SimArgs {
             glimpse: self.glimpse.map(|bind| GlimpseServer {
                 cut_after: self.glimpse_cut_after,
                 stall_after: self.glimpse_stall_after,
+                locate_zero: self.glimpse_locate_zero,
                 ..GlimpseServer::new(bind, self.glimpse_login)
             }),
             rate: match (self.rate, self.speed) {

@@ -10,7 +10,7 @@ use super::latency_gauges::{LatencyGauges, LatencyPublisher};
 use super::queue::FrameConsumer;
 use super::wait::{WaitStrategy, Waiter};
 use crate::clock::Clock;
-use ticklane_book::publish::Publisher;
+use ticklane_book::publish::{FeedState, Publisher};
 use ticklane_book::{Applier, ApplyError, BookConfig, Books, NoBbo, TouchesAhead, TypeCounts};
 
 /// Frames taken per batch: the slots go back to the reader together.
@@ -98,6 +98,11 @@ impl<P: Publisher> BookStage<P> {
                     Some(FrameKind::Message) => {}
                     Some(FrameKind::LineState) => {
                         if let Some((state, since_ns)) = frame.line_state() {
+                            // A snapshot's messages come between "loading snapshot" and
+                            // the next state: the books keep its locate-0 ones by symbol.
+                            self.applier
+                                .books_mut()
+                                .set_loading_snapshot(state == FeedState::Snapshot);
                             self.publisher
                                 .line_state(self.applier.books(), state, since_ns);
                         }

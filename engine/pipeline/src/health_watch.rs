@@ -254,6 +254,7 @@ mod tests {
         let applied = Applied {
             message: None,
             changed: None,
+            placed: false,
         };
         let arrival = Arrival { seq: 9, recv_ns: 1 };
         w.line_state(&books, FeedState::Snapshot, 10);

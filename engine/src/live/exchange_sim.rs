@@ -59,6 +59,9 @@ pub struct GlimpseServer {
     pub cut_after: Option<u64>,
     /// Go silent on the first connection after this many snapshot messages.
     pub stall_after: Option<u64>,
+    /// Send every snapshot at stock locate 0, stocks named by symbol only (not a fault: some
+    /// venues' definitions do).
+    pub locate_zero: bool,
 }
 
 impl GlimpseServer {
@@ -69,6 +72,7 @@ impl GlimpseServer {
             credentials,
             cut_after: None,
             stall_after: None,
+            locate_zero: false,
         }
     }
 }
@@ -135,6 +139,7 @@ impl ExchangeSim {
                 let mut c = SoupSimConfig::new(g.bind, g.credentials, session);
                 c.disconnect_after = g.cut_after;
                 c.half_open_after = g.stall_after;
+                c.locate_zero = g.locate_zero;
                 c.faulty_logins = Some(1);
                 let live = mold.live_position();
                 Some(SoupSimulator::start_glimpse(Arc::clone(log), live, c)?)

@@ -70,6 +70,19 @@ pub fn write_line_run(out: &mut impl Write, run: &LineRun, unrecoverable: bool) 
         writeln!(out, "  retransmit   {NO_REQUEST_SERVER}")?;
     }
     write_source(out, &report.source)?;
+    let counts = report.book.books.counters();
+    if counts.snapshot_orders_parked > 0 {
+        let (symbols, orders) = report.book.books.parked();
+        writeln!(
+            out,
+            "  locate 0     {} snapshot orders kept by symbol, {} placed when the live stream \
+             named their locate; {} orders of {} symbols still waiting (in no book)",
+            group(counts.snapshot_orders_parked),
+            group(counts.snapshot_orders_placed),
+            group(orders as u64),
+            group(symbols as u64)
+        )?;
+    }
     let latency = &report.book.latency;
     write_latency(
         out,

@@ -165,12 +165,11 @@ impl DayState {
     /// The snapshot of this state, ending with End of Snapshot for `next_sequence`: the
     /// first live message to apply after it.
     pub fn snapshot(&self, next_sequence: u64) -> MessageLog {
-        self.snapshot_ending(next_sequence, false)
+        self.snapshot_as(next_sequence, SnapshotForm::default())
     }
 
-    /// [`DayState::snapshot`], its End of Snapshot malformed if `malformed_end` (a fault: a
-    /// sequence field that is no number).
-    pub fn snapshot_ending(&self, next_sequence: u64, malformed_end: bool) -> MessageLog {
+    /// [`DayState::snapshot`], in `form`.
+    pub fn snapshot_as(&self, next_sequence: u64, form: SnapshotForm) -> MessageLog {
         let mut orders: Vec<&LiveOrder> = self.orders.values().collect();
         orders.sort_unstable_by_key(|o| o.priority);
         let mut log = MessageLog::with_capacity(
@@ -184,11 +183,21 @@ impl DayState {
             .chain(self.trading.values())
             .chain(self.reg_sho.values())
             .chain(orders.iter().map(|o| &o.add));
+        let mut zeroed = Vec::new();
         for message in state {
+            let message = if form.locate_zero && LOCATE_ZERO_TYPES.contains(&message[0]) {
+                // Bytes 1 and 2 are the stock locate in every ITCH 5.0 message.
+                zeroed.clear();
+                zeroed.extend_from_slice(message);
+                zeroed[1..3].fill(0);
+                &zeroed[..]
+            } else {
+                &message[..]
+            };
             log.push(message)
                 .expect("invariant: every kept message is a whole ITCH message");
         }
-        let end = if malformed_end {
+        let end = if form.malformed_end {
             *b"Gnot a sequence numbr"
         } else {
             end_of_snapshot(next_sequence)
@@ -202,15 +211,24 @@ impl DayState {
 /// The GLIMPSE snapshot a server sends before live message `next_sequence` of `log`: the
 /// state after messages `1 .. next_sequence`.
 pub fn glimpse_snapshot(log: &MessageLog, next_sequence: u64) -> MessageLog {
-    glimpse_snapshot_ending(log, next_sequence, false)
+    glimpse_snapshot_as(log, next_sequence, SnapshotForm::default())
 }
 
-/// [`glimpse_snapshot`], its End of Snapshot malformed if `malformed_end`.
-pub fn glimpse_snapshot_ending(
-    log: &MessageLog,
-    next_sequence: u64,
-    malformed_end: bool,
-) -> MessageLog {
-    DayState::after(log, next_sequence.saturating_sub(1))
-        .snapshot_ending(next_sequence, malformed_end)
+/// [`glimpse_snapshot`], in `form`.
+pub fn glimpse_snapshot_as(log: &MessageLog, next_sequence: u64, form: SnapshotForm) -> MessageLog {
+    DayState::after(log, next_sequence.saturating_sub(1)).snapshot_as(next_sequence, form)
 }
+
+/// How a simulated GLIMPSE snapshot is sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SnapshotForm {
+    /// End of Snapshot's sequence field is no number (a fault).
+    pub malformed_end: bool,
+    /// The stock directory, trading actions, Reg SHO states and orders carry stock locate
+    /// 0, as some venues' GLIMPSE definitions send them: a handler learns each locate from
+    /// the live stream.
+    pub locate_zero: bool,
+}
+
+/// The snapshot's message types that carry stock locate 0 in [`SnapshotForm::locate_zero`].
+const LOCATE_ZERO_TYPES: [u8; 5] = [b'R', b'H', b'Y', b'A', b'F'];

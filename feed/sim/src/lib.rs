@@ -28,7 +28,7 @@ pub use generator::{
     GenSummary, Generator, Profile, FULL_DAY_BUILD_END, FULL_DAY_CLOSE_LEFT, FULL_DAY_DRAIN_START,
     FULL_DAY_PEAK_SHARE, FULL_DAY_RESTING_ZIPF, FULL_DAY_STOCKS, FULL_DAY_ZIPF,
 };
-pub use glimpse::{glimpse_snapshot, glimpse_snapshot_ending, DayState};
+pub use glimpse::{glimpse_snapshot, glimpse_snapshot_as, DayState, SnapshotForm};
 pub use message_log::MessageLog;
 pub use pacing::{Rate, WaitStrategy};
 pub use soup_server::{LivePosition, SoupSimConfig, SoupSimCounts, SoupSimulator};

@@ -18,7 +18,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use super::clock::{MonotonicClock, SimClock};
-use super::glimpse::glimpse_snapshot_ending;
+use super::glimpse::{glimpse_snapshot_as, SnapshotForm};
 use super::pacing::{Pacer, Rate, WaitStrategy};
 use super::{MessageLog, SimError};
 use ticklane_feed::moldudp64::Session;
@@ -47,6 +47,9 @@ pub struct SoupSimConfig {
     /// A GLIMPSE snapshot ends with a malformed End of Snapshot (a sequence field that is no
     /// number): a fault.
     pub malformed_end: bool,
+    /// A GLIMPSE snapshot names every stock by symbol only, at stock locate 0 (as some
+    /// venues' definitions do), to every login.
+    pub locate_zero: bool,
     /// The faults above apply to this many logins, the first ones, only (`None`: to
     /// every login): a GLIMPSE snapshot cut once, then served whole when asked again.
     pub faulty_logins: Option<u64>,
@@ -70,6 +73,7 @@ impl SoupSimConfig {
             disconnect_after: None,
             half_open_after: None,
             malformed_end: false,
+            locate_zero: false,
             faulty_logins: None,
             logins_allowed: None,
             end_of_session: true,
@@ -368,8 +372,11 @@ fn serve(
                     let login = counters.logins.fetch_add(1, Ordering::Relaxed) + 1;
                     faulty = config.faulty_logins.is_none_or(|n| login <= n);
                     if let Some(live) = live {
-                        let malformed = faulty && config.malformed_end;
-                        snapshot = Some(glimpse_snapshot_ending(day, live(), malformed));
+                        let form = SnapshotForm {
+                            malformed_end: faulty && config.malformed_end,
+                            locate_zero: config.locate_zero,
+                        };
+                        snapshot = Some(glimpse_snapshot_as(day, live(), form));
                     }
                     next = next_sequence;
                     pacer = Some((Pacer::new(config.rate, clock.now()), next_sequence));

@@ -21,8 +21,14 @@
 //!   So `G`'s number is the **first live message to apply**; every live message below it
 //!   is already in the snapshot. The field's padding is not specified: spaces and NULs on
 //!   either side are trimmed, and leading zeros accepted.
-//! - Stock locates are filled in on the symbol messages and may be 0 on others (`S`);
-//!   every message is taken with the locate it carries, and an add names its stock.
+//! - Stock locates are Nasdaq's day's locates on the symbol messages, and 0 on those that
+//!   name no stock (`S`); every message is taken with the locate it carries. Some venues'
+//!   definitions send the symbol messages and the adds at locate 0 too, naming each stock
+//!   by symbol only. Those wait in the books by symbol (and each order by its reference)
+//!   until a live message names the locate: an add carries its stock and locate, an
+//!   execution, cancel, delete or replace of a waiting order its locate (the book crate's
+//!   `parked` module). A stock the live stream never names stays out of the books, counted
+//!   and said.
 
 mod load;
 

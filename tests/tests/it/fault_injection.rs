@@ -545,6 +545,20 @@ fn scenarios() -> Vec<Scenario> {
             },
         },
         Scenario {
+            name: "glimpse at locate 0",
+            line: Line::mold(glimpse_case(GlimpseCase {
+                locate_zero: true,
+                ..GlimpseCase::default()
+            })),
+            // The books place each stock's snapshot orders when the live stream names its
+            // locate: every stock of the day trades after the join.
+            expect: Expect::Recovered,
+            check: |r| {
+                let g = glimpse(r)?;
+                need(g.attempts == 1 && g.messages > 0, || format!("{g:?}"))
+            },
+        },
+        Scenario {
             name: "glimpse cut mid-snapshot",
             line: Line::mold(glimpse_case(GlimpseCase {
                 cut_after: Some(5),

@@ -4,12 +4,14 @@
 //! The snapshot's state is the simulator's own model of the book rules, not the books', so
 //! the two sides are computed apart. Both sides of the boundary are checked: starting the
 //! live stream one message early (applying a cancel the snapshot already holds) or one late
-//! (skipping an add the snapshot does not hold) gives other books.
+//! (skipping an add the snapshot does not hold) gives other books. A snapshot that names
+//! its stocks by symbol only (stock locate 0) gives the same books once the live stream has
+//! named each locate, and says what still waits before it has.
 
 use ticklane_engine::book::{Applier, NoBbo};
 use ticklane_engine::csv::write_book_csv;
 use ticklane_feed::glimpse::{SnapshotItem, SnapshotLoad};
-use ticklane_sim::{glimpse_snapshot, DayState, MessageLog};
+use ticklane_sim::{glimpse_snapshot_as, DayState, MessageLog, SnapshotForm};
 
 use crate::util::{books, log, replayed_book};
 
@@ -23,19 +25,30 @@ fn started_from_snapshot(
     next: u64,
     first_live: impl Fn(u64) -> u64,
 ) -> (String, u64) {
-    started_until(log, next, first_live, log.len() as u64)
+    started_until(
+        log,
+        next,
+        first_live,
+        log.len() as u64,
+        SnapshotForm::default(),
+    )
+    .0
 }
 
-/// [`started_from_snapshot`], applying the live messages up to `last` only.
+/// [`started_from_snapshot`], applying the live messages up to `last` only, from a
+/// snapshot sent in `form`; also the symbols and orders of it still waiting for a locate.
 fn started_until(
     log: &MessageLog,
     next: u64,
     first_live: impl Fn(u64) -> u64,
     last: u64,
-) -> (String, u64) {
-    let snapshot = glimpse_snapshot(log, next);
+    form: SnapshotForm,
+) -> ((String, u64), (usize, usize)) {
+    let snapshot = glimpse_snapshot_as(log, next, form);
     let mut load = SnapshotLoad::new();
     let mut applier: Applier<NoBbo> = Applier::new(books(), None).expect("books");
+    // As the book stage does between the line's "loading snapshot" and "live".
+    applier.books_mut().set_loading_snapshot(true);
     let mut named = None;
     for seq in 1..=snapshot.len() as u64 {
         match load.accept(snapshot.get(seq).expect("in the snapshot")) {
@@ -48,13 +61,56 @@ fn started_until(
     }
     let named = named.expect("the snapshot ends with End of Snapshot");
     assert_eq!(load.violations(), 0);
+    applier.books_mut().set_loading_snapshot(false);
     for seq in first_live(named)..=last {
         applier
             .step(seq, log.get(seq).expect("in the log"))
             .expect("valid message");
     }
     let csv = write_book_csv(applier.books(), DEPTH, Vec::new()).expect("csv");
-    (String::from_utf8(csv).expect("ascii"), named)
+    let waiting = applier.books().parked();
+    ((String::from_utf8(csv).expect("ascii"), named), waiting)
+}
+
+/// As [`started_until`] to the end of the day, from a snapshot at locate 0.
+fn started_at_locate_zero(log: &MessageLog, next: u64) -> (String, (usize, usize)) {
+    let form = SnapshotForm {
+        locate_zero: true,
+        ..SnapshotForm::default()
+    };
+    let ((csv, _), waiting) = started_until(log, next, |named| named, log.len() as u64, form);
+    (csv, waiting)
+}
+
+#[test]
+fn a_snapshot_at_locate_zero_is_placed_as_the_live_stream_names_each_locate() {
+    for seed in [3, 11] {
+        let log = log(60_000, seed);
+        let whole = replayed_book(&log, books(), DEPTH);
+        let len = log.len() as u64;
+        for next in [len / 10, len / 3, len / 2] {
+            let (started, waiting) = started_at_locate_zero(&log, next);
+            assert_eq!(
+                waiting,
+                (0, 0),
+                "seed {seed}, {next}: every stock traded after"
+            );
+            assert!(
+                started == whole,
+                "seed {seed}: a start from the locate-0 snapshot before {next} departs from \
+                 the whole day"
+            );
+        }
+        // A snapshot after the last message: no live message names any locate, so its
+        // orders wait, counted, and no book shows them.
+        let (started, (symbols, orders)) = started_at_locate_zero(&log, len + 1);
+        assert!(symbols > 0 && orders > 0, "seed {seed}: {symbols} {orders}");
+        assert_eq!(
+            started.lines().count(),
+            1,
+            "seed {seed}: the header, no book: {started}"
+        );
+    }
 }
 
 #[test]
@@ -114,9 +170,10 @@ fn the_first_live_message_is_the_one_end_of_snapshot_names() {
                 .is_some_and(|open| open > shares(m))
     });
     let after_cancel = replayed_to(cancel);
-    let (exact, _) = started_until(&log, cancel + 1, |named| named, cancel);
+    let plain = SnapshotForm::default();
+    let ((exact, _), _) = started_until(&log, cancel + 1, |named| named, cancel, plain);
     assert_eq!(exact, after_cancel);
-    let (early, _) = started_until(&log, cancel + 1, |named| named - 1, cancel);
+    let ((early, _), _) = started_until(&log, cancel + 1, |named| named - 1, cancel, plain);
     assert_ne!(
         early, after_cancel,
         "the cancel before the named sequence was applied twice"
@@ -125,9 +182,9 @@ fn the_first_live_message_is_the_one_end_of_snapshot_names() {
     // it: starting one late skips it, and its order is missing.
     let add = first(&|state, m| m[0] == b'A' && state.open_shares(order_ref(m)).is_none());
     let after_add = replayed_to(add);
-    let (exact, _) = started_until(&log, add, |named| named, add);
+    let ((exact, _), _) = started_until(&log, add, |named| named, add, plain);
     assert_eq!(exact, after_add);
-    let (late, _) = started_until(&log, add, |named| named + 1, add);
+    let ((late, _), _) = started_until(&log, add, |named| named + 1, add, plain);
     assert_ne!(late, after_add, "the add at the named sequence was skipped");
     assert_eq!(started_from_snapshot(&log, add, |named| named).0, whole);
 }

@@ -212,7 +212,9 @@ impl EventDeriver {
             queued_ns: 0,
             body,
         };
-        if let Message::StockTradingAction(m) = &message {
+        // A snapshot's at locate 0 waits in the books for its locate, and says so when placed.
+        let parked = at_locate_zero(&message) && books.parked() != (0, 0);
+        if let (Message::StockTradingAction(m), false) = (&message, parked) {
             emit(event(
                 m.locate(),
                 EventBody::TradingState {
@@ -234,6 +236,17 @@ impl EventDeriver {
         let Some(locate) = applied.changed else {
             return;
         };
+        if applied.placed {
+            // A snapshot's orders joined the book with this message: more changed than its
+            // levels, so the whole state goes out.
+            let top = books.top_of_book(locate);
+            self.last_top[usize::from(locate.0)] = top;
+            emit(event(
+                locate,
+                EventBody::Refresh(Refresh::of(books, locate)),
+            ));
+            return;
+        }
         for (side, price) in touched.into_iter().flatten() {
             let level = books
                 .side(locate, side)
@@ -270,6 +283,11 @@ impl EventDeriver {
             });
         }
     }
+}
+
+/// Whether `message` names stock locate 0 (a snapshot's, on some venues).
+fn at_locate_zero(message: &Message<'_>) -> bool {
+    message.locate().0 == 0
 }
 
 #[cfg(test)]

@@ -375,6 +375,12 @@ impl<S: StateSink> Publisher for SheddingPublisher<S> {
         }
         // The book changed, or its symbol or trading state did (R, H), or it traded.
         let (locate, never_shed) = match (applied.changed, &message) {
+            // A snapshot's at locate 0 waits in the books for its locate: nothing to show.
+            (_, Message::StockDirectory(_) | Message::StockTradingAction(_))
+                if message.locate().0 == 0 && books.parked() != (0, 0) =>
+            {
+                return false
+            }
             (_, Message::StockDirectory(_) | Message::StockTradingAction(_)) => {
                 (message.locate(), true)
             }

@@ -91,6 +91,8 @@ pub struct GlimpseCase {
     pub server_down: bool,
     /// Logins the server accepts before it refuses every later one.
     pub logins_allowed: Option<u64>,
+    /// Send the snapshot at stock locate 0, stocks named by symbol only.
+    pub locate_zero: bool,
 }
 
 /// How long a GLIMPSE row's snapshot may be silent before it is asked for again.
@@ -374,6 +376,7 @@ fn start_mold(
         server.half_open_after = g.stall_after;
         server.malformed_end = g.malformed_end;
         server.logins_allowed = g.logins_allowed;
+        server.locate_zero = g.locate_zero;
         server.faulty_logins = Some(1);
         let server = SoupSimulator::start_glimpse(Arc::clone(log), sim.live_position(), server)
             .expect("GLIMPSE server");
