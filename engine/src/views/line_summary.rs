@@ -367,7 +367,7 @@ mod tests {
             String::from_utf8(out).expect("UTF-8"),
             "  snapshot     GLIMPSE to sequence 250,000: 41,234 messages in 35.00 ms (2 \
              attempts), 900 live packets held, 0 not held\n               failed: connect 0, \
-             refused 0, cut 1, stalled 0, malformed end 0; violations 0\n"
+             refused 0, cut 1, stalled 0, malformed or missing end 0; violations 0\n"
         );
         g.next_sequence = None;
         let mut out = Vec::new();
