@@ -9,6 +9,8 @@
 //! - [`process`]: child processes with bounded waits (`wait_bounded`, the line-watching
 //!   [`process::Watched`]), ports a child can bind ([`process::free_port`]), and this test
 //!   binary run again as a child ([`process::rerun_test`]).
+//! - [`certs`]: a test CA and the certificates it issues (current, expired), made in the
+//!   test with rcgen.
 //! - [`loopback`], [`poll_until`], [`temp_file`]: a loopback address, a bounded poll, a file
 //!   holding given bytes.
 //! - [`skips`] and [`oracle`]: where the repository and `../shared/data` are, and the
@@ -32,6 +34,7 @@
 // Only the allocator needs `unsafe` (a `GlobalAlloc` impl); it says so where it does.
 #![deny(unsafe_code)]
 
+pub mod certs;
 pub mod counting_alloc;
 pub mod itch;
 pub mod moldudp64;

@@ -12,13 +12,15 @@
 #![forbid(unsafe_code)]
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ticklane_feed::resilience::BackoffConfig;
 
+use super::client_stream::{ClientStream, ConnectError};
+pub use super::client_stream::{ClientTls, TlsFailure};
 use super::protocol::{
     account_field, decode_server, encode_client, ClientMessage, DecodeError, Reason, ServerMessage,
     MAX_FRAME, PROTOCOL_VERSION,
@@ -35,6 +37,15 @@ pub enum ClientError {
         addr: SocketAddr,
         /// What failed.
         source: io::Error,
+    },
+    /// The TLS handshake failed: the server's certificate is not trusted, not for this
+    /// name, or expired; or no protocol version is common. Not retried.
+    #[error("{addr}: TLS: {why}")]
+    Tls {
+        /// The server.
+        addr: SocketAddr,
+        /// What rustls said.
+        why: TlsFailure,
     },
     /// The server sent bytes that are not protocol version 1.
     #[error("{addr}: bad frame from the server: {error}")]
@@ -151,7 +162,7 @@ pub fn padded_account(account: &str) -> [u8; 16] {
 #[derive(Debug)]
 pub struct Session {
     addr: SocketAddr,
-    stream: TcpStream,
+    stream: ClientStream,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -196,14 +207,30 @@ impl Session {
         account: &str,
         timeout: Duration,
     ) -> Result<Session, ClientError> {
+        Session::connect_over(addr, None, account, timeout)
+    }
+
+    /// [`Session::connect`], over TLS when `tls` is given: the server's certificate is
+    /// verified before the login goes out.
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::connect`], and [`ClientError::Tls`] when the handshake fails.
+    pub fn connect_over(
+        addr: SocketAddr,
+        tls: Option<&ClientTls>,
+        account: &str,
+        timeout: Duration,
+    ) -> Result<Session, ClientError> {
         let account_field = account_field(account).map_err(|why| ClientError::BadAccount {
             account: account.to_string(),
             why,
         })?;
         let io = |source| ClientError::Io { addr, source };
-        let stream = TcpStream::connect_timeout(&addr, timeout).map_err(io)?;
-        stream.set_nodelay(true).map_err(io)?;
-        stream.set_read_timeout(Some(timeout)).map_err(io)?;
+        let stream = ClientStream::connect(addr, tls, timeout).map_err(|e| match e {
+            ConnectError::Io(source) => ClientError::Io { addr, source },
+            ConnectError::Tls(why) => ClientError::Tls { addr, why },
+        })?;
         let now = Instant::now();
         let mut session = Session {
             addr,
@@ -421,7 +448,13 @@ impl Session {
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
+                // A TLS stream that ends without its close_notify reads as UnexpectedEof.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::ConnectionReset | io::ErrorKind::UnexpectedEof
+                    ) =>
+                {
                     return Err(ClientError::Ended {
                         addr,
                         why: Ended::Closed,
@@ -453,6 +486,8 @@ pub struct ClientConfig {
     pub server: SocketAddr,
     /// The account to log in as.
     pub account: String,
+    /// Connect over TLS, verifying the server (`None`: plain TCP).
+    pub tls: Option<ClientTls>,
     /// The symbols to follow.
     pub symbols: Vec<String>,
     /// Exponential backoff with full jitter between reconnects; its cap is also the longest
@@ -476,6 +511,7 @@ impl ClientConfig {
         ClientConfig {
             server,
             account: "ticklane".into(),
+            tls: None,
             symbols,
             backoff: BackoffConfig {
                 base: Duration::from_millis(100),
@@ -617,7 +653,12 @@ fn session_once(
     accepted: &mut bool,
     on_event: &mut dyn FnMut(SubscriberEvent<'_>) -> ControlFlow<()>,
 ) -> Result<ControlFlow<()>, ClientError> {
-    let mut session = Session::connect(config.server, &config.account, config.timeout)?;
+    let mut session = Session::connect_over(
+        config.server,
+        config.tls.as_ref(),
+        &config.account,
+        config.timeout,
+    )?;
     *accepted = true;
     for symbol in &config.symbols {
         session.subscribe(symbol, config.timeout)?;

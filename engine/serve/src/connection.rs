@@ -1,9 +1,11 @@
-//! One subscriber's connection as the server holds it: its socket, what it sent that is not
-//! yet a whole frame, its write queue, its subscriptions, and its sequence number.
+//! One subscriber's connection as the server holds it: its socket (and its TLS session,
+//! when the server speaks TLS), what it sent that is not yet a whole frame, its write
+//! queue, its subscriptions, and its sequence number.
 #![forbid(unsafe_code)]
 
 use std::io::{self, Read};
 use std::net::SocketAddr;
+use ticklane_tls::ServerSession;
 
 use mio::net::TcpStream;
 
@@ -50,6 +52,8 @@ pub(crate) enum Phase {
 
 pub(crate) struct Connection {
     pub(crate) stream: TcpStream,
+    /// The TLS session over `stream`; `None` on a plain server.
+    pub(crate) tls: Option<Box<ServerSession>>,
     pub(crate) peer: SocketAddr,
     pub(crate) read_buf: Box<[u8]>,
     pub(crate) read_len: usize,
@@ -76,6 +80,7 @@ pub(crate) struct Connection {
 impl Connection {
     pub(crate) fn new(
         stream: TcpStream,
+        tls: Option<Box<ServerSession>>,
         peer: SocketAddr,
         read_bytes: usize,
         limit: usize,
@@ -84,6 +89,7 @@ impl Connection {
     ) -> Self {
         Connection {
             stream,
+            tls,
             peer,
             read_buf: vec![0; read_bytes].into_boxed_slice(),
             read_len: 0,
@@ -107,26 +113,74 @@ impl Connection {
     }
 
     /// Reads what the socket has into the read buffer, until it would block or the buffer
-    /// is full.
-    pub(crate) fn fill(&mut self) -> io::Result<()> {
+    /// is full (over TLS: the plaintext). `true` when this read completed a TLS handshake.
+    ///
+    /// # Errors
+    ///
+    /// A socket error, or a TLS error (a failed handshake, a bad record).
+    pub(crate) fn fill(&mut self) -> io::Result<bool> {
+        if let Some(tls) = self.tls.as_mut() {
+            let read = tls.read(&mut self.stream, &mut self.read_buf[self.read_len..])?;
+            self.read_len += read.bytes;
+            self.dead |= read.closed;
+            return Ok(read.established);
+        }
         while self.read_len < self.read_buf.len() {
             match self.stream.read(&mut self.read_buf[self.read_len..]) {
                 Ok(0) => {
                     self.dead = true;
-                    return Ok(());
+                    return Ok(false);
                 }
                 Ok(n) => self.read_len += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
-        Ok(())
+        Ok(false)
+    }
+
+    /// Whether a TLS handshake is still under way.
+    pub(crate) fn handshaking(&self) -> bool {
+        self.tls.as_ref().is_some_and(|t| t.is_handshaking())
+    }
+
+    /// Sends what is queued until the socket would block (over TLS, through the session,
+    /// which also sends what its handshake left); the plaintext bytes taken.
+    ///
+    /// # Errors
+    ///
+    /// A socket error but `WouldBlock` and `Interrupted`.
+    pub(crate) fn flush(&mut self) -> io::Result<usize> {
+        match self.tls.as_mut() {
+            Some(tls) => {
+                let n = self.queue.flush_to(&mut tls.writer(&mut self.stream))?;
+                tls.send(&mut self.stream)?;
+                Ok(n)
+            }
+            None => self.queue.flush_to(&mut self.stream),
+        }
     }
 
     /// Reads and drops what the client sent (a closing connection serves nothing more),
     /// until it would block; the end of the stream marks the connection dead.
     pub(crate) fn discard_input(&mut self) {
+        if let Some(tls) = self.tls.as_mut() {
+            loop {
+                match tls.read(&mut self.stream, &mut self.read_buf) {
+                    Ok(read) if read.closed => {
+                        self.dead = true;
+                        return;
+                    }
+                    Ok(read) if read.bytes == self.read_buf.len() => {}
+                    Ok(_) => return,
+                    Err(_) => {
+                        self.dead = true;
+                        return;
+                    }
+                }
+            }
+        }
         loop {
             match self.stream.read(&mut self.read_buf) {
                 Ok(0) => {
@@ -149,6 +203,14 @@ impl Connection {
     pub(crate) fn finish_sending(&mut self) {
         if !self.write_shut {
             self.write_shut = true;
+            if let Some(tls) = self.tls.as_mut() {
+                // The orderly end of the TLS stream, so the client reads it as an end and
+                // not as a truncation.
+                tls.close();
+                if tls.send(&mut self.stream).is_err() {
+                    self.dead = true;
+                }
+            }
             if self.stream.shutdown(std::net::Shutdown::Write).is_err() {
                 self.dead = true;
             }

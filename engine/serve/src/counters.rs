@@ -16,6 +16,9 @@ pub struct ServeCounters {
     expired_requests: AtomicU64,
     requests: AtomicU64,
     bytes: AtomicU64,
+    tls_established: AtomicU64,
+    tls_failed: AtomicU64,
+    tls_timed_out: AtomicU64,
 }
 
 /// A copy of [`ServeCounters`] at one moment.
@@ -39,8 +42,15 @@ pub struct ServeCounts {
     pub expired_requests: u64,
     /// Requests served (subscriptions and symbol lists).
     pub requests: u64,
-    /// Bytes written to clients.
+    /// Bytes written to clients (plaintext, before TLS).
     pub bytes: u64,
+    /// TLS handshakes completed.
+    pub tls_established: u64,
+    /// TLS handshakes that failed (a client that does not speak TLS, an unknown CA on the
+    /// client's side, a protocol version or cipher it does not offer).
+    pub tls_failed: u64,
+    /// TLS handshakes not completed within the handshake timeout.
+    pub tls_timed_out: u64,
 }
 
 macro_rules! adders {
@@ -64,6 +74,9 @@ impl ServeCounters {
         add_expired => expired_requests,
         add_requests => requests,
         add_bytes => bytes,
+        add_tls_established => tls_established,
+        add_tls_failed => tls_failed,
+        add_tls_timed_out => tls_timed_out,
     }
 
     pub(crate) fn set_clients(&self, n: usize) {
@@ -84,6 +97,9 @@ impl ServeCounters {
             expired_requests: l(&self.expired_requests),
             requests: l(&self.requests),
             bytes: l(&self.bytes),
+            tls_established: l(&self.tls_established),
+            tls_failed: l(&self.tls_failed),
+            tls_timed_out: l(&self.tls_timed_out),
         }
     }
 }

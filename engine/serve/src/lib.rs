@@ -96,6 +96,7 @@ pub mod serve_guard;
 
 pub mod admission;
 pub mod client;
+mod client_stream;
 mod connection;
 mod counters;
 mod guarded_admission;
@@ -110,5 +111,9 @@ pub use admission::{Admission, AdmitAll, Stage, Verdict};
 pub use counters::{ServeCounters, ServeCounts};
 pub use guarded_admission::{GuardCounters, GuardedAdmission};
 pub use images::{BookImage, ImageSource, SnapshotImages};
-pub use server::{start_server, start_server_stopping_on, ServeConfig, ServeHandle};
+pub use server::{
+    start_secure_server, start_server, start_server_stopping_on, ServeConfig, ServeHandle,
+    ServeSecurity,
+};
+pub use ticklane_tls as tls;
 pub use write_queue::WriteQueue;

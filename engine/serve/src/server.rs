@@ -23,6 +23,7 @@ use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token};
 use ticklane_feed::rng::SplitMix64;
 use ticklane_pipeline::server_thread::{ServerThread, LISTENER, WAKE};
+use ticklane_tls::{rustls, ServerSession};
 
 use super::admission::{Admission, Stage, Verdict};
 use super::connection::{Connection, Phase, Sub};
@@ -81,6 +82,9 @@ pub struct ServeConfig {
     /// loose (reason `I`). Keep it at least three heartbeat intervals: a client sends a
     /// heartbeat after one interval without sending, and may notice that an interval late.
     pub idle_timeout: Duration,
+    /// A TLS handshake not completed this long after the accept is dropped (counted):
+    /// the first and cheapest stage to give up on.
+    pub tls_handshake_timeout: Duration,
     /// Seeds the jitter of the retry-afters.
     pub seed: u64,
 }
@@ -104,6 +108,7 @@ impl ServeConfig {
             stale_image_wait: Duration::from_millis(50),
             login_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(10),
+            tls_handshake_timeout: Duration::from_secs(5),
             seed: 0x5eed,
         }
     }
@@ -156,6 +161,16 @@ pub fn start_server(
     start_server_stopping_on(config, hub, images, admission, Arc::default())
 }
 
+/// What the server asks of a connection before it serves it.
+#[derive(Clone, Debug, Default)]
+pub struct ServeSecurity {
+    /// Speak TLS on every connection with this configuration (`None`: plain TCP, for
+    /// loopback and tests). Over TLS a connection refused at accept is closed before the
+    /// handshake, without a `J` frame: refusing costs the server nothing, and the client
+    /// backs off as for any failed connect.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
 /// [`start_server`], stopping gracefully as soon as `stop` is set (the process's shutdown
 /// flag: on SIGTERM the server stops accepting and tells its clients to come back at once,
 /// while the line drains), or when the handle is stopped or dropped.
@@ -170,11 +185,35 @@ pub fn start_server_stopping_on(
     admission: Box<dyn Admission>,
     stop: Arc<AtomicBool>,
 ) -> io::Result<ServeHandle> {
+    start_secure_server(
+        config,
+        ServeSecurity::default(),
+        hub,
+        images,
+        admission,
+        stop,
+    )
+}
+
+/// [`start_server_stopping_on`], asking of every connection what `security` says.
+///
+/// # Errors
+///
+/// As [`start_server`].
+pub fn start_secure_server(
+    config: ServeConfig,
+    security: ServeSecurity,
+    hub: Option<SubscriberHub>,
+    images: Box<dyn ImageSource>,
+    admission: Box<dyn Admission>,
+    stop: Arc<AtomicBool>,
+) -> io::Result<ServeHandle> {
     let counters = Arc::new(ServeCounters::default());
     let subscription = hub.as_ref().map(SubscriberHub::subscribe);
     let thread_counters = Arc::clone(&counters);
     let server = move |poll, listener| Server {
         config,
+        tls: security.tls,
         poll,
         listener: Some(listener),
         clients: Vec::with_capacity(config.max_clients),
@@ -202,6 +241,7 @@ pub fn start_server_stopping_on(
 
 struct Server {
     config: ServeConfig,
+    tls: Option<Arc<rustls::ServerConfig>>,
     poll: Poll,
     listener: Option<TcpListener>,
     /// Slot `i` is token `i + 1`.
@@ -309,6 +349,11 @@ impl Server {
                 self.admission.on_accept(peer, now)
             };
             if let Verdict::Reject { retry_after_ms } = verdict {
+                self.counters.add_rejected(1);
+                if self.tls.is_some() {
+                    // Closed before the handshake: no frame can be read before one.
+                    continue;
+                }
                 // Rejected at once with a reason, never queued or left half open.
                 let mut frame = Vec::with_capacity(8);
                 encode_server(
@@ -319,9 +364,16 @@ impl Server {
                     &mut frame,
                 );
                 let _ = io::Write::write(&mut stream, &frame);
-                self.counters.add_rejected(1);
                 continue;
             }
+            let tls = match self.tls.as_ref().map(ServerSession::new) {
+                None => None,
+                Some(Ok(session)) => Some(Box::new(session)),
+                Some(Err(_)) => {
+                    self.counters.add_tls_failed(1);
+                    continue;
+                }
+            };
             // Updates are small and latency is the point: no Nagle delay.
             let _ = stream.set_nodelay(true);
             let slot = self.free.pop().unwrap_or_else(|| {
@@ -335,6 +387,7 @@ impl Server {
             )?;
             self.clients[slot] = Some(Connection::new(
                 stream,
+                tls,
                 peer,
                 1 << 12,
                 self.config.queue_bytes,
@@ -361,9 +414,22 @@ impl Server {
                 conn.discard_input();
                 return;
             }
-            if conn.fill().is_err() {
-                conn.dead = true;
-                return;
+            let handshaking = conn.handshaking();
+            match conn.fill() {
+                Ok(established) => {
+                    if established {
+                        self.counters.add_tls_established(1);
+                    }
+                }
+                Err(_) => {
+                    if handshaking {
+                        self.counters.add_tls_failed(1);
+                    }
+                    // The alert rustls queued tells the peer why.
+                    let _ = conn.flush();
+                    conn.dead = true;
+                    return;
+                }
             }
             let full = conn.read_len == conn.read_buf.len();
             let mut at = 0;
@@ -771,7 +837,7 @@ impl Server {
             if conn.queue.len() >= high {
                 // A burst filled the queue within one turn: offer it to the socket before
                 // calling the client slow; only a client whose socket will not take it is.
-                match conn.queue.flush_to(&mut conn.stream) {
+                match conn.flush() {
                     Ok(n) => self.counters.add_bytes(n as u64),
                     Err(_) => conn.dead = true,
                 }
@@ -916,6 +982,15 @@ impl Server {
             let Some(conn) = self.clients[slot].as_mut() else {
                 continue;
             };
+            if conn.handshaking()
+                && now.saturating_sub(conn.accepted_ns)
+                    >= self.config.tls_handshake_timeout.as_nanos() as u64
+            {
+                // No frame can reach a client before its handshake: just close.
+                self.counters.add_tls_timed_out(1);
+                self.close(slot);
+                continue;
+            }
             if conn.phase == Phase::AwaitingLogin
                 && now.saturating_sub(conn.accepted_ns)
                     >= self.config.login_timeout.as_nanos() as u64
@@ -939,7 +1014,7 @@ impl Server {
                     }
                 }
             }
-            match conn.queue.flush_to(&mut conn.stream) {
+            match conn.flush() {
                 Ok(n) => self.counters.add_bytes(n as u64),
                 Err(_) => conn.dead = true,
             }

@@ -28,6 +28,7 @@ mod serve_login;
 mod serve_loopback;
 mod serve_reconnect;
 mod serve_storm;
+mod serve_tls;
 mod snapshot_lock;
 mod snapshot_round_trip;
 mod snapshot_stress;
