@@ -2,11 +2,13 @@
 
 use std::io;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
-use ticklane_engine::serve::client::ClientConfig;
+use ticklane_engine::serve::client::{ClientConfig, ClientTls};
+use ticklane_engine::serve::tls::{client_config, server_name};
 use ticklane_engine::views::ExitStatus;
 use ticklane_engine::watch::print_subscriber_updates;
 use ticklane_feed::resilience::BackoffConfig;
@@ -33,6 +35,16 @@ pub struct SubscribeArgs {
     /// Give up after this many failed connection attempts in a row (at least 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_attempts: Option<u32>,
+    /// Connect over TLS and verify the server's certificate (against --ca, else the
+    /// host's trust store) before logging in.
+    #[arg(long)]
+    pub tls: bool,
+    /// The CA certificates (PEM) to verify the server with; implies --tls.
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// The name the server's certificate must carry (default: the address in --server).
+    #[arg(long, value_name = "NAME")]
+    pub server_name: Option<String>,
 }
 
 /// Runs `ticklane subscribe` until a signal, maintenance, or `--max-attempts`.
@@ -45,8 +57,35 @@ pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
         );
         return Ok(ExitStatus::Usage);
     }
+    let tls = if args.tls || args.ca.is_some() || args.server_name.is_some() {
+        let name = args
+            .server_name
+            .clone()
+            .unwrap_or_else(|| args.server.ip().to_string());
+        let server_name = match server_name(&name) {
+            Ok(n) => n,
+            Err(why) => {
+                eprintln!("ticklane subscribe: --server-name {why}");
+                return Ok(ExitStatus::Usage);
+            }
+        };
+        let config = match client_config(args.ca.as_deref()) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("ticklane subscribe: {e}");
+                return Ok(ExitStatus::Usage);
+            }
+        };
+        Some(ClientTls {
+            config,
+            server_name,
+        })
+    } else {
+        None
+    };
     let config = ClientConfig {
         account: args.account.clone(),
+        tls,
         backoff: BackoffConfig {
             base: Duration::from_millis(args.backoff_base_ms),
             cap: Duration::from_millis(args.backoff_cap_ms),

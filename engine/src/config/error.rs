@@ -119,6 +119,13 @@ pub enum Conflict {
     /// `feed.glimpse_server` with a `feed.start_sequence` other than `"snapshot"`: the
     /// snapshot server is what a line starts from.
     GlimpseWithoutSnapshotStart,
+    /// One of `serve.tls_cert` and `serve.tls_key` without the other.
+    TlsHalf {
+        /// The key that is set.
+        set: &'static str,
+        /// The key that is missing.
+        missing: &'static str,
+    },
     /// `serve.low_water_bytes` is not below `serve.high_water_bytes`.
     WaterMarks {
         /// `serve.low_water_bytes`.
@@ -145,6 +152,7 @@ impl Conflict {
             }
             Conflict::IdleUnderHeartbeats { .. } => ["serve.idle_timeout_ms", "serve.heartbeat_ms"],
             Conflict::WaterMarks { .. } => ["serve.low_water_bytes", "serve.high_water_bytes"],
+            Conflict::TlsHalf { set, missing } => [set, missing],
             Conflict::GlimpseWithoutSnapshotStart => ["feed.glimpse_server", "feed.start_sequence"],
         }
     }
@@ -216,6 +224,11 @@ impl fmt::Display for Conflict {
                 "serve.idle_timeout_ms = {idle_ms} is under three serve.heartbeat_ms = \
                  {heartbeat_ms}: a client that heartbeats on time could be cut; allowed: \
                  idle_timeout_ms >= 3 * heartbeat_ms"
+            ),
+            Conflict::TlsHalf { set, missing } => write!(
+                f,
+                "{set} is set without {missing}: TLS needs the certificate and its key; \
+                 allowed: both, or neither (plain TCP)"
             ),
             Conflict::WaterMarks { low, high } => write!(
                 f,
@@ -303,6 +316,17 @@ pub enum ConfigError {
         /// What the key accepts.
         allowed: Allowed,
     },
+    /// A certificate or key file named by a key cannot serve: unreadable, not matching,
+    /// expired. The error names the file.
+    #[error("{place}: {key}: {error}")]
+    Tls {
+        /// The configuration file, and where the key is written.
+        place: Place,
+        /// Full dotted path of the key.
+        key: &'static str,
+        /// What is wrong with the file it names.
+        error: ticklane_serve::tls::TlsConfigError,
+    },
     /// Two values each in range that cannot be used together.
     #[error("{place}: {conflict}")]
     Conflict {
@@ -323,7 +347,8 @@ impl ConfigError {
             ConfigError::Environment { variable, .. } => Some(variable),
             ConfigError::Missing { key, .. }
             | ConfigError::Value { key, .. }
-            | ConfigError::OtherKindKey { key, .. } => Some(key),
+            | ConfigError::OtherKindKey { key, .. }
+            | ConfigError::Tls { key, .. } => Some(key),
             ConfigError::Conflict { conflict, .. } => Some(conflict.keys()[0]),
         }
     }
@@ -336,6 +361,7 @@ impl ConfigError {
             ConfigError::Missing { place, .. }
             | ConfigError::Value { place, .. }
             | ConfigError::OtherKindKey { place, .. }
+            | ConfigError::Tls { place, .. }
             | ConfigError::Conflict { place, .. } => place.at,
         }
     }

@@ -307,6 +307,12 @@ pub const SERVE_LOGIN_TIMEOUT_MS: Allowed = Allowed::Integer {
     max: 600_000,
 };
 
+/// `serve.tls_handshake_timeout_ms`: 10 ms (a loopback handshake) to a minute.
+pub const SERVE_TLS_HANDSHAKE_TIMEOUT_MS: Allowed = Allowed::Integer {
+    min: 10,
+    max: 60_000,
+};
+
 /// `serve.heartbeat_ms`: the client library reads at least every 10 ms of it; a minute at
 /// most, or a dead peer goes unnoticed for minutes.
 pub const SERVE_HEARTBEAT_MS: Allowed = Allowed::Integer {

@@ -36,7 +36,7 @@ mod validate;
 pub use allowed::Allowed;
 pub use error::{ConfigError, Conflict, Location, Place};
 pub use instance::{Instance, NAME_INDICES};
-pub use serve_keys::ServeSection;
+pub use serve_keys::{ServeSection, TlsFiles};
 pub use validate::available_cores;
 
 /// What a MoldUDP64 line with no retransmission server says at start (on stderr) and in its

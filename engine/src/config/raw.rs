@@ -73,6 +73,10 @@ pub struct RawServe {
     pub idle_timeout_ms: RawValue,
     pub high_water_bytes: RawValue,
     pub low_water_bytes: RawValue,
+    // TLS.
+    pub tls_cert: RawValue,
+    pub tls_key: RawValue,
+    pub tls_handshake_timeout_ms: RawValue,
 }
 
 /// `[admin]`: the HTTP server for health, metrics and admin calls.

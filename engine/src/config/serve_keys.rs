@@ -6,8 +6,12 @@
 //! the high one) are checked after.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use crate::serve::tls::{rustls, server_config, TlsConfigError};
 use crate::serve_guard::{AdmissionConfig, PeerLimits, RetryAfter, StageLimit};
 
 use super::error::{ConfigError, Conflict};
@@ -23,6 +27,8 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_HIGH_WATER_BYTES: usize = 512 << 10;
 /// `serve.low_water_bytes` when absent: the server's built-in 64 KiB.
 pub const DEFAULT_LOW_WATER_BYTES: usize = 64 << 10;
+/// `serve.tls_handshake_timeout_ms` when absent: the server's built-in 5 s.
+pub const DEFAULT_TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Heartbeat intervals the idle timeout spans at least: a client sends a heartbeat after
 /// one interval without sending, and may notice that only an interval late.
 pub const IDLE_HEARTBEATS: u32 = 3;
@@ -42,6 +48,20 @@ pub struct ServeSection {
     pub high_water_bytes: usize,
     /// Back at this many, updates stream again.
     pub low_water_bytes: usize,
+    /// `serve.tls_cert` and `serve.tls_key`: speak TLS with this certificate (checked at
+    /// load: readable, matching, within its dates); plain TCP when absent.
+    pub tls: Option<TlsFiles>,
+    /// A TLS handshake not done this long after the accept is dropped.
+    pub tls_handshake_timeout: Duration,
+}
+
+/// A certificate chain and its private key, PEM files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// `serve.tls_cert`: the server's certificate first, then its chain.
+    pub cert: PathBuf,
+    /// `serve.tls_key`: the certificate's private key.
+    pub key: PathBuf,
 }
 
 impl Default for ServeSection {
@@ -55,6 +75,8 @@ impl Default for ServeSection {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             high_water_bytes: DEFAULT_HIGH_WATER_BYTES,
             low_water_bytes: DEFAULT_LOW_WATER_BYTES,
+            tls: None,
+            tls_handshake_timeout: DEFAULT_TLS_HANDSHAKE_TIMEOUT,
         }
     }
 }
@@ -265,7 +287,16 @@ pub fn serve_section(check: &Checker<'_>, raw: &RawServe) -> Result<ServeSection
             span.map(|v| v.span()),
         ));
     }
+    let tls = tls_files(check, raw)?;
+    let tls_handshake_timeout = check.millis(
+        "serve.tls_handshake_timeout_ms",
+        &raw.tls_handshake_timeout_ms,
+        &limits::SERVE_TLS_HANDSHAKE_TIMEOUT_MS,
+        d.tls_handshake_timeout,
+    )?;
     Ok(ServeSection {
+        tls,
+        tls_handshake_timeout,
         listen: check.socket_addr("serve.listen", &raw.listen, false)?,
         admission: AdmissionConfig {
             connect,
@@ -284,4 +315,59 @@ pub fn serve_section(check: &Checker<'_>, raw: &RawServe) -> Result<ServeSection
         high_water_bytes,
         low_water_bytes,
     })
+}
+
+/// `serve.tls_cert` and `serve.tls_key`: both or neither; the files are read and checked
+/// now, so that a certificate that cannot serve is a configuration error at start.
+fn tls_files(check: &Checker<'_>, raw: &RawServe) -> Result<Option<TlsFiles>, ConfigError> {
+    let cert = check.path("serve.tls_cert", &raw.tls_cert)?;
+    let key = check.path("serve.tls_key", &raw.tls_key)?;
+    let (cert, key) = match (cert, key) {
+        (None, None) => return Ok(None),
+        (Some(cert), Some(key)) => (cert, key),
+        (Some(_), None) => {
+            let conflict = Conflict::TlsHalf {
+                set: "serve.tls_cert",
+                missing: "serve.tls_key",
+            };
+            return Err(check.conflict(conflict, raw.tls_cert.as_ref().map(|v| v.span())));
+        }
+        (None, Some(_)) => {
+            let conflict = Conflict::TlsHalf {
+                set: "serve.tls_key",
+                missing: "serve.tls_cert",
+            };
+            return Err(check.conflict(conflict, raw.tls_key.as_ref().map(|v| v.span())));
+        }
+    };
+    let files = TlsFiles { cert, key };
+    files.load().map_err(|error| {
+        let key = match &error {
+            TlsConfigError::KeyMismatch { .. } | TlsConfigError::Rejected { .. } => "serve.tls_key",
+            TlsConfigError::Unreadable { path, .. } if *path == files.key => "serve.tls_key",
+            _ => "serve.tls_cert",
+        };
+        let span = if key == "serve.tls_key" {
+            &raw.tls_key
+        } else {
+            &raw.tls_cert
+        };
+        ConfigError::Tls {
+            place: check.place(span.as_ref().map(|v| v.span())),
+            key,
+            error,
+        }
+    })?;
+    Ok(Some(files))
+}
+
+impl TlsFiles {
+    /// The server's TLS configuration from these files.
+    ///
+    /// # Errors
+    ///
+    /// A [`TlsConfigError`] naming the file at fault.
+    pub fn load(&self) -> Result<Arc<rustls::ServerConfig>, TlsConfigError> {
+        server_config(&self.cert, &self.key)
+    }
 }

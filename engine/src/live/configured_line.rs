@@ -16,12 +16,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::admin::{AdminServer, AdminState, FeedHandles, ServerLimits};
-use crate::config::{ConfigError, Conflict, FeedConfig, Instance, Place, RunConfig};
+use crate::config::{ConfigError, Conflict, FeedConfig, Instance, Place, RunConfig, TlsFiles};
 use crate::health::Health;
 use crate::overload::{OverloadConfig, SubscriberConfig, SubscriberHub};
 use crate::serve::{
-    start_server_stopping_on, GuardCounters, GuardedAdmission, ServeConfig, ServeCounts,
-    ServeHandle, SnapshotImages,
+    start_secure_server, GuardCounters, GuardedAdmission, ServeConfig, ServeCounts, ServeHandle,
+    ServeSecurity, SnapshotImages,
 };
 use crate::serve_guard::{AdmissionConfig, AdmissionCounts};
 use crate::snapshot::{SnapshotError, SnapshotReader, SnapshotWriter};
@@ -114,6 +114,10 @@ pub enum ConfiguredLineError {
     /// The line failed to run (a thread could not start, the books could not be allocated).
     #[error("{0}")]
     Line(#[from] io::Error),
+    /// The subscriber server's certificate or key, checked at load, no longer serves at
+    /// start (exit 2, as at load).
+    #[error("serve.tls_cert / serve.tls_key: {0}")]
+    Tls(#[from] crate::serve::tls::TlsConfigError),
     /// The subscriber server's thread failed.
     #[error("stopping the subscriber server")]
     ServeStop(#[source] io::Error),
@@ -382,11 +386,16 @@ fn start_subscriber_server(
             keys.admission.retry_after.min_ms,
             keys.admission.retry_after.max_ms,
         ),
+        tls_handshake_timeout: keys.tls_handshake_timeout,
         seed,
         ..ServeConfig::new(listen)
     };
-    let server = start_server_stopping_on(
+    let security = ServeSecurity {
+        tls: keys.tls.as_ref().map(TlsFiles::load).transpose()?,
+    };
+    let server = start_secure_server(
         serve_config,
+        security,
         Some(hub),
         Box::new(SnapshotImages::new(reader)),
         Box::new(admission),

@@ -21,6 +21,7 @@ impl ExitStatus {
         let mut next = Some(error);
         while let Some(e) = next {
             let asked_wrong = e.is::<ConfigError>()
+                || e.is::<crate::serve::tls::TlsConfigError>()
                 || e.is::<RecordRefused>()
                 || e.is::<SessionDateError>()
                 || matches!(

@@ -7,7 +7,8 @@ use crate::serve::ServeCounts;
 use crate::serve_guard::{AdmissionCounts, RejectReason, Stage};
 
 /// Writes the server's counters: clients accepted and rejected, cut loose and shed, updates
-/// conflated, requests served and dropped for budget, bytes sent; then, when the storm
+/// conflated, requests served and dropped for budget, bytes sent, the TLS handshakes (when
+/// there were any); then, when the storm
 /// defences were on, what admission admitted and refused at each stage, with the reasons.
 ///
 /// # Errors
@@ -31,6 +32,15 @@ pub fn write_serve_counts(
         group(c.expired_requests),
         group(c.bytes)
     )?;
+    if c.tls_established + c.tls_failed + c.tls_timed_out > 0 {
+        write!(
+            out,
+            "; TLS handshakes: {} established, {} failed, {} timed out",
+            group(c.tls_established),
+            group(c.tls_failed),
+            group(c.tls_timed_out)
+        )?;
+    }
     if let Some(a) = admission {
         write_admission(out, a)?;
     }
@@ -90,6 +100,17 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "subscribers: 3 accepted, 1 rejected, 1 cut loose, 4 cut idle, 0 shed, 12,345 updates conflated, 7 requests (2 dropped: budget ran out), 1,000,000 bytes sent\n"
         );
+        let tls = ServeCounts {
+            tls_established: 3,
+            tls_failed: 2,
+            tls_timed_out: 1,
+            ..ServeCounts::default()
+        };
+        let mut out = Vec::new();
+        write_serve_counts(&mut out, &tls, None).unwrap();
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .ends_with("bytes sent; TLS handshakes: 3 established, 2 failed, 1 timed out\n"));
     }
 
     #[test]

@@ -231,3 +231,56 @@ fn set_keys_reach_the_admission_settings() {
         (8192, 1024)
     );
 }
+
+#[test]
+fn tls_keys_come_in_pairs_and_their_files_are_checked_at_load() {
+    use ticklane_testkit::certs::TestCa;
+    let dir = tempfile::tempdir().expect("dir");
+    let ca = TestCa::new("config test CA");
+    let good = ca.issue(dir.path(), "good", &["localhost"]);
+    let old = ca.issue_expired(dir.path(), "old", &["localhost"]);
+    let other = ca.issue(dir.path(), "other", &["localhost"]);
+    let keys = |cert: &Path, key: &Path| {
+        with_serve(&format!(
+            "tls_cert = {:?}\ntls_key = {:?}",
+            cert.display().to_string(),
+            key.display().to_string()
+        ))
+    };
+
+    let config = parse(&keys(&good.cert, &good.key)).expect("a good pair");
+    let tls = config.serve.tls.expect("TLS on");
+    assert_eq!((tls.cert, tls.key), (good.cert.clone(), good.key.clone()));
+    assert_eq!(config.serve.tls_handshake_timeout, Duration::from_secs(5));
+    assert!(parse(&with_serve("")).expect("plain").serve.tls.is_none());
+
+    let half = refused(&with_serve(&format!("tls_cert = {:?}", good.cert)));
+    assert_eq!(half.key(), Some("serve.tls_cert"));
+    assert!(half.to_string().contains("without serve.tls_key"), "{half}");
+
+    let expired = refused(&keys(&old.cert, &old.key));
+    assert_eq!(expired.key(), Some("serve.tls_cert"));
+    let text = expired.to_string();
+    assert!(
+        text.contains(&old.cert.display().to_string()) && text.contains("expired"),
+        "{text}"
+    );
+
+    let mismatch = refused(&keys(&good.cert, &other.key));
+    assert_eq!(mismatch.key(), Some("serve.tls_key"));
+    assert!(
+        mismatch.to_string().contains("does not match"),
+        "{mismatch}"
+    );
+
+    let missing = dir.path().join("missing.pem");
+    let unreadable = refused(&keys(&good.cert, &missing));
+    assert_eq!(unreadable.key(), Some("serve.tls_key"));
+    assert!(
+        unreadable.to_string().contains("missing.pem"),
+        "{unreadable}"
+    );
+
+    let timeout = refused(&with_serve("tls_handshake_timeout_ms = 5"));
+    assert_eq!(timeout.key(), Some("serve.tls_handshake_timeout_ms"));
+}

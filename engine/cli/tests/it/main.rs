@@ -21,6 +21,7 @@ mod live_process;
 mod loss_exit_status;
 mod output_targets;
 mod serve_process;
+mod serve_tls_process;
 mod sim_pacing;
 mod snapshot_cli;
 mod snapshot_kill;
