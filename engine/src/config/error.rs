@@ -324,8 +324,9 @@ pub enum ConfigError {
         place: Place,
         /// Full dotted path of the key.
         key: &'static str,
-        /// What is wrong with the file it names.
-        error: ticklane_serve::tls::TlsConfigError,
+        /// What is wrong with the file it names (boxed: it is large, and this path is
+        /// cold).
+        error: Box<ticklane_serve::tls::TlsConfigError>,
     },
     /// Two values each in range that cannot be used together.
     #[error("{place}: {conflict}")]

@@ -355,7 +355,7 @@ fn tls_files(check: &Checker<'_>, raw: &RawServe) -> Result<Option<TlsFiles>, Co
         ConfigError::Tls {
             place: check.place(span.as_ref().map(|v| v.span())),
             key,
-            error,
+            error: Box::new(error),
         }
     })?;
     Ok(Some(files))

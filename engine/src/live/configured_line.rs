@@ -117,7 +117,7 @@ pub enum ConfiguredLineError {
     /// The subscriber server's certificate or key, checked at load, no longer serves at
     /// start (exit 2, as at load).
     #[error("serve.tls_cert / serve.tls_key: {0}")]
-    Tls(#[from] crate::serve::tls::TlsConfigError),
+    Tls(Box<crate::serve::tls::TlsConfigError>),
     /// The subscriber server's thread failed.
     #[error("stopping the subscriber server")]
     ServeStop(#[source] io::Error),
@@ -391,7 +391,12 @@ fn start_subscriber_server(
         ..ServeConfig::new(listen)
     };
     let security = ServeSecurity {
-        tls: keys.tls.as_ref().map(TlsFiles::load).transpose()?,
+        tls: keys
+            .tls
+            .as_ref()
+            .map(TlsFiles::load)
+            .transpose()
+            .map_err(|e| ConfiguredLineError::Tls(Box::new(e)))?,
     };
     let server = start_secure_server(
         serve_config,

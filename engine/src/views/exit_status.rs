@@ -22,6 +22,10 @@ impl ExitStatus {
         while let Some(e) = next {
             let asked_wrong = e.is::<ConfigError>()
                 || e.is::<crate::serve::tls::TlsConfigError>()
+                || matches!(
+                    e.downcast_ref(),
+                    Some(crate::live::ConfiguredLineError::Tls(_))
+                )
                 || e.is::<RecordRefused>()
                 || e.is::<SessionDateError>()
                 || matches!(
