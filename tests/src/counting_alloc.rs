@@ -14,13 +14,13 @@
 //! - **Every thread**, while a window is open: [`EveryThread`], [`open_window`],
 //!   [`close_window`]. For a test whose work runs on threads it does not create (a
 //!   pipeline's reader and book threads, a server's thread), where no thread-local switch
-//!   can be turned on. The window counts the whole process except its main thread: libtest
-//!   runs every test on a thread of its own and uses the main thread only to collect and
-//!   print results (other tests' too), which is no code under test; a turn cannot be taken
-//!   on the main thread, so nothing a test runs is ever left out. Only one test at a time
-//!   holds a turn. Any other test running in the same process would be counted as well, so
-//!   the tests that count every thread live in a binary of their own (the engine's
-//!   `tests/zero_alloc`), where they take turns.
+//!   can be turned on. The window counts the whole process except its main thread, which
+//!   runs no code under test (a turn cannot be taken on it). Anything else running in the
+//!   process is counted too, other tests' threads as they start and end included, so the
+//!   tests that count every thread live in a binary of their own without libtest's harness
+//!   (the engine's `tests/zero_alloc`), whose main runs them one at a time; a turn also
+//!   keeps them from overlapping. The window's first allocation records its thread and
+//!   stack ([`first_window_allocation`]), for a failing test to say where it came from.
 //!
 //! Each test proves its counter counts (a probe allocation inside its window is seen).
 
@@ -28,6 +28,7 @@
 #![allow(unsafe_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::backtrace::Backtrace;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -40,6 +41,9 @@ thread_local! {
     static THREAD: Cell<u64> = const { Cell::new(0) };
     /// Where this thread's span began ([`start_counting`]).
     static SPAN_START: Cell<Option<u64>> = const { Cell::new(None) };
+    /// Set while this thread records where the window's first allocation came from: the
+    /// recording's own allocations are not counted.
+    static RECORDING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Every thread's allocations (but the main thread's) are counted while this is set.
@@ -50,13 +54,44 @@ static IN_WINDOW: AtomicU64 = AtomicU64::new(0);
 static TURN: Mutex<()> = Mutex::new(());
 /// Set while an [`EveryThread`] turn is held.
 static TURN_HELD: AtomicBool = AtomicBool::new(false);
+/// Set by the first allocation counted in a window since the count was last reset, which
+/// then records where it was made in [`FIRST`].
+static FIRST_TAKEN: AtomicBool = AtomicBool::new(false);
+/// The thread and call stack of that first allocation, unresolved (symbols are looked up
+/// only when a failing test prints it).
+static FIRST: Mutex<Option<(String, Backtrace)>> = Mutex::new(None);
 
 fn note_allocation() {
     // `try_with`: the allocator may run while this thread's thread-locals are torn down.
     let _ = THREAD.try_with(|n| n.set(n.get() + 1));
     if WINDOW_OPEN.load(Ordering::Relaxed) && !on_main_thread() {
+        if RECORDING.try_with(Cell::get).unwrap_or(true) {
+            return;
+        }
         IN_WINDOW.fetch_add(1, Ordering::Relaxed);
+        if !FIRST_TAKEN.swap(true, Ordering::SeqCst) {
+            record_first();
+        }
     }
+}
+
+/// Records the calling thread's name and stack as the window's first allocation. Runs
+/// inside the allocator: its own allocations are left out by `RECORDING`, and only the
+/// thread that won `FIRST_TAKEN` takes the lock, so it cannot wait on itself.
+fn record_first() {
+    RECORDING.with(|recording| recording.set(true));
+    let thread = std::thread::current()
+        .name()
+        .unwrap_or("unnamed")
+        .to_owned();
+    let stack = Backtrace::force_capture();
+    *FIRST.lock().unwrap_or_else(PoisonError::into_inner) = Some((thread, stack));
+    RECORDING.with(|recording| recording.set(false));
+}
+
+fn reset_first() {
+    *FIRST.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    FIRST_TAKEN.store(false, Ordering::SeqCst);
 }
 
 /// Whether the calling thread is the process's main thread (on Linux its thread id is the
@@ -117,6 +152,7 @@ impl EveryThread {
         let turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
         WINDOW_OPEN.store(false, Ordering::SeqCst);
         IN_WINDOW.store(0, Ordering::SeqCst);
+        reset_first();
         TURN_HELD.store(true, Ordering::SeqCst);
         EveryThread { _turn: turn }
     }
@@ -161,12 +197,27 @@ pub fn window_allocations() -> u64 {
 
 /// [`window_allocations`], and starts that count again from zero.
 pub fn take_window_allocations() -> u64 {
-    IN_WINDOW.swap(0, Ordering::SeqCst)
+    let taken = IN_WINDOW.swap(0, Ordering::SeqCst);
+    reset_first();
+    taken
+}
+
+/// Where the first allocation counted since the turn began (or the last
+/// [`take_window_allocations`]) was made: its thread's name and call stack, for a failing
+/// test to print. Empty when none was counted.
+pub fn first_window_allocation() -> String {
+    let first = FIRST.lock().unwrap_or_else(PoisonError::into_inner);
+    match &*first {
+        Some((thread, stack)) => format!("the first, on thread {thread}:\n{stack}"),
+        None => String::new(),
+    }
 }
 
 // SAFETY: every call is forwarded unchanged to the system allocator; counting touches only
 // const-initialised thread-locals (no destructor, no allocation), atomics and `gettid`,
-// none of which allocates or re-enters the allocator.
+// none of which allocates or re-enters the allocator, except that the window's first
+// allocation records its stack, whose own allocations re-enter here and are passed
+// through uncounted (`RECORDING`) before the recording thread ever waits on anything.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         note_allocation();

@@ -29,10 +29,9 @@ use ticklane_feed::moldudp64::RecoveryConfig;
 use ticklane_feed::net::UdpFeedConfig;
 use ticklane_sim::{Faults, GenConfig, MessageLog, Rate};
 use ticklane_testkit::counting_alloc::{
-    close_window, open_window, take_window_allocations, window_allocations, window_is_open,
-    EveryThread,
+    close_window, first_window_allocation, open_window, take_window_allocations,
+    window_allocations, window_is_open, EveryThread,
 };
-use ticklane_testkit::process::rerun_test;
 
 /// Publications seen while the window was open, and in all (written by `finish`).
 static MEASURED: AtomicU64 = AtomicU64::new(0);
@@ -107,8 +106,7 @@ fn probe_the_counter() {
     );
 }
 
-#[test]
-fn reader_and_book_threads_allocate_nothing_per_message() {
+pub fn reader_and_book_threads_allocate_nothing_per_message() {
     let _turn = EveryThread::turn();
     probe_the_counter();
     let dir = tempfile::tempdir().expect("tempdir");
@@ -142,7 +140,7 @@ fn reader_and_book_threads_allocate_nothing_per_message() {
         .and_then(|s| s.local_addr())
         .expect("probe port");
     source.set_request_server(request);
-    let mut sim = rerun_test(module_path!(), "simulator_child")
+    let mut sim = std::process::Command::new(std::env::current_exe().expect("this binary"))
         .env(SIMULATOR_ENV, format!("{data} {request}"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -206,17 +204,21 @@ fn reader_and_book_threads_allocate_nothing_per_message() {
     let latency = latency.load();
     assert!(latency.refreshes >= 5, "{latency:?}");
     assert_eq!(latency.samples, report.book.messages, "{latency:?}");
-    assert_eq!(allocations, 0, "allocations after warm-up");
+    assert_eq!(
+        allocations,
+        0,
+        "allocations after warm-up; {}",
+        first_window_allocation()
+    );
 }
 
-/// The exchange simulator, in this binary run again as a child (`rerun_test`), so that its
-/// allocations are not counted with the line's: a generated day at 1 M msg/s to the line,
-/// retransmissions answered, then five seconds of lingering for late requests. Run without
-/// the variable, it does nothing.
-#[test]
-fn simulator_child() {
+/// The exchange simulator, when this binary was started again as its child (the variable
+/// set), so that its allocations are not counted with the line's: a generated day at
+/// 1 M msg/s to the line, retransmissions answered, then five seconds of lingering for late
+/// requests. Whether it was asked to: without the variable, it does nothing.
+pub fn simulator_child() -> bool {
     let Ok(addresses) = std::env::var(SIMULATOR_ENV) else {
-        return;
+        return false;
     };
     let (data, request) = addresses.split_once(' ').expect("DATA REQUEST");
     let log = Arc::new(MessageLog::from_generator(GenConfig {
@@ -240,4 +242,5 @@ fn simulator_child() {
     };
     let sim = ExchangeSim::start(&log, config).expect("start the simulator");
     sim.serve(&AtomicBool::new(false)).expect("serve");
+    true
 }

@@ -15,7 +15,8 @@ use ticklane_engine::serve::protocol::{
 use ticklane_engine::serve::{start_server, AdmitAll, BookImage, ImageSource, ServeConfig};
 use ticklane_feed::itch::Price;
 use ticklane_testkit::counting_alloc::{
-    close_window, open_window, take_window_allocations, window_allocations, EveryThread,
+    close_window, first_window_allocation, open_window, take_window_allocations,
+    window_allocations, EveryThread,
 };
 
 /// Fixed books for a few symbols: the image source allocates nothing per image.
@@ -92,8 +93,7 @@ impl RawClient {
 const WARM_UP: u32 = 200;
 const MEASURED: u32 = 5_000;
 
-#[test]
-fn serving_requests_allocates_nothing_once_warm() {
+pub fn serving_requests_allocates_nothing_once_warm() {
     let _turn = EveryThread::turn();
     let levels = (0..40)
         .map(|i| LevelView {
@@ -166,8 +166,10 @@ fn serving_requests_allocates_nothing_once_warm() {
     let allocations = window_allocations();
     assert_eq!(probe, 1, "the counting allocator counts");
     assert_eq!(
-        allocations, 0,
-        "{allocations} allocations over {MEASURED} subscribe/unsubscribe cycles"
+        allocations,
+        0,
+        "{allocations} allocations over {MEASURED} subscribe/unsubscribe cycles; {}",
+        first_window_allocation()
     );
     let counts = server.stop().unwrap();
     assert_eq!(
