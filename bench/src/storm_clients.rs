@@ -17,7 +17,7 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use ticklane_engine::serve::client::{padded_account, padded_symbol, ClientConfig};
 use ticklane_engine::serve::protocol::{
-    decode_server, encode_client, ClientMessage, ServerMessage, PROTOCOL_VERSION,
+    decode_server, encode_client, ClientMessage, Secret, ServerMessage, PROTOCOL_VERSION_1,
 };
 use ticklane_engine::serve::reconnect::{NextAttempt, Reconnect};
 
@@ -257,8 +257,9 @@ impl Client {
             match (stream.take_error(), stream.peer_addr()) {
                 (Ok(None), Ok(_)) => {
                     let login = ClientMessage::Login {
-                        version: PROTOCOL_VERSION,
+                        version: PROTOCOL_VERSION_1,
                         account: padded_account(&self.config.account),
+                        secret: Secret::NONE,
                     };
                     self.enter(Phase::LoggingIn, now);
                     if self.send(&login, now).is_err() {

@@ -22,8 +22,8 @@ use ticklane_feed::resilience::BackoffConfig;
 use super::client_stream::{ClientStream, ConnectError};
 pub use super::client_stream::{ClientTls, TlsFailure};
 use super::protocol::{
-    account_field, decode_server, encode_client, ClientMessage, DecodeError, Reason, ServerMessage,
-    MAX_FRAME, PROTOCOL_VERSION,
+    account_field, decode_server, encode_client, ClientMessage, DecodeError, Reason, Secret,
+    ServerMessage, MAX_FRAME, PROTOCOL_VERSION, PROTOCOL_VERSION_1,
 };
 use super::reconnect::{NextAttempt, Reconnect};
 
@@ -207,11 +207,13 @@ impl Session {
         account: &str,
         timeout: Duration,
     ) -> Result<Session, ClientError> {
-        Session::connect_over(addr, None, account, timeout)
+        Session::connect_over(addr, None, account, &Secret::NONE, timeout)
     }
 
-    /// [`Session::connect`], over TLS when `tls` is given: the server's certificate is
-    /// verified before the login goes out.
+    /// [`Session::connect`], over TLS when `tls` is given (the server's certificate is
+    /// verified before the login goes out), and with `secret` when it is not
+    /// [`Secret::NONE`] (a version-2 login; without one, a version-1 login, which servers
+    /// of either version take when they have no accounts).
     ///
     /// # Errors
     ///
@@ -220,6 +222,7 @@ impl Session {
         addr: SocketAddr,
         tls: Option<&ClientTls>,
         account: &str,
+        secret: &Secret,
         timeout: Duration,
     ) -> Result<Session, ClientError> {
         let account_field = account_field(account).map_err(|why| ClientError::BadAccount {
@@ -246,9 +249,15 @@ impl Session {
             next_request: 1,
             heartbeats_returned: false,
         };
+        let version = if secret.is_empty() {
+            PROTOCOL_VERSION_1
+        } else {
+            PROTOCOL_VERSION
+        };
         session.send(&ClientMessage::Login {
-            version: PROTOCOL_VERSION,
+            version,
             account: account_field,
+            secret: *secret,
         })?;
         match session.recv()? {
             Received::Message(ServerMessage::LoginAccepted { heartbeat_ms, .. }) => {
@@ -488,6 +497,9 @@ pub struct ClientConfig {
     pub account: String,
     /// Connect over TLS, verifying the server (`None`: plain TCP).
     pub tls: Option<ClientTls>,
+    /// The account's secret ([`Secret::NONE`]: a version-1 login, for a server without
+    /// accounts).
+    pub secret: Secret,
     /// The symbols to follow.
     pub symbols: Vec<String>,
     /// Exponential backoff with full jitter between reconnects; its cap is also the longest
@@ -512,6 +524,7 @@ impl ClientConfig {
             server,
             account: "ticklane".into(),
             tls: None,
+            secret: Secret::NONE,
             symbols,
             backoff: BackoffConfig {
                 base: Duration::from_millis(100),
@@ -657,6 +670,7 @@ fn session_once(
         config.server,
         config.tls.as_ref(),
         &config.account,
+        &config.secret,
         config.timeout,
     )?;
     *accepted = true;

@@ -94,7 +94,9 @@
 
 pub mod serve_guard;
 
+pub mod accounts;
 pub mod admission;
+pub mod audit;
 pub mod client;
 mod client_stream;
 mod connection;

@@ -1,4 +1,4 @@
-//! The subscriber protocol, version 1: frames, the messages each side sends, and their
+//! The subscriber protocol, version 2: frames, the messages each side sends, and their
 //! encoding. Sans-I/O: bytes in, messages out; the server, the client and the tests all go
 //! through these functions.
 //!
@@ -15,7 +15,7 @@
 //!
 //! | type | message | payload |
 //! |---|---|---|
-//! | `L` | login | version `u16` (1), account 16 |
+//! | `L` | login | version `u16` (2), account 16, secret length `u8` (1 to [`MAX_SECRET`]), the secret (UTF-8 or any bytes) |
 //! | `S` | subscribe | request id `u32`, budget ms `u32`, symbol 8 |
 //! | `U` | unsubscribe | symbol 8 |
 //! | `Y` | symbol list | request id `u32`, budget ms `u32` |
@@ -37,7 +37,7 @@
 //!
 //! | type | message | payload |
 //! |---|---|---|
-//! | `A` | login accepted | version `u16`, heartbeat ms `u32` |
+//! | `A` | login accepted | version `u16` (the client's own), heartbeat ms `u32` |
 //! | `J` | login rejected | reason `u8`, retry-after ms `u32` (0: do not retry) |
 //! | `I` | book image | seq `u64`, request id `u32` (0: a refresh after conflation), symbol 8, locate `u16`, flags `u8` (1 STALE, 2 MAYBE_BAD, 4 AT_DEPTH: a side fills `snapshot.depth`), trading state `u8` (`H` `P` `Q` `T`, 0 none), feed seq `u64`, bid count `u16`, ask count `u16`, then the levels: bids best first, then asks best first |
 //! | `Q` | top of book | seq `u64`, symbol 8, bid level, ask level (all zero when a side is empty) |
@@ -46,6 +46,7 @@
 //! | `G` | trading state | seq `u64`, symbol 8, state `u8`, reason 4 |
 //! | `Z` | symbol list | seq `u64`, request id `u32`, last `u8` (1 on the final frame), count `u16`, count symbols of 8 (at most [`SYMBOLS_PER_FRAME`] a frame) |
 //! | `N` | unknown symbol | seq `u64`, request id `u32`, symbol 8 |
+//! | `E` | not entitled | seq `u64`, request id `u32` (0: withdrawn, not asked), symbol 8, reason `u8` (`E` not entitled to the symbol, `M` the account's subscription limit, `W` withdrawn by a change of the accounts file); the subscription is not kept |
 //! | `X` | request expired | request id `u32` |
 //! | `R` | come back later | reason `u8`, retry-after ms `u32`; the server closes after it |
 //! | `C` | cut loose | reason `u8`; the server closes after it |
@@ -63,7 +64,20 @@
 //! nothing heard (no request, no heartbeat) within the idle timeout (`serve.idle_timeout_ms`).
 //! `I` and flag 4 came within version 1 without changing any frame's layout: a peer that
 //! does not know them reads `I` as an unknown reason (still a cut, then the close) and
-//! ignores the bit.
+//! ignores the bit. Version 2 adds `A` not authorised (an unknown account or a wrong
+//! secret: one reason for both, so that a refusal does not tell which accounts exist), `L`
+//! the account's concurrent sessions are all in use, `E` not entitled and `W` entitlement
+//! withdrawn (in the `E` frame, or cutting a session whose account was removed).
+//!
+//! # Versions
+//!
+//! Version 2 is version 1 plus the login's secret, the `E` frame and the reasons above. A
+//! server with no accounts file serves both: a version-1 login (no secret) is served as it
+//! always was, and such a server sends no version-2 frame. A server with accounts requires
+//! a secret: a version-1 login is answered `J` with reason `V` (protocol version not
+//! supported) and retry-after 0, which a version-1 client already reads as "do not
+//! retry". The client library logs in with version 1 when it has no secret, so it works
+//! with servers of either version.
 //!
 //! # Closing
 //!
@@ -92,8 +106,13 @@ use ticklane_feed::itch::Price;
 
 use ticklane_book::{LevelView, Side, TopOfBook};
 
-/// The protocol version this build speaks; a login naming another is rejected.
-pub const PROTOCOL_VERSION: u16 = 1;
+/// The protocol version this build speaks; a login naming another (but 1, see the module
+/// doc) is rejected.
+pub const PROTOCOL_VERSION: u16 = 2;
+/// The version without secrets, still served by a server without accounts.
+pub const PROTOCOL_VERSION_1: u16 = 1;
+/// The longest secret a login carries, in bytes.
+pub const MAX_SECRET: usize = 128;
 /// Bytes of the frame header: the length and the type byte.
 pub const FRAME_HEADER: usize = 3;
 /// The largest frame, header included.
@@ -174,6 +193,14 @@ pub enum Reason {
     /// A logged-in client sent nothing (no request, no heartbeat) for the idle timeout.
     /// Added within version 1: a peer built before it decodes it as [`Reason::Other`].
     Idle = b'I',
+    /// Version 2: the account is unknown or the secret wrong (one reason for both).
+    NotAuthorised = b'A',
+    /// Version 2: the account's concurrent sessions are all in use.
+    SessionLimit = b'L',
+    /// Version 2: the account may not see this symbol.
+    NotEntitled = b'E',
+    /// Version 2: the account's entitlement was withdrawn (the accounts file changed).
+    Withdrawn = b'W',
     /// A reason this build does not know (decoded from a newer peer).
     Other = b'?',
 }
@@ -191,6 +218,10 @@ impl Reason {
             b'M' => Reason::TooManySymbols,
             b'T' => Reason::Silent,
             b'I' => Reason::Idle,
+            b'A' => Reason::NotAuthorised,
+            b'L' => Reason::SessionLimit,
+            b'E' => Reason::NotEntitled,
+            b'W' => Reason::Withdrawn,
             _ => Reason::Other,
         }
     }
@@ -208,20 +239,67 @@ impl fmt::Display for Reason {
             Reason::TooManySymbols => "too many subscriptions",
             Reason::Silent => "no login within the login timeout",
             Reason::Idle => "idle: nothing heard within the server's idle timeout",
+            Reason::NotAuthorised => "not authorised: unknown account or wrong secret",
+            Reason::SessionLimit => "the account's concurrent sessions are all in use",
+            Reason::NotEntitled => "not entitled",
+            Reason::Withdrawn => "entitlement withdrawn",
             Reason::Other => "unknown reason",
         })
+    }
+}
+
+/// A login's secret: up to [`MAX_SECRET`] bytes, held inline (a login allocates
+/// nothing). Its `Debug` never shows the bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Secret {
+    len: u8,
+    bytes: [u8; MAX_SECRET],
+}
+
+impl Secret {
+    /// No secret (a version-1 login).
+    pub const NONE: Secret = Secret {
+        len: 0,
+        bytes: [0; MAX_SECRET],
+    };
+
+    /// `bytes` as a secret; `None` if longer than [`MAX_SECRET`].
+    pub fn new(bytes: &[u8]) -> Option<Secret> {
+        let mut secret = Secret::NONE;
+        secret.bytes.get_mut(..bytes.len())?.copy_from_slice(bytes);
+        secret.len = bytes.len() as u8;
+        Some(secret)
+    }
+
+    /// The secret's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    /// Whether there is none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secret(<redacted>, {} bytes)", self.len)
     }
 }
 
 /// What a client sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientMessage {
-    /// `L`: version `u16`, account 16 bytes (space padded). The first message.
+    /// `L`: version `u16`, account 16 bytes (space padded); in version 2, the secret's
+    /// length `u8` and the secret. The first message.
     Login {
         /// The protocol version the client speaks.
         version: u16,
         /// The account, space padded.
         account: [u8; 16],
+        /// The secret ([`Secret::NONE`] in version 1).
+        secret: Secret,
     },
     /// `S`: request id `u32`, budget ms `u32`, symbol 8. Answered by a book image (or
     /// unknown-symbol, or expired), then updates.
@@ -362,6 +440,19 @@ pub enum ServerMessage<'a> {
         /// The symbol asked for.
         symbol: [u8; 8],
     },
+    /// `E` (version 2): seq `u64`, request id `u32`, symbol 8, reason `u8`: the account may
+    /// not follow the symbol; the subscription is not kept (or no longer is).
+    NotEntitled {
+        /// Sequence number.
+        seq: u64,
+        /// The request answered; 0 when an entitlement was withdrawn unasked.
+        request_id: u32,
+        /// The symbol.
+        symbol: [u8; 8],
+        /// [`Reason::NotEntitled`], [`Reason::TooManySymbols`] (the account's limit) or
+        /// [`Reason::Withdrawn`].
+        reason: Reason,
+    },
     /// `X`: request id `u32`: the request's budget ran out before the server started on it.
     RequestExpired {
         /// The request dropped.
@@ -393,7 +484,8 @@ impl ServerMessage<'_> {
             | ServerMessage::Trade { seq, .. }
             | ServerMessage::TradingState { seq, .. }
             | ServerMessage::SymbolList { seq, .. }
-            | ServerMessage::UnknownSymbol { seq, .. } => Some(seq),
+            | ServerMessage::UnknownSymbol { seq, .. }
+            | ServerMessage::NotEntitled { seq, .. } => Some(seq),
             _ => None,
         }
     }
@@ -463,10 +555,24 @@ fn put_level(out: &mut impl FrameOut, level: LevelView) {
 /// Encodes `message` as one frame onto `out`.
 pub fn encode_client(message: &ClientMessage, out: &mut impl FrameOut) {
     match *message {
-        ClientMessage::Login { version, account } => {
-            frame_start(out, b'L', 18);
+        ClientMessage::Login {
+            version,
+            account,
+            secret,
+        } => {
+            let with_secret = version != PROTOCOL_VERSION_1;
+            let secret = secret.as_bytes();
+            frame_start(
+                out,
+                b'L',
+                18 + usize::from(with_secret) * (1 + secret.len()),
+            );
             out.put(&version.to_be_bytes());
             out.put(&account);
+            if with_secret {
+                out.put(&[secret.len() as u8]);
+                out.put(secret);
+            }
         }
         ClientMessage::Subscribe {
             request_id,
@@ -635,6 +741,18 @@ pub fn encode_server(message: &ServerMessage<'_>, out: &mut impl FrameOut) {
             out.put(&((symbols.len() / 8) as u16).to_be_bytes());
             out.put(symbols);
         }
+        ServerMessage::NotEntitled {
+            seq,
+            request_id,
+            symbol,
+            reason,
+        } => {
+            frame_start(out, b'E', 21);
+            out.put(&seq.to_be_bytes());
+            out.put(&request_id.to_be_bytes());
+            out.put(&symbol);
+            out.put(&[reason as u8]);
+        }
         ServerMessage::UnknownSymbol {
             seq,
             request_id,
@@ -744,6 +862,35 @@ fn expect_len(kind: u8, payload: &[u8], len: usize) -> Result<Fields<'_>, Decode
     }
 }
 
+/// A login: version and account (18 bytes: version 1, or any version a server answers
+/// with `V`), or those, the secret's length and the secret.
+fn decode_login(payload: &[u8]) -> Result<ClientMessage, DecodeError> {
+    let bad = || DecodeError::BadLength {
+        kind: b'L',
+        len: payload.len(),
+    };
+    let Some(head) = payload.get(..18) else {
+        return Err(bad());
+    };
+    let mut f = Fields(head);
+    let version = f.u16();
+    let account = f.take();
+    let secret = match payload.get(18..) {
+        Some([]) => Secret::NONE,
+        Some([len, rest @ ..])
+            if version != PROTOCOL_VERSION_1 && rest.len() == usize::from(*len) =>
+        {
+            Secret::new(rest).ok_or_else(bad)?
+        }
+        _ => return Err(bad()),
+    };
+    Ok(ClientMessage::Login {
+        version,
+        account,
+        secret,
+    })
+}
+
 /// The first client message in `bytes` and the bytes it took; `None` until a whole frame
 /// is there.
 ///
@@ -760,13 +907,7 @@ pub fn decode_client(bytes: &[u8]) -> Result<Option<(ClientMessage, usize)>, Dec
         return Ok(None);
     };
     let message = match kind {
-        b'L' => {
-            let mut f = expect_len(kind, payload, 18)?;
-            ClientMessage::Login {
-                version: f.u16(),
-                account: f.take(),
-            }
-        }
+        b'L' => decode_login(payload)?,
         b'S' => {
             let mut f = expect_len(kind, payload, 16)?;
             ClientMessage::Subscribe {
@@ -921,6 +1062,15 @@ pub fn decode_server(bytes: &[u8]) -> Result<Option<(ServerMessage<'_>, usize)>,
                 symbols,
             }
         }
+        b'E' => {
+            let mut f = expect_len(kind, payload, 21)?;
+            ServerMessage::NotEntitled {
+                seq: f.u64(),
+                request_id: f.u32(),
+                symbol: f.take(),
+                reason: Reason::from_wire(f.take::<1>()[0]),
+            }
+        }
         b'N' => {
             let mut f = expect_len(kind, payload, 20)?;
             ServerMessage::UnknownSymbol {
@@ -1005,14 +1155,31 @@ mod tests {
             Just(Reason::TooManySymbols),
             Just(Reason::Silent),
             Just(Reason::Idle),
+            Just(Reason::NotAuthorised),
+            Just(Reason::SessionLimit),
+            Just(Reason::NotEntitled),
+            Just(Reason::Withdrawn),
             Just(Reason::Other),
         ]
     }
 
     fn client_message() -> impl Strategy<Value = ClientMessage> {
         prop_oneof![
-            (any::<u16>(), any::<[u8; 16]>())
-                .prop_map(|(version, account)| ClientMessage::Login { version, account }),
+            (any::<[u8; 16]>()).prop_map(|account| ClientMessage::Login {
+                version: PROTOCOL_VERSION_1,
+                account,
+                secret: Secret::NONE,
+            }),
+            (
+                any::<u16>().prop_filter("not 1", |v| *v != PROTOCOL_VERSION_1),
+                any::<[u8; 16]>(),
+                proptest::collection::vec(any::<u8>(), 0..=MAX_SECRET)
+            )
+                .prop_map(|(version, account, secret)| ClientMessage::Login {
+                    version,
+                    account,
+                    secret: Secret::new(&secret).expect("fits"),
+                }),
             (any::<u32>(), any::<u32>(), any::<[u8; 8]>()).prop_map(|(r, b, s)| {
                 ClientMessage::Subscribe {
                     request_id: r,
@@ -1089,6 +1256,14 @@ mod tests {
                     state,
                     reason,
                 }),
+            (any::<u64>(), any::<u32>(), any::<[u8; 8]>(), reason()).prop_map(
+                |(seq, request_id, symbol, reason)| ServerMessage::NotEntitled {
+                    seq,
+                    request_id,
+                    symbol,
+                    reason,
+                }
+            ),
             (any::<u64>(), any::<u32>(), any::<[u8; 8]>()).prop_map(|(seq, request_id, symbol)| {
                 ServerMessage::UnknownSymbol {
                     seq,

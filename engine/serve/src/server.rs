@@ -33,7 +33,7 @@ use super::images::ImageSource;
 use super::protocol::{
     account_is_valid, decode_client, encode_image, encode_server, ClientMessage, ImageHeader,
     Reason, ServerMessage, FRAME_HEADER, IMAGE_HEADER_BYTES, LEVEL_BYTES, MAX_IMAGE_LEVELS,
-    PROTOCOL_VERSION, SYMBOLS_PER_FRAME,
+    PROTOCOL_VERSION, PROTOCOL_VERSION_1, SYMBOLS_PER_FRAME,
 };
 use ticklane_pipeline::clock::Clock;
 use ticklane_pipeline::overload::{Event, EventBody, RecvError, SubscriberHub, Subscription};
@@ -468,8 +468,13 @@ impl Server {
             return;
         };
         match (conn.phase, message) {
-            (Phase::AwaitingLogin, ClientMessage::Login { version, account }) => {
-                if version != PROTOCOL_VERSION {
+            (
+                Phase::AwaitingLogin,
+                ClientMessage::Login {
+                    version, account, ..
+                },
+            ) => {
+                if version != PROTOCOL_VERSION && version != PROTOCOL_VERSION_1 {
                     self.counters.add_rejected(1);
                     conn.close_with(
                         &ServerMessage::LoginRejected {
@@ -502,7 +507,7 @@ impl Server {
                         conn.phase = Phase::Streaming;
                         conn.push_control(
                             &ServerMessage::LoginAccepted {
-                                version: PROTOCOL_VERSION,
+                                version,
                                 heartbeat_ms: self.config.heartbeat_ms,
                             },
                             arrived,

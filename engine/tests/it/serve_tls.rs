@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use ticklane_engine::book::{LevelView, Side};
 use ticklane_engine::overload::{EventFanout, SubscriberHub};
 use ticklane_engine::serve::client::{ClientError, ClientTls, Received, Session};
-use ticklane_engine::serve::protocol::ServerMessage;
+use ticklane_engine::serve::protocol::{Secret, ServerMessage};
 use ticklane_engine::serve::tls::{client_config, server_config, server_name};
 use ticklane_engine::serve::{
     start_secure_server, AdmitAll, ServeConfig, ServeCounts, ServeHandle, ServeSecurity,
@@ -93,8 +93,14 @@ fn a_client_that_trusts_the_ca_gets_the_image_and_every_update_in_order() {
     s.model
         .level(&mut s.fanout, &AAPL, feed_seq, Side::Ask, start);
     let tls = trusting(&s.ca, "127.0.0.1");
-    let mut client = Session::connect_over(s.server.local_addr(), Some(&tls), "alice", TIMEOUT)
-        .expect("logged in over TLS");
+    let mut client = Session::connect_over(
+        s.server.local_addr(),
+        Some(&tls),
+        "alice",
+        &Secret::NONE,
+        TIMEOUT,
+    )
+    .expect("logged in over TLS");
     client.subscribe("AAPL", TIMEOUT).expect("subscribe");
     let mut book = ModelBook::default();
     let mut imaged = false;
@@ -147,7 +153,13 @@ fn plain_tcp_another_ca_and_another_name_are_refused_and_counted() {
 
     let dir = tempfile::tempdir().expect("dir");
     let other = TestCa::new("someone else").write(dir.path(), "other.pem");
-    match Session::connect_over(addr, Some(&trusting(&other, "127.0.0.1")), "alice", TIMEOUT) {
+    match Session::connect_over(
+        addr,
+        Some(&trusting(&other, "127.0.0.1")),
+        "alice",
+        &Secret::NONE,
+        TIMEOUT,
+    ) {
         Err(ClientError::Tls { why, .. }) => {
             assert!(why.to_string().contains("certificate"), "{why}");
         }
@@ -159,6 +171,7 @@ fn plain_tcp_another_ca_and_another_name_are_refused_and_counted() {
         addr,
         Some(&trusting(&s.ca, "feed.example")),
         "alice",
+        &Secret::NONE,
         TIMEOUT,
     ) {
         Err(ClientError::Tls { why, .. }) => {

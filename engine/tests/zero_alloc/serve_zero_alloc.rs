@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ticklane_engine::book::LevelView;
 use ticklane_engine::serve::protocol::{
-    decode_server, encode_client, ClientMessage, ServerMessage, MAX_FRAME,
+    decode_server, encode_client, ClientMessage, Secret, ServerMessage, MAX_FRAME,
 };
 use ticklane_engine::serve::{start_server, AdmitAll, BookImage, ImageSource, ServeConfig};
 use ticklane_feed::itch::Price;
@@ -127,6 +127,7 @@ pub fn serving_requests_allocates_nothing_once_warm() {
     client.send(&ClientMessage::Login {
         version: 1,
         account: *b"alloc           ",
+        secret: Secret::NONE,
     });
     client.until(|m| matches!(m, ServerMessage::LoginAccepted { .. }));
     let symbols = [*b"AAPL    ", *b"MSFT    ", *b"QQQ     "];
