@@ -155,12 +155,21 @@ impl AuditLog {
         match self.thread.take() {
             Some(thread) => {
                 thread.thread().unpark();
-                thread.join().unwrap_or_else(|_| {
-                    Err(io::Error::other("the audit writer panicked"))
-                })
+                thread
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("the audit writer panicked")))
             }
             None => Ok(()),
         }
+    }
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditLog")
+            .field("written", &self.written())
+            .field("dropped", &self.dropped())
+            .finish_non_exhaustive()
     }
 }
 

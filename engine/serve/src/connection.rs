@@ -9,12 +9,14 @@ use ticklane_tls::ServerSession;
 
 use mio::net::TcpStream;
 
-use super::protocol::{encode_server, Reason, ServerMessage};
+use super::protocol::{encode_server, Reason, ServerMessage, ACCOUNT_LEN};
 use super::write_queue::WriteQueue;
 
 /// Bytes kept free in every queue for the frames that end a connection (come back later,
 /// cut loose), so that those always find room.
 pub(crate) const CONTROL_RESERVE: usize = 32;
+/// What a connection reads at a time: requests are small, and a login at most 150 bytes.
+const READ_BYTES: usize = 1 << 12;
 
 /// One subscription of a connection.
 #[derive(Clone, Copy, Debug)]
@@ -40,6 +42,9 @@ pub(crate) struct Sub {
 pub(crate) enum Phase {
     /// Connected; the first frame must be a login.
     AwaitingLogin,
+    /// The login's secret is with the verifier; what the client sent after the login
+    /// waits in the read buffer until the verdict.
+    Verifying,
     /// Logged in: requests are served and updates flow.
     Streaming,
     /// Going: nothing more is queued, and what the client sends is read and dropped; what is
@@ -75,6 +80,24 @@ pub(crate) struct Connection {
     pub(crate) last_heard_ns: u64,
     /// Closing, everything sent: the write side is shut.
     pub(crate) write_shut: bool,
+    /// This connection's number, unique over the server's life (a verdict for a slot's
+    /// earlier connection is not this one's).
+    pub(crate) ticket: u64,
+    /// The account logged in (verified, when the server has accounts).
+    pub(crate) account: Option<[u8; ACCOUNT_LEN]>,
+    /// The account the login named, while it is verified.
+    pub(crate) named: [u8; ACCOUNT_LEN],
+    /// When the login arrived (ns), for the failed-login delay and the session's length.
+    pub(crate) login_ns: u64,
+    /// A failed verification is answered at this time (ns): the same delay after the
+    /// login whatever failed.
+    pub(crate) refuse_at_ns: Option<u64>,
+    /// The account sees the best level of each side only.
+    pub(crate) top_only: bool,
+    /// The account's limit on subscriptions (the server's when it has none).
+    pub(crate) max_subscriptions: usize,
+    /// Why the server ended the connection, when it did (`None`: the client left).
+    pub(crate) ended: Option<Reason>,
 }
 
 impl Connection {
@@ -82,16 +105,16 @@ impl Connection {
         stream: TcpStream,
         tls: Option<Box<ServerSession>>,
         peer: SocketAddr,
-        read_bytes: usize,
         limit: usize,
         max_symbols: usize,
         now_ns: u64,
+        ticket: u64,
     ) -> Self {
         Connection {
             stream,
             tls,
             peer,
-            read_buf: vec![0; read_bytes].into_boxed_slice(),
+            read_buf: vec![0; READ_BYTES].into_boxed_slice(),
             read_len: 0,
             queue: WriteQueue::new(limit),
             limit,
@@ -104,6 +127,14 @@ impl Connection {
             accepted_ns: now_ns,
             last_heard_ns: now_ns,
             write_shut: false,
+            ticket,
+            account: None,
+            named: [b' '; ACCOUNT_LEN],
+            login_ns: now_ns,
+            refuse_at_ns: None,
+            top_only: false,
+            max_subscriptions: max_symbols,
+            ended: None,
         }
     }
 
@@ -246,6 +277,12 @@ impl Connection {
         if matches!(self.phase, Phase::Closing { .. }) {
             return;
         }
+        self.ended = match *message {
+            ServerMessage::CutLoose { reason }
+            | ServerMessage::ComeBackLater { reason, .. }
+            | ServerMessage::LoginRejected { reason, .. } => Some(reason),
+            _ => None,
+        };
         self.push_control(message, now_ns);
         self.phase = Phase::Closing { deadline_ns };
     }

@@ -19,6 +19,14 @@ pub struct ServeCounters {
     tls_established: AtomicU64,
     tls_failed: AtomicU64,
     tls_timed_out: AtomicU64,
+    logins_not_authorised: AtomicU64,
+    logins_wrong_version: AtomicU64,
+    logins_session_limit: AtomicU64,
+    logins_verifier_busy: AtomicU64,
+    entitlement_refused: AtomicU64,
+    entitlement_withdrawn: AtomicU64,
+    accounts_reloaded: AtomicU64,
+    accounts_reload_failed: AtomicU64,
 }
 
 /// A copy of [`ServeCounters`] at one moment.
@@ -51,6 +59,23 @@ pub struct ServeCounts {
     pub tls_failed: u64,
     /// TLS handshakes not completed within the handshake timeout.
     pub tls_timed_out: u64,
+    /// Logins refused: unknown account or wrong secret (one count: the two are not told
+    /// apart, to the client or here).
+    pub logins_not_authorised: u64,
+    /// Logins refused: a version-1 login (no secret) to a server with accounts.
+    pub logins_wrong_version: u64,
+    /// Logins refused: the account's concurrent sessions were all in use.
+    pub logins_session_limit: u64,
+    /// Logins refused: the verifier's queue was full (told to come back later).
+    pub logins_verifier_busy: u64,
+    /// Subscribes refused: a symbol the account may not see, or past its limit.
+    pub entitlement_refused: u64,
+    /// Subscriptions taken away by a change of the accounts file.
+    pub entitlement_withdrawn: u64,
+    /// Times the accounts file was loaded again.
+    pub accounts_reloaded: u64,
+    /// Times it changed but could not be used (the table in effect stayed).
+    pub accounts_reload_failed: u64,
 }
 
 macro_rules! adders {
@@ -77,6 +102,14 @@ impl ServeCounters {
         add_tls_established => tls_established,
         add_tls_failed => tls_failed,
         add_tls_timed_out => tls_timed_out,
+        add_logins_not_authorised => logins_not_authorised,
+        add_logins_wrong_version => logins_wrong_version,
+        add_logins_session_limit => logins_session_limit,
+        add_logins_verifier_busy => logins_verifier_busy,
+        add_entitlement_refused => entitlement_refused,
+        add_entitlement_withdrawn => entitlement_withdrawn,
+        add_accounts_reloaded => accounts_reloaded,
+        add_accounts_reload_failed => accounts_reload_failed,
     }
 
     pub(crate) fn set_clients(&self, n: usize) {
@@ -100,6 +133,14 @@ impl ServeCounters {
             tls_established: l(&self.tls_established),
             tls_failed: l(&self.tls_failed),
             tls_timed_out: l(&self.tls_timed_out),
+            logins_not_authorised: l(&self.logins_not_authorised),
+            logins_wrong_version: l(&self.logins_wrong_version),
+            logins_session_limit: l(&self.logins_session_limit),
+            logins_verifier_busy: l(&self.logins_verifier_busy),
+            entitlement_refused: l(&self.entitlement_refused),
+            entitlement_withdrawn: l(&self.entitlement_withdrawn),
+            accounts_reloaded: l(&self.accounts_reloaded),
+            accounts_reload_failed: l(&self.accounts_reload_failed),
         }
     }
 }

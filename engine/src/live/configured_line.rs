@@ -397,6 +397,7 @@ fn start_subscriber_server(
             .map(TlsFiles::load)
             .transpose()
             .map_err(|e| ConfiguredLineError::Tls(Box::new(e)))?,
+        ..ServeSecurity::default()
     };
     let server = start_secure_server(
         serve_config,

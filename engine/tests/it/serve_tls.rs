@@ -46,7 +46,10 @@ fn tls_server(config: ServeConfig) -> TlsServer {
     let (hub, mut fanout) = SubscriberHub::new(hub_config());
     let server = start_secure_server(
         config,
-        ServeSecurity { tls: Some(tls) },
+        ServeSecurity {
+            tls: Some(tls),
+            ..ServeSecurity::default()
+        },
         Some(hub),
         Box::new(model.clone()),
         Box::new(AdmitAll),

@@ -339,7 +339,10 @@ mod tests {
         ];
         for (text, expected) in cases {
             let error = parse(&text).unwrap_err().to_string();
-            assert!(error.starts_with("accounts file accounts.toml, line "), "{error}");
+            assert!(
+                error.starts_with("accounts file accounts.toml, line "),
+                "{error}"
+            );
             assert!(error.contains(expected), "{error} (wanted {expected})");
         }
     }

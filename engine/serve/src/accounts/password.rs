@@ -17,7 +17,9 @@ use argon2::{Algorithm, Argon2, Params, Version};
 #[derive(Debug, thiserror::Error)]
 pub enum PasswordError {
     /// Not a PHC string, or not Argon2id.
-    #[error("not an Argon2id hash in the PHC format ($argon2id$v=19$m=...,t=...,p=...$salt$hash): {0}")]
+    #[error(
+        "not an Argon2id hash in the PHC format ($argon2id$v=19$m=...,t=...,p=...$salt$hash): {0}"
+    )]
     Format(String),
     /// The parameters cannot be used.
     #[error("Argon2id parameters: {0}")]

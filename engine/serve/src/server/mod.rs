@@ -12,6 +12,8 @@
 //! after each request: once warm, serving a request allocates nothing.
 #![forbid(unsafe_code)]
 
+mod logins;
+
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,15 +28,18 @@ use ticklane_pipeline::server_thread::{ServerThread, LISTENER, WAKE};
 use ticklane_tls::{rustls, ServerSession};
 
 use super::admission::{Admission, Stage, Verdict};
+use super::audit::{AuditEvent, AuditLog};
 use super::connection::{Connection, Phase, Sub};
 use super::counters::{ServeCounters, ServeCounts};
 use super::idle::{IdleAction, IdleRule};
 use super::images::ImageSource;
 use super::protocol::{
-    account_is_valid, decode_client, encode_image, encode_server, ClientMessage, ImageHeader,
-    Reason, ServerMessage, FRAME_HEADER, IMAGE_HEADER_BYTES, LEVEL_BYTES, MAX_IMAGE_LEVELS,
-    PROTOCOL_VERSION, PROTOCOL_VERSION_1, SYMBOLS_PER_FRAME,
+    decode_client, encode_image, encode_server, ClientMessage, ImageHeader, Reason, ServerMessage,
+    FRAME_HEADER, IMAGE_AT_DEPTH, IMAGE_HEADER_BYTES, LEVEL_BYTES, MAX_IMAGE_LEVELS,
+    SYMBOLS_PER_FRAME,
 };
+pub use logins::AccountsConfig;
+use logins::Logins;
 use ticklane_pipeline::clock::Clock;
 use ticklane_pipeline::overload::{Event, EventBody, RecvError, SubscriberHub, Subscription};
 
@@ -169,6 +174,12 @@ pub struct ServeSecurity {
     /// handshake, without a `J` frame: refusing costs the server nothing, and the client
     /// backs off as for any failed connect.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Require a version-2 login whose secret is an account's password, and serve each
+    /// account what it is entitled to (`None`: any account name logs in and sees
+    /// everything, over version 1 or 2).
+    pub accounts: Option<AccountsConfig>,
+    /// Write the audit trail here (logins, refusals, entitlement refusals, logouts).
+    pub audit: Option<Arc<AuditLog>>,
 }
 
 /// [`start_server`], stopping gracefully as soon as `stop` is set (the process's shutdown
@@ -209,11 +220,15 @@ pub fn start_secure_server(
     stop: Arc<AtomicBool>,
 ) -> io::Result<ServeHandle> {
     let counters = Arc::new(ServeCounters::default());
+    let logins = security.accounts.map(Logins::start).transpose()?;
     let subscription = hub.as_ref().map(SubscriberHub::subscribe);
     let thread_counters = Arc::clone(&counters);
     let server = move |poll, listener| Server {
         config,
         tls: security.tls,
+        logins,
+        audit: security.audit,
+        next_ticket: 1,
         poll,
         listener: Some(listener),
         clients: Vec::with_capacity(config.max_clients),
@@ -242,6 +257,11 @@ pub fn start_secure_server(
 struct Server {
     config: ServeConfig,
     tls: Option<Arc<rustls::ServerConfig>>,
+    /// The accounts, their verifier and their reloads, when logins need a secret.
+    logins: Option<Logins>,
+    audit: Option<Arc<AuditLog>>,
+    /// The next connection's ticket.
+    next_ticket: u64,
     poll: Poll,
     listener: Option<TcpListener>,
     /// Slot `i` is token `i + 1`.
@@ -282,6 +302,8 @@ impl Server {
                     Token(t) => self.serve_readable(t - 1, now),
                 }
             }
+            self.take_verdicts(now);
+            self.apply_reloads(now);
             self.fan_out(now);
             self.owe_images(now);
             self.shed_heaviest(now);
@@ -389,11 +411,12 @@ impl Server {
                 stream,
                 tls,
                 peer,
-                1 << 12,
                 self.config.queue_bytes,
                 self.config.max_symbols,
                 now,
+                self.next_ticket,
             ));
+            self.next_ticket += 1;
             self.counters
                 .set_clients(self.clients.iter().flatten().count());
         }
@@ -437,7 +460,7 @@ impl Server {
                 let Some(conn) = self.clients[slot].as_mut() else {
                     return;
                 };
-                if matches!(conn.phase, Phase::Closing { .. }) {
+                if matches!(conn.phase, Phase::Closing { .. } | Phase::Verifying) {
                     break;
                 }
                 match decode_client(&conn.read_buf[at..conn.read_len]) {
@@ -453,10 +476,12 @@ impl Server {
                     }
                 }
             }
-            if let Some(conn) = self.clients[slot].as_mut() {
-                conn.consume(at);
-            }
-            if !full {
+            let Some(conn) = self.clients[slot].as_mut() else {
+                return;
+            };
+            conn.consume(at);
+            // While a login is verified the rest waits, read again after the verdict.
+            if !full || conn.phase == Phase::Verifying {
                 return;
             }
         }
@@ -471,63 +496,11 @@ impl Server {
             (
                 Phase::AwaitingLogin,
                 ClientMessage::Login {
-                    version, account, ..
+                    version,
+                    account,
+                    secret,
                 },
-            ) => {
-                if version != PROTOCOL_VERSION && version != PROTOCOL_VERSION_1 {
-                    self.counters.add_rejected(1);
-                    conn.close_with(
-                        &ServerMessage::LoginRejected {
-                            reason: Reason::BadVersion,
-                            retry_after_ms: 0,
-                        },
-                        arrived,
-                        grace,
-                    );
-                    return;
-                }
-                if !account_is_valid(&account) {
-                    // Not an account the protocol defines: refused for good, before
-                    // admission keys anything on it.
-                    self.counters.add_rejected(1);
-                    conn.close_with(
-                        &ServerMessage::LoginRejected {
-                            reason: Reason::ProtocolError,
-                            retry_after_ms: 0,
-                        },
-                        arrived,
-                        grace,
-                    );
-                    return;
-                }
-                let peer = conn.peer;
-                match self.admission.on_login(peer, &account, arrived) {
-                    Verdict::Accept => {
-                        let conn = self.clients[slot].as_mut().expect("invariant: still here");
-                        conn.phase = Phase::Streaming;
-                        conn.push_control(
-                            &ServerMessage::LoginAccepted {
-                                version,
-                                heartbeat_ms: self.config.heartbeat_ms,
-                            },
-                            arrived,
-                        );
-                        self.counters.add_accepted(1);
-                    }
-                    Verdict::Reject { retry_after_ms } => {
-                        self.counters.add_rejected(1);
-                        let conn = self.clients[slot].as_mut().expect("invariant: still here");
-                        conn.close_with(
-                            &ServerMessage::LoginRejected {
-                                reason: Reason::Busy,
-                                retry_after_ms,
-                            },
-                            arrived,
-                            grace,
-                        );
-                    }
-                }
-            }
+            ) => self.login(slot, version, account, &secret, arrived),
             (Phase::AwaitingLogin, _) => conn.cut(Reason::ProtocolError, arrived, grace),
             (Phase::Streaming, ClientMessage::Heartbeat) => {}
             (Phase::Streaming, ClientMessage::Logout) => conn.dead = true,
@@ -568,7 +541,7 @@ impl Server {
                     self.bump.reset();
                 }
             }
-            (Phase::Closing { .. }, _) => {}
+            (Phase::Verifying | Phase::Closing { .. }, _) => {}
         }
     }
 
@@ -615,6 +588,9 @@ impl Server {
     }
 
     fn subscribe(&mut self, slot: usize, request_id: u32, symbol: [u8; 8], now: u64) {
+        if !self.entitled(slot, request_id, symbol, now) {
+            return;
+        }
         let grace = self.grace_deadline(now);
         let max_symbols = self.config.max_symbols;
         let Some(conn) = self.clients[slot].as_mut() else {
@@ -672,13 +648,16 @@ impl Server {
             return true;
         };
         let sub = conn.subs[index];
+        let depth = if conn.top_only { 1 } else { MAX_IMAGE_LEVELS };
         let bump = &self.bump;
         let mut frame = bumpalo::collections::Vec::new_in(bump);
         let mut seen = None;
         let seq = conn.next_seq;
         let found = self.images.image(&sub.symbol, &mut |image| {
-            let bids = image.bids.len().min(MAX_IMAGE_LEVELS);
-            let asks = image.asks.len().min(MAX_IMAGE_LEVELS);
+            let bids = image.bids.len().min(depth);
+            let asks = image.asks.len().min(depth);
+            // A side cut to the account's depth says so, as one cut to the snapshot's.
+            let cut = bids < image.bids.len() || asks < image.asks.len();
             frame.reserve(FRAME_HEADER + IMAGE_HEADER_BYTES + (bids + asks) * LEVEL_BYTES);
             encode_image(
                 ImageHeader {
@@ -686,7 +665,7 @@ impl Server {
                     request_id: sub.answer,
                     symbol: image.symbol,
                     locate: image.locate,
-                    flags: image.flags,
+                    flags: image.flags | if cut { IMAGE_AT_DEPTH } else { 0 },
                     trading_state: image.trading_state,
                     feed_seq: image.feed_seq,
                     bid_levels: 0,
@@ -749,8 +728,12 @@ impl Server {
             return;
         };
         let mut symbols = bumpalo::collections::Vec::new_in(&self.bump);
-        self.images
-            .symbols(&mut |symbol| symbols.extend_from_slice(symbol));
+        let (logins, account) = (self.logins.as_ref(), conn.account);
+        self.images.symbols(&mut |symbol| {
+            if Server::lists(logins, account, symbol) {
+                symbols.extend_from_slice(symbol);
+            }
+        });
         let chunks = symbols.len().div_ceil(8 * SYMBOLS_PER_FRAME).max(1);
         let mut frame = bumpalo::collections::Vec::with_capacity_in(
             FRAME_HEADER + 15 + 8 * SYMBOLS_PER_FRAME,
@@ -838,6 +821,9 @@ impl Server {
             let sub = conn.subs[index];
             if event.feed_seq <= sub.image_feed_seq {
                 continue; // in the image already
+            }
+            if conn.top_only && matches!(event.body, EventBody::Level { .. }) {
+                continue; // the account sees the top of book: quotes carry it
             }
             if conn.queue.len() >= high {
                 // A burst filled the queue within one turn: offer it to the socket before
@@ -984,6 +970,7 @@ impl Server {
     fn flush_all(&mut self, now: u64) {
         let idle = IdleRule::new(self.config.heartbeat_ms, self.config.idle_timeout);
         for slot in 0..self.clients.len() {
+            self.refuse_due(slot, now);
             let Some(conn) = self.clients[slot].as_mut() else {
                 continue;
             };
@@ -1050,6 +1037,17 @@ impl Server {
         }
         let _ = self.poll.registry().deregister(&mut conn.stream);
         self.admission.on_close(conn.peer);
+        if let Some(account) = conn.account {
+            let session = self.clock.now_ns().saturating_sub(conn.login_ns);
+            self.audit(
+                AuditEvent::Logout {
+                    reason: conn.ended,
+                    session: Duration::from_nanos(session),
+                },
+                account,
+                Some(conn.peer),
+            );
+        }
         self.free.push(slot);
         self.counters
             .set_clients(self.clients.iter().flatten().count());
