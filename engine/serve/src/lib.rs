@@ -114,8 +114,8 @@ pub use counters::{ServeCounters, ServeCounts};
 pub use guarded_admission::{GuardCounters, GuardedAdmission};
 pub use images::{BookImage, ImageSource, SnapshotImages};
 pub use server::{
-    start_secure_server, start_server, start_server_stopping_on, ServeConfig, ServeHandle,
-    ServeSecurity,
+    start_secure_server, start_server, start_server_stopping_on, AccountsConfig, ServeConfig,
+    ServeHandle, ServeSecurity,
 };
 pub use ticklane_tls as tls;
 pub use write_queue::WriteQueue;

@@ -22,6 +22,7 @@ mod layers;
 mod line_breakers;
 mod overload_shedding;
 mod overload_subscribers;
+mod serve_accounts;
 mod serve_idle;
 mod serve_image_depth;
 mod serve_login;

@@ -255,11 +255,8 @@ fn line_of(text: &str, offset: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use argon2::Params;
-
     fn hash(password: &str) -> String {
-        password::hash_password_with(password.as_bytes(), Params::new(8, 1, 1, None).unwrap())
-            .unwrap()
+        password::hash_password_with_cost(password.as_bytes(), 8, 1).unwrap()
     }
 
     fn parse(text: &str) -> Result<AccountTable, AccountsError> {

@@ -32,15 +32,26 @@ pub enum PasswordError {
 ///
 /// Never with the default parameters; the error is argon2's.
 pub fn hash_password(password: &[u8]) -> Result<String, PasswordError> {
-    hash_password_with(password, Params::default())
+    hash_with(password, Params::default())
 }
 
-/// [`hash_password`] with the given cost (tests use cheap ones).
+/// [`hash_password`] at a cost of `memory_kib` KiB and `passes` passes over it, one lane
+/// (tests use cheap ones; a verification costs what the hash says).
 ///
 /// # Errors
 ///
-/// Parameters argon2 refuses.
-pub fn hash_password_with(password: &[u8], params: Params) -> Result<String, PasswordError> {
+/// A cost argon2 refuses (memory under 8 KiB, no pass).
+pub fn hash_password_with_cost(
+    password: &[u8],
+    memory_kib: u32,
+    passes: u32,
+) -> Result<String, PasswordError> {
+    let params = Params::new(memory_kib, passes, 1, None)
+        .map_err(|e| PasswordError::Params(e.to_string()))?;
+    hash_with(password, params)
+}
+
+fn hash_with(password: &[u8], params: Params) -> Result<String, PasswordError> {
     let salt = SaltString::generate(&mut OsRng);
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
         .hash_password(password, &salt)
@@ -74,7 +85,7 @@ pub fn check_hash(phc: &str) -> Result<(), PasswordError> {
 ///
 /// # Errors
 ///
-/// As [`hash_password_with`].
+/// As [`hash_password_with_cost`].
 pub fn decoy_hash(phc: Option<&str>) -> Result<String, PasswordError> {
     let params = phc
         .and_then(|phc| PasswordHash::new(phc).ok())
@@ -82,7 +93,7 @@ pub fn decoy_hash(phc: Option<&str>) -> Result<String, PasswordError> {
         .unwrap_or_default();
     let mut password = [0u8; 32];
     OsRng.fill_bytes(&mut password);
-    hash_password_with(&password, params)
+    hash_with(&password, params)
 }
 
 /// Whether `secret` is the password `phc` (checked by [`check_hash`]) was made from.
@@ -97,6 +108,10 @@ mod tests {
 
     fn cheap() -> Params {
         Params::new(8, 1, 1, None).unwrap()
+    }
+
+    fn hash_password_with(password: &[u8], params: Params) -> Result<String, PasswordError> {
+        hash_with(password, params)
     }
 
     #[test]
