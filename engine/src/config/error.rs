@@ -328,6 +328,15 @@ pub enum ConfigError {
         /// cold).
         error: Box<ticklane_serve::tls::TlsConfigError>,
     },
+    /// The accounts file `serve.accounts` names cannot be used: unreadable, or an account
+    /// not valid (the error names the file and its line).
+    #[error("{place}: serve.accounts: {error}")]
+    Accounts {
+        /// The configuration file, and where the key is written.
+        place: Place,
+        /// What is wrong with the accounts file (boxed: cold and large).
+        error: Box<ticklane_serve::accounts::AccountsError>,
+    },
     /// Two values each in range that cannot be used together.
     #[error("{place}: {conflict}")]
     Conflict {
@@ -350,6 +359,7 @@ impl ConfigError {
             | ConfigError::Value { key, .. }
             | ConfigError::OtherKindKey { key, .. }
             | ConfigError::Tls { key, .. } => Some(key),
+            ConfigError::Accounts { .. } => Some("serve.accounts"),
             ConfigError::Conflict { conflict, .. } => Some(conflict.keys()[0]),
         }
     }
@@ -363,6 +373,7 @@ impl ConfigError {
             | ConfigError::Value { place, .. }
             | ConfigError::OtherKindKey { place, .. }
             | ConfigError::Tls { place, .. }
+            | ConfigError::Accounts { place, .. }
             | ConfigError::Conflict { place, .. } => place.at,
         }
     }

@@ -313,6 +313,19 @@ pub const SERVE_TLS_HANDSHAKE_TIMEOUT_MS: Allowed = Allowed::Integer {
     max: 60_000,
 };
 
+/// `serve.login_failure_delay_ms`: 10 ms to a minute. It must exceed a verification's time
+/// (tens of ms at the default cost) to hide which check failed.
+pub const SERVE_LOGIN_FAILURE_DELAY_MS: Allowed = Allowed::Integer {
+    min: 10,
+    max: 60_000,
+};
+
+/// `serve.accounts_reload_interval_ms`: 100 ms to an hour.
+pub const SERVE_ACCOUNTS_RELOAD_INTERVAL_MS: Allowed = Allowed::Integer {
+    min: 100,
+    max: 3_600_000,
+};
+
 /// `serve.heartbeat_ms`: the client library reads at least every 10 ms of it; a minute at
 /// most, or a dead peer goes unnoticed for minutes.
 pub const SERVE_HEARTBEAT_MS: Allowed = Allowed::Integer {

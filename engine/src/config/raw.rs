@@ -77,6 +77,11 @@ pub struct RawServe {
     pub tls_cert: RawValue,
     pub tls_key: RawValue,
     pub tls_handshake_timeout_ms: RawValue,
+    // Accounts and the audit trail.
+    pub accounts: RawValue,
+    pub login_failure_delay_ms: RawValue,
+    pub accounts_reload_interval_ms: RawValue,
+    pub audit_log: RawValue,
 }
 
 /// `[admin]`: the HTTP server for health, metrics and admin calls.

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use crate::serve::accounts::AccountTable;
 use crate::serve::tls::{rustls, server_config, TlsConfigError};
 use crate::serve_guard::{AdmissionConfig, PeerLimits, RetryAfter, StageLimit};
 
@@ -29,6 +30,9 @@ pub const DEFAULT_HIGH_WATER_BYTES: usize = 512 << 10;
 pub const DEFAULT_LOW_WATER_BYTES: usize = 64 << 10;
 /// `serve.tls_handshake_timeout_ms` when absent: the server's built-in 5 s.
 pub const DEFAULT_TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// `serve.login_failure_delay_ms` when absent: a failed login is answered 1 s after it
+/// arrived.
+pub const DEFAULT_LOGIN_FAILURE_DELAY: Duration = Duration::from_secs(1);
 /// Heartbeat intervals the idle timeout spans at least: a client sends a heartbeat after
 /// one interval without sending, and may notice that only an interval late.
 pub const IDLE_HEARTBEATS: u32 = 3;
@@ -53,6 +57,15 @@ pub struct ServeSection {
     pub tls: Option<TlsFiles>,
     /// A TLS handshake not done this long after the accept is dropped.
     pub tls_handshake_timeout: Duration,
+    /// `serve.accounts`: logins need an account of this file and its password (checked at
+    /// load); any account name logs in when absent.
+    pub accounts: Option<PathBuf>,
+    /// A failed login is answered this long after it arrived.
+    pub login_failure_delay: Duration,
+    /// Check the accounts file for a change this often (`None`: on `SIGHUP` only).
+    pub accounts_reload_interval: Option<Duration>,
+    /// `serve.audit_log`: append the audit trail to this file.
+    pub audit_log: Option<PathBuf>,
 }
 
 /// A certificate chain and its private key, PEM files.
@@ -77,6 +90,10 @@ impl Default for ServeSection {
             low_water_bytes: DEFAULT_LOW_WATER_BYTES,
             tls: None,
             tls_handshake_timeout: DEFAULT_TLS_HANDSHAKE_TIMEOUT,
+            accounts: None,
+            login_failure_delay: DEFAULT_LOGIN_FAILURE_DELAY,
+            accounts_reload_interval: None,
+            audit_log: None,
         }
     }
 }
@@ -294,9 +311,35 @@ pub fn serve_section(check: &Checker<'_>, raw: &RawServe) -> Result<ServeSection
         &limits::SERVE_TLS_HANDSHAKE_TIMEOUT_MS,
         d.tls_handshake_timeout,
     )?;
+    let accounts = check.path("serve.accounts", &raw.accounts)?;
+    if let Some(path) = &accounts {
+        AccountTable::load(path).map_err(|error| ConfigError::Accounts {
+            place: check.place(raw.accounts.as_ref().map(|v| v.span())),
+            error: Box::new(error),
+        })?;
+    }
+    let login_failure_delay = check.millis(
+        "serve.login_failure_delay_ms",
+        &raw.login_failure_delay_ms,
+        &limits::SERVE_LOGIN_FAILURE_DELAY_MS,
+        d.login_failure_delay,
+    )?;
+    let accounts_reload_interval = match raw.accounts_reload_interval_ms {
+        None => None,
+        Some(_) => Some(check.millis(
+            "serve.accounts_reload_interval_ms",
+            &raw.accounts_reload_interval_ms,
+            &limits::SERVE_ACCOUNTS_RELOAD_INTERVAL_MS,
+            Duration::ZERO,
+        )?),
+    };
     Ok(ServeSection {
         tls,
         tls_handshake_timeout,
+        accounts,
+        login_failure_delay,
+        accounts_reload_interval,
+        audit_log: check.path("serve.audit_log", &raw.audit_log)?,
         listen: check.socket_addr("serve.listen", &raw.listen, false)?,
         admission: AdmissionConfig {
             connect,

@@ -10,18 +10,23 @@
 
 use std::io;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::admin::{AdminServer, AdminState, FeedHandles, ServerLimits};
-use crate::config::{ConfigError, Conflict, FeedConfig, Instance, Place, RunConfig, TlsFiles};
+use crate::config::{
+    ConfigError, Conflict, FeedConfig, Instance, Place, RunConfig, ServeSection, TlsFiles,
+};
 use crate::health::Health;
 use crate::overload::{OverloadConfig, SubscriberConfig, SubscriberHub};
+use crate::serve::accounts::verifier::AccountsSource;
+use crate::serve::accounts::AccountTable;
+use crate::serve::audit::AuditLog;
 use crate::serve::{
-    start_secure_server, GuardCounters, GuardedAdmission, ServeConfig, ServeCounts, ServeHandle,
-    ServeSecurity, SnapshotImages,
+    start_secure_server, AccountsConfig, GuardCounters, GuardedAdmission, ServeConfig, ServeCounts,
+    ServeHandle, ServeSecurity, SnapshotImages,
 };
 use crate::serve_guard::{AdmissionConfig, AdmissionCounts};
 use crate::snapshot::{SnapshotError, SnapshotReader, SnapshotWriter};
@@ -118,6 +123,18 @@ pub enum ConfiguredLineError {
     /// start (exit 2, as at load).
     #[error("serve.tls_cert / serve.tls_key: {0}")]
     Tls(Box<crate::serve::tls::TlsConfigError>),
+    /// The accounts file, checked at load, no longer loads at start (exit 2, as at load).
+    #[error("serve.accounts: {0}")]
+    Accounts(Box<crate::serve::accounts::AccountsError>),
+    /// The audit file cannot be opened for appending.
+    #[error("serve.audit_log: {path}: {source}")]
+    Audit {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
     /// The subscriber server's thread failed.
     #[error("stopping the subscriber server")]
     ServeStop(#[source] io::Error),
@@ -397,7 +414,23 @@ fn start_subscriber_server(
             .map(TlsFiles::load)
             .transpose()
             .map_err(|e| ConfiguredLineError::Tls(Box::new(e)))?,
-        ..ServeSecurity::default()
+        accounts: keys
+            .accounts
+            .as_ref()
+            .map(|path| accounts(path, keys))
+            .transpose()?,
+        audit: keys
+            .audit_log
+            .as_ref()
+            .map(|path| {
+                AuditLog::open(path)
+                    .map(Arc::new)
+                    .map_err(|source| ConfiguredLineError::Audit {
+                        path: path.clone(),
+                        source,
+                    })
+            })
+            .transpose()?,
     };
     let server = start_secure_server(
         serve_config,
@@ -415,6 +448,23 @@ fn start_subscriber_server(
     Ok(Served {
         server,
         admission: counters,
+    })
+}
+
+/// The accounts `serve.accounts` names, reloaded on `SIGHUP` (from now on the signal
+/// reloads them rather than end the process) and at `serve.accounts_reload_interval_ms`.
+fn accounts(path: &Path, keys: &ServeSection) -> Result<AccountsConfig, ConfiguredLineError> {
+    let table = AccountTable::load(path).map_err(|e| ConfiguredLineError::Accounts(Box::new(e)))?;
+    let reload_requested = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&reload_requested))?;
+    Ok(AccountsConfig {
+        table: Arc::new(table),
+        source: AccountsSource {
+            path: path.to_owned(),
+            reload_interval: keys.accounts_reload_interval,
+            reload_requested,
+        },
+        failure_delay: keys.login_failure_delay,
     })
 }
 

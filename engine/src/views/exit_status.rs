@@ -24,7 +24,10 @@ impl ExitStatus {
                 || e.is::<crate::serve::tls::TlsConfigError>()
                 || matches!(
                     e.downcast_ref(),
-                    Some(crate::live::ConfiguredLineError::Tls(_))
+                    Some(
+                        crate::live::ConfiguredLineError::Tls(_)
+                            | crate::live::ConfiguredLineError::Accounts(_)
+                    )
                 )
                 || e.is::<RecordRefused>()
                 || e.is::<SessionDateError>()

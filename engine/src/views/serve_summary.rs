@@ -41,6 +41,26 @@ pub fn write_serve_counts(
             group(c.tls_timed_out)
         )?;
     }
+    let refused = c.logins_not_authorised
+        + c.logins_wrong_version
+        + c.logins_session_limit
+        + c.logins_verifier_busy;
+    if refused + c.entitlement_refused + c.entitlement_withdrawn + c.accounts_reloaded > 0 {
+        write!(
+            out,
+            "; accounts: {} logins not authorised, {} without a secret (version 1), {} past \
+             the session limit, {} verifier busy; {} subscribes not entitled, {} withdrawn; \
+             {} reloads ({} failed)",
+            group(c.logins_not_authorised),
+            group(c.logins_wrong_version),
+            group(c.logins_session_limit),
+            group(c.logins_verifier_busy),
+            group(c.entitlement_refused),
+            group(c.entitlement_withdrawn),
+            group(c.accounts_reloaded + c.accounts_reload_failed),
+            group(c.accounts_reload_failed)
+        )?;
+    }
     if let Some(a) = admission {
         write_admission(out, a)?;
     }
@@ -111,6 +131,24 @@ mod tests {
         assert!(String::from_utf8(out)
             .unwrap()
             .ends_with("bytes sent; TLS handshakes: 3 established, 2 failed, 1 timed out\n"));
+    }
+
+    #[test]
+    fn says_what_the_accounts_refused_when_they_refused_anything() {
+        let counts = ServeCounts {
+            logins_not_authorised: 4,
+            logins_wrong_version: 1,
+            entitlement_refused: 2,
+            accounts_reloaded: 1,
+            ..ServeCounts::default()
+        };
+        let mut out = Vec::new();
+        write_serve_counts(&mut out, &counts, None).unwrap();
+        assert!(String::from_utf8(out).unwrap().ends_with(
+            "bytes sent; accounts: 4 logins not authorised, 1 without a secret (version 1), 0 \
+             past the session limit, 0 verifier busy; 2 subscribes not entitled, 0 withdrawn; \
+             1 reloads (0 failed)\n"
+        ));
     }
 
     #[test]
