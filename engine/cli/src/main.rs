@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use ticklane_engine::views::{error_text, ExitStatus};
 
+mod account_command;
 mod arg_values;
 mod file_commands;
 mod live_commands;
@@ -63,6 +64,8 @@ enum Command {
     /// Follow symbols on a subscriber server (`run --serve`) and print every update;
     /// reconnects with backoff and full jitter, honouring the server's retry-after.
     Subscribe(subscribe_command::SubscribeArgs),
+    /// Manage the subscriber server's accounts file (`[serve] accounts`).
+    Account(account_command::AccountArgs),
 }
 
 /// `ticklane … | head` closes stdout early. Rust ignores SIGPIPE, so the next `println!`
@@ -104,6 +107,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Tail(args)) => file_commands::tail(&args).or_else(ExitStatus::closed_stdout),
         Some(Command::Subscribe(args)) => subscribe_command::subscribe(&args),
+        Some(Command::Account(args)) => account_command::account(&args),
     };
     match result {
         Ok(status) => status.into(),

@@ -8,6 +8,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::Args;
 use ticklane_engine::serve::client::{ClientConfig, ClientTls};
+use ticklane_engine::serve::protocol::{Secret, MAX_SECRET};
 use ticklane_engine::serve::tls::{client_config, server_name};
 use ticklane_engine::views::ExitStatus;
 use ticklane_engine::watch::print_subscriber_updates;
@@ -22,9 +23,15 @@ pub struct SubscribeArgs {
     /// Symbols to follow, comma separated (1 to 8 characters each).
     #[arg(long, value_delimiter = ',', required = true, value_parser = super::arg_values::symbol)]
     pub symbols: Vec<String>,
-    /// The account to log in as (1 to 16 printable ASCII characters).
+    /// The account to log in as (1 to 16 printable ASCII characters). Its password is read
+    /// from --password-file or the environment variable TICKLANE_PASSWORD; without either,
+    /// the login carries no secret (protocol version 1), which only a server without
+    /// accounts takes.
     #[arg(long, default_value = "ticklane", value_parser = super::arg_values::account)]
     pub account: String,
+    /// A file whose first line is the account's password.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
     /// The first reconnect's backoff ceiling (ms, at least 1); each one after doubles it.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     pub backoff_base_ms: u64,
@@ -83,9 +90,17 @@ pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
     } else {
         None
     };
+    let secret = match secret(args) {
+        Ok(secret) => secret,
+        Err(why) => {
+            eprintln!("ticklane subscribe: {why}");
+            return Ok(ExitStatus::Usage);
+        }
+    };
     let config = ClientConfig {
         account: args.account.clone(),
         tls,
+        secret,
         backoff: BackoffConfig {
             base: Duration::from_millis(args.backoff_base_ms),
             cap: Duration::from_millis(args.backoff_cap_ms),
@@ -95,4 +110,27 @@ pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
         ..ClientConfig::new(args.server, args.symbols.clone())
     };
     print_subscriber_updates(&config, io::stdout().lock(), &mut io::stderr().lock())
+}
+
+/// The password the environment variable names.
+const PASSWORD_VARIABLE: &str = "TICKLANE_PASSWORD";
+
+/// The login's secret: `--password-file`'s first line, else `TICKLANE_PASSWORD`, else none.
+fn secret(args: &SubscribeArgs) -> Result<Secret, String> {
+    let password = match &args.password_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--password-file {}: {e}", path.display()))?;
+            text.lines().next().unwrap_or("").to_owned()
+        }
+        None => match std::env::var(PASSWORD_VARIABLE) {
+            Ok(password) => password,
+            Err(_) => return Ok(Secret::NONE),
+        },
+    };
+    if password.is_empty() {
+        return Err("the password is empty".into());
+    }
+    Secret::new(password.as_bytes())
+        .ok_or_else(|| format!("a password is at most {MAX_SECRET} bytes"))
 }

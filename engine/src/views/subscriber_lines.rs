@@ -150,6 +150,12 @@ fn write_message(out: &mut impl Write, message: &ServerMessage<'_>) -> io::Resul
         ServerMessage::UnknownSymbol { symbol: s, .. } => {
             writeln!(out, "{}: no such instrument (yet)", symbol(&s))
         }
+        ServerMessage::NotEntitled {
+            seq,
+            symbol: s,
+            reason,
+            ..
+        } => writeln!(out, "{} #{seq} refused: {reason}", symbol(&s)),
         ServerMessage::RequestExpired { request_id } => {
             writeln!(out, "request {request_id} dropped: its budget ran out")
         }

@@ -20,6 +20,7 @@ mod kill_restart;
 mod live_process;
 mod loss_exit_status;
 mod output_targets;
+mod serve_accounts_process;
 mod serve_process;
 mod serve_tls_process;
 mod sim_pacing;
