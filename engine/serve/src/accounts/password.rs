@@ -4,7 +4,7 @@
 //! [`hash_password`] uses the argon2 crate's defaults, which are OWASP's recommendation for
 //! Argon2id (19 MiB, 2 passes, 1 lane): about 30 ms a verification on one core of the
 //! developers' machine. The parameters travel in the string, so a file may hold hashes of
-//! other costs and each is verified at its own. Verification ([`PasswordHashes::verify`])
+//! other costs and each is verified at its own. Verification ([`verify`])
 //! recomputes the hash and compares it with the stored one in constant time (the argon2
 //! crate's `verify_password` compares the outputs through `subtle`).
 #![forbid(unsafe_code)]

@@ -3,7 +3,7 @@
 //! meanwhile. It also reloads the accounts file, on request (`SIGHUP`) or when the file
 //! changed, checked at an interval.
 //!
-//! The server hands it logins through a bounded queue ([`Verifier::submit`] refuses when it
+//! The server hands it logins through a bounded queue (`Verifier::submit` refuses when it
 //! is full: the login is then told to come back later, the way any stage of the storm
 //! defences refuses) and takes verdicts back each turn of its loop (it polls every
 //! millisecond, so no waker is needed).
