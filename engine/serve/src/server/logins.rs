@@ -6,6 +6,8 @@
 //! the login's arrival plus `serve.login_failure_delay_ms` (or when the verdict comes, if
 //! later): the answer's timing does not tell which failed, and a guesser gets one try a
 //! delay per connection, with the accept and login rates of the storm defences over that.
+//! Requests a client sends after its login, before the answer, wait unread until the
+//! verdict, then are served in order.
 #![forbid(unsafe_code)]
 
 use std::sync::Arc;
