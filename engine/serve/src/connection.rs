@@ -265,6 +265,18 @@ impl Connection {
         self.last_queued_ns = now_ns;
     }
 
+    /// Queues a sequenced control frame (an answer with no state behind it: unknown
+    /// symbol, not entitled), numbered with the next sequence.
+    pub(crate) fn push_sequenced(
+        &mut self,
+        now_ns: u64,
+        message: impl FnOnce(u64) -> ServerMessage<'static>,
+    ) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.push_control(&message(seq), now_ns);
+    }
+
     /// Ends the connection: the frame saying why is queued after what is queued already
     /// (never dropped: a frame half sent must be finished, or the stream is garbage), and
     /// the socket closes once it is sent or at `deadline_ns`.

@@ -22,11 +22,13 @@ impl ExitStatus {
         while let Some(e) = next {
             let asked_wrong = e.is::<ConfigError>()
                 || e.is::<crate::serve::tls::TlsConfigError>()
+                || e.is::<crate::serve::accounts::AccountsError>()
                 || matches!(
                     e.downcast_ref(),
                     Some(
                         crate::live::ConfiguredLineError::Tls(_)
                             | crate::live::ConfiguredLineError::Accounts(_)
+                            | crate::live::ConfiguredLineError::Audit { .. }
                     )
                 )
                 || e.is::<RecordRefused>()

@@ -18,7 +18,7 @@ use crate::accounts::verifier::{AccountsSource, Login, Reload, Verifier};
 use crate::accounts::{AccountTable, Depth, Entitlement};
 use crate::admission::Verdict;
 use crate::audit::{AuditEvent, AuditRecord};
-use crate::connection::Phase;
+use crate::connection::{Connection, Phase};
 use crate::protocol::{
     account_is_valid, Reason, Secret, ServerMessage, ACCOUNT_LEN, PROTOCOL_VERSION,
     PROTOCOL_VERSION_1,
@@ -163,10 +163,7 @@ impl Server {
         conn.phase = Phase::Streaming;
         if let Some(entitlement) = entitlement {
             conn.account = Some(conn.named);
-            conn.top_only = entitlement.depth == Depth::Top;
-            conn.max_subscriptions = entitlement
-                .max_subscriptions
-                .map_or(max_symbols, |n| n.min(max_symbols));
+            hold_to(conn, entitlement, max_symbols);
         }
         conn.push_control(
             &ServerMessage::LoginAccepted {
@@ -201,11 +198,11 @@ impl Server {
             let conn = self.clients[slot].as_mut().expect("invariant: found");
             let account = conn.named;
             // The account may have gone from the file since the verifier looked.
-            let entitlement = logins
-                .table
+            let table = Arc::clone(&logins.table);
+            let entitlement = table
                 .get(&account)
                 .filter(|_| verdict.genuine)
-                .map(|a| a.entitlement.clone());
+                .map(|a| &a.entitlement);
             let Some(entitlement) = entitlement else {
                 conn.refuse_at_ns = Some(conn.login_ns + logins.failure_delay_ns);
                 continue;
@@ -222,7 +219,7 @@ impl Server {
                 self.refuse_login(slot, Reason::SessionLimit, retry_after_ms, now);
                 continue;
             }
-            self.accept_login(slot, PROTOCOL_VERSION, Some(&entitlement), now);
+            self.accept_login(slot, PROTOCOL_VERSION, Some(entitlement), now);
             // What the client sent after its login waited for this.
             self.serve_readable(slot, now);
         }
@@ -299,10 +296,7 @@ impl Server {
             return;
         };
         let entitlement = &account.entitlement;
-        conn.top_only = entitlement.depth == Depth::Top;
-        conn.max_subscriptions = entitlement
-            .max_subscriptions
-            .map_or(max_symbols, |n| n.min(max_symbols));
+        hold_to(conn, entitlement, max_symbols);
         let peer = conn.peer;
         let mut kept = 0;
         let mut i = 0;
@@ -318,17 +312,12 @@ impl Server {
                 let n = &mut self.interest[usize::from(sub.locate)];
                 *n = n.saturating_sub(1);
             }
-            let seq = conn.next_seq;
-            conn.next_seq += 1;
-            conn.push_control(
-                &ServerMessage::NotEntitled {
-                    seq,
-                    request_id: 0,
-                    symbol: sub.symbol,
-                    reason: Reason::Withdrawn,
-                },
-                now,
-            );
+            conn.push_sequenced(now, |seq| ServerMessage::NotEntitled {
+                seq,
+                request_id: 0,
+                symbol: sub.symbol,
+                reason: Reason::Withdrawn,
+            });
             self.counters.add_entitlement_withdrawn(1);
             if let Some(audit) = &self.audit {
                 audit.record(AuditRecord {
@@ -370,17 +359,12 @@ impl Server {
         } else {
             return true;
         };
-        let seq = conn.next_seq;
-        conn.next_seq += 1;
-        conn.push_control(
-            &ServerMessage::NotEntitled {
-                seq,
-                request_id,
-                symbol,
-                reason,
-            },
-            now,
-        );
+        conn.push_sequenced(now, |seq| ServerMessage::NotEntitled {
+            seq,
+            request_id,
+            symbol,
+            reason,
+        });
         let peer = conn.peer;
         self.counters.add_entitlement_refused(1);
         self.audit(
@@ -406,4 +390,13 @@ impl Server {
             (Some(_), None) => false,
         }
     }
+}
+
+/// The depth and subscription limit of `entitlement` on `conn` (the server's own limit
+/// still bounds the account's).
+fn hold_to(conn: &mut Connection, entitlement: &Entitlement, max_symbols: usize) {
+    conn.top_only = entitlement.depth == Depth::Top;
+    conn.max_subscriptions = entitlement
+        .max_subscriptions
+        .map_or(max_symbols, |n| n.min(max_symbols));
 }

@@ -622,16 +622,11 @@ impl Server {
             // No such instrument (yet): say so; the subscription is not kept.
             let conn = self.clients[slot].as_mut().expect("invariant: still here");
             let sub = conn.subs.swap_remove(index);
-            let seq = conn.next_seq;
-            conn.next_seq += 1;
-            conn.push_control(
-                &ServerMessage::UnknownSymbol {
-                    seq,
-                    request_id,
-                    symbol: sub.symbol,
-                },
-                now,
-            );
+            conn.push_sequenced(now, |seq| ServerMessage::UnknownSymbol {
+                seq,
+                request_id,
+                symbol: sub.symbol,
+            });
         }
     }
 
