@@ -314,7 +314,7 @@ pub const SERVE_TLS_HANDSHAKE_TIMEOUT_MS: Allowed = Allowed::Integer {
 };
 
 /// `serve.login_failure_delay_ms`: 10 ms to a minute. It must exceed a verification's time
-/// (tens of ms at the default cost) to hide which check failed.
+/// (some 20 ms at the default cost) to hide which check failed.
 pub const SERVE_LOGIN_FAILURE_DELAY_MS: Allowed = Allowed::Integer {
     min: 10,
     max: 60_000,
