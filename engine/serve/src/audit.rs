@@ -2,19 +2,22 @@
 //! logout and accounts reload, to the file `[serve] audit_log` names, appended to.
 //!
 //! ```text
-//! {"time":"2026-12-04T14:30:00.123456Z","event":"login","result":"accepted","account":"alice","peer":"10.0.0.7:51012"}
-//! {"time":"2026-12-04T14:30:01.500000Z","event":"login","result":"refused","reason":"not authorised","account":"mallory","peer":"10.0.0.9:40110"}
-//! {"time":"2026-12-04T14:30:02.000000Z","event":"entitlement","result":"refused","reason":"not entitled","account":"alice","peer":"10.0.0.7:51012","symbol":"MSFT"}
-//! {"time":"2026-12-04T14:31:00.000000Z","event":"entitlement","result":"withdrawn","reason":"entitlement withdrawn","account":"alice","peer":"10.0.0.7:51012","symbol":"QQQ"}
-//! {"time":"2026-12-04T15:00:00.000000Z","event":"logout","reason":"client logged out","account":"alice","peer":"10.0.0.7:51012","session_ms":1799877}
-//! {"time":"2026-12-04T15:00:05.000000Z","event":"accounts","result":"reloaded","accounts":12}
+//! {"time":"2026-12-04T14:30:00.123456Z","via":"serve","event":"login","result":"accepted","account":"alice","peer":"10.0.0.7:51012"}
+//! {"time":"2026-12-04T14:30:01.500000Z","via":"web","event":"login","result":"refused","reason":"not authorised","account":"mallory","peer":"10.0.0.9:40110"}
+//! {"time":"2026-12-04T14:30:02.000000Z","via":"serve","event":"entitlement","result":"refused","reason":"not entitled","account":"alice","peer":"10.0.0.7:51012","symbol":"MSFT"}
+//! {"time":"2026-12-04T14:31:00.000000Z","via":"serve","event":"entitlement","result":"withdrawn","reason":"entitlement withdrawn","account":"alice","peer":"10.0.0.7:51012","symbol":"QQQ"}
+//! {"time":"2026-12-04T15:00:00.000000Z","via":"serve","event":"logout","reason":"client logged out","account":"alice","peer":"10.0.0.7:51012","session_ms":1799877}
+//! {"time":"2026-12-04T16:00:00.000000Z","via":"web","event":"logout","reason":"session expired","account":"alice","peer":"10.0.0.7:51020","session_ms":28800000}
+//! {"time":"2026-12-04T15:00:05.000000Z","via":"serve","event":"accounts","result":"reloaded","accounts":12}
 //! ```
 //!
-//! `time` is UTC (RFC 3339, microseconds); `account` is what the login named (also for an
-//! account that does not exist: the record of who tried); `reason` is the protocol's reason
-//! text; a logout's `session_ms` runs from the login to the close. `result` of a login is
-//! `accepted` or `refused`; of `accounts`, `reloaded` (with the count) or `failed` (the old
-//! table stays; the run's stderr says why).
+//! `time` is UTC (RFC 3339, microseconds); `via` is the server that wrote it (`serve`, the
+//! subscriber server; `web`, the browser view; the two share one trail); `account` is what
+//! the login named (also for an account that does not exist: the record of who tried);
+//! `reason` is the protocol's reason text; a logout's `session_ms` runs from the login to
+//! the close (for the browser view, from the login to the logout or the session's expiry).
+//! `result` of a login is `accepted` or `refused`; of `accounts`, `reloaded` (with the
+//! count) or `failed` (the old table stays; the run's stderr says why).
 //!
 //! The server never waits on the file: it hands each record to a writer thread through a
 //! bounded queue ([`QUEUE`] records, preallocated), and a record that finds the queue full
@@ -56,6 +59,11 @@ pub enum AuditEvent {
         /// The symbol.
         symbol: [u8; 8],
     },
+    /// A browser's session reached its configured length and ended.
+    SessionExpired {
+        /// From the login to the expiry.
+        session: Duration,
+    },
     /// A logged-in session ended.
     Logout {
         /// How it ended (`None`: the client logged out or closed).
@@ -69,11 +77,22 @@ pub enum AuditEvent {
     AccountsReloadFailed,
 }
 
+/// Which server wrote a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// The subscriber server (`"serve"`).
+    Serve,
+    /// The browser view (`"web"`).
+    Web,
+}
+
 /// One line of the trail.
 #[derive(Clone, Copy, Debug)]
 pub struct AuditRecord {
     /// When.
     pub at: SystemTime,
+    /// Which server.
+    pub via: Via,
     /// What.
     pub event: AuditEvent,
     /// The account named (space padded), for the events that have one.
@@ -224,6 +243,11 @@ pub fn format_record(record: &AuditRecord, out: &mut String) {
         time.second(),
         time.microsecond()
     );
+    let via = match record.via {
+        Via::Serve => "serve",
+        Via::Web => "web",
+    };
+    let _ = write!(out, ",\"via\":\"{via}\"");
     let (event, result, reason) = match record.event {
         AuditEvent::LoginAccepted => ("login", Some("accepted"), None),
         AuditEvent::LoginRefused(reason) => ("login", Some("refused"), Some(reason)),
@@ -234,6 +258,7 @@ pub fn format_record(record: &AuditRecord, out: &mut String) {
             ("entitlement", Some("withdrawn"), Some(Reason::Withdrawn))
         }
         AuditEvent::Logout { reason, .. } => ("logout", None, reason),
+        AuditEvent::SessionExpired { .. } => ("logout", None, None),
         AuditEvent::AccountsReloaded(_) => ("accounts", Some("reloaded"), None),
         AuditEvent::AccountsReloadFailed => ("accounts", Some("failed"), None),
     };
@@ -243,6 +268,7 @@ pub fn format_record(record: &AuditRecord, out: &mut String) {
     }
     match (record.event, reason) {
         (AuditEvent::Logout { .. }, None) => out.push_str(",\"reason\":\"client logged out\""),
+        (AuditEvent::SessionExpired { .. }, _) => out.push_str(",\"reason\":\"session expired\""),
         (_, Some(reason)) => {
             out.push_str(",\"reason\":");
             json_string(&reason.to_string(), out);
@@ -262,7 +288,7 @@ pub fn format_record(record: &AuditRecord, out: &mut String) {
             out.push_str(",\"symbol\":");
             json_string(trimmed(&symbol), out);
         }
-        AuditEvent::Logout { session, .. } => {
+        AuditEvent::Logout { session, .. } | AuditEvent::SessionExpired { session } => {
             let _ = write!(out, ",\"session_ms\":{}", session.as_millis());
         }
         AuditEvent::AccountsReloaded(n) => {
@@ -318,6 +344,7 @@ mod tests {
             format_record(
                 &AuditRecord {
                     at: at(1_796_394_600, 123_456),
+                    via: Via::Serve,
                     event,
                     account: account(name),
                     peer: (!name.is_empty()).then_some(peer),
@@ -328,12 +355,12 @@ mod tests {
         };
         assert_eq!(
             line(AuditEvent::LoginAccepted, "alice"),
-            "{\"time\":\"2026-12-04T14:30:00.123456Z\",\"event\":\"login\",\"result\":\"accepted\",\
+            "{\"time\":\"2026-12-04T14:30:00.123456Z\",\"via\":\"serve\",\"event\":\"login\",\"result\":\"accepted\",\
              \"account\":\"alice\",\"peer\":\"10.0.0.7:51012\"}\n"
         );
         assert_eq!(
             line(AuditEvent::LoginRefused(Reason::NotAuthorised), "a\"b\\c"),
-            "{\"time\":\"2026-12-04T14:30:00.123456Z\",\"event\":\"login\",\"result\":\"refused\",\
+            "{\"time\":\"2026-12-04T14:30:00.123456Z\",\"via\":\"serve\",\"event\":\"login\",\"result\":\"refused\",\
              \"reason\":\"not authorised: unknown account or wrong secret\",\
              \"account\":\"a\\\"b\\\\c\",\"peer\":\"10.0.0.7:51012\"}\n"
         );
@@ -353,9 +380,16 @@ mod tests {
             "alice"
         )
         .contains("\"event\":\"logout\",\"reason\":\"client logged out\",\"account\":\"alice\",\"peer\":\"10.0.0.7:51012\",\"session_ms\":1799877}"));
+        assert!(line(
+            AuditEvent::SessionExpired {
+                session: Duration::from_secs(60)
+            },
+            "alice"
+        )
+        .contains("\"event\":\"logout\",\"reason\":\"session expired\",\"account\":\"alice\",\"peer\":\"10.0.0.7:51012\",\"session_ms\":60000}"));
         assert_eq!(
             line(AuditEvent::AccountsReloaded(12), ""),
-            "{\"time\":\"2026-12-04T14:30:00.123456Z\",\"event\":\"accounts\",\"result\":\"reloaded\",\"accounts\":12}\n"
+            "{\"time\":\"2026-12-04T14:30:00.123456Z\",\"via\":\"serve\",\"event\":\"accounts\",\"result\":\"reloaded\",\"accounts\":12}\n"
         );
         for text in [
             line(AuditEvent::LoginAccepted, "alice"),
@@ -372,6 +406,7 @@ mod tests {
         let log = AuditLog::open(&path).unwrap();
         let record = AuditRecord {
             at: SystemTime::now(),
+            via: Via::Web,
             event: AuditEvent::LoginAccepted,
             account: account("alice"),
             peer: None,

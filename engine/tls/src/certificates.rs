@@ -77,6 +77,20 @@ pub enum TlsConfigError {
     },
 }
 
+/// Fills `buf` from the crypto provider's secure random source (the operating system's, by
+/// way of ring): for secrets a server hands out, such as the browser view's session
+/// tokens.
+///
+/// # Errors
+///
+/// If the source fails (the operating system refused).
+pub fn random_bytes(buf: &mut [u8]) -> Result<(), rustls::Error> {
+    ring::default_provider()
+        .secure_random
+        .fill(buf)
+        .map_err(|_| rustls::Error::FailedToGetRandomBytes)
+}
+
 /// The one crypto provider: ring (it builds with the C compiler alone).
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(ring::default_provider())

@@ -7,6 +7,8 @@
 //!   error (exit 2) rather than a server that fails every handshake later. Only TLS 1.2 and
 //!   1.3 are offered.
 //! - [`client_config`] trusts a given CA file, or the host's trust store.
+//! - [`random_bytes`] draws from the same secure source TLS uses, for tokens a server hands
+//!   out.
 //! - [`ServerSession`] drives one server-side connection from a non-blocking socket: rustls
 //!   is a state machine fed with bytes, so the servers' own mio loops run the handshake and
 //!   the records, as they run every other protocol machine. It never blocks and never
@@ -30,7 +32,7 @@
 mod certificates;
 mod server_session;
 
-pub use certificates::{client_config, server_config, server_name, TlsConfigError};
+pub use certificates::{client_config, random_bytes, server_config, server_name, TlsConfigError};
 pub use server_session::{PlainRead, ServerSession, SessionWriter};
 
 /// rustls itself, for the types the servers and clients hold (`ServerConfig`,

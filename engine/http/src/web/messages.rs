@@ -7,6 +7,11 @@
 //!   backlog). Prices are ITCH integers (1/10,000 dollars); times that need more than 53
 //!   bits are in milliseconds.
 //! - `health`: the engine's health and lag, twice a second.
+//! - `refused`: symbols the browser's account may not see (`reason` `"not entitled"`), may
+//!   no longer see after a change of the accounts file (`"entitlement withdrawn"`: their
+//!   books stop at once), or past its limit of books (`"too many subscriptions"`, with
+//!   `max_subscriptions`; an empty `symbols` list: "every book" asked by an account with a
+//!   limit, which must name its books). Only with accounts.
 //!
 //! Browser to server: `{"subscribe": ["AAPL", "MSFT"]}` (an empty list: every book).
 #![forbid(unsafe_code)]
@@ -63,6 +68,19 @@ pub fn health_json(report: &HealthReport, header: &SnapshotHeader, now_ns: u64) 
         "closed": header.is_closed(),
         "lost_messages": header.lost_messages,
         "now_ms": now_ns / 1_000_000,
+    })
+    .to_string()
+}
+
+/// A `refused` message: `symbols` refused for `reason`; `max_subscriptions`, the
+/// account's limit of books, if it has one.
+pub fn refused_json(symbols: &[Vec<u8>], reason: &str, max_subscriptions: Option<usize>) -> String {
+    let symbols: Vec<_> = symbols.iter().map(|s| String::from_utf8_lossy(s)).collect();
+    json!({
+        "type": "refused",
+        "symbols": symbols,
+        "reason": reason,
+        "max_subscriptions": max_subscriptions,
     })
     .to_string()
 }

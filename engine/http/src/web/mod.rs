@@ -85,15 +85,26 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod counters;
+mod form;
+mod http_conns;
+mod logins;
 mod messages;
 mod pending;
 mod request;
 mod server;
+mod sessions;
+mod stream;
 
-pub use messages::{book_json, health_json, parse_request, BrowserRequest, MAX_SUBSCRIBED_SYMBOLS};
+pub use counters::{WebCounters, WebCounts};
+pub use form::{parse_login_form, LoginForm, MAX_FORM, SESSION_COOKIE};
+pub use messages::{
+    book_json, health_json, parse_request, refused_json, BrowserRequest, MAX_SUBSCRIBED_SYMBOLS,
+};
 pub use pending::PendingBooks;
-pub use request::{classify, Request, SOCKET_PATH};
-pub use server::{WebCounts, WebLimits, WebServer, PAGE};
+pub use request::{classify, Request, LOGIN_PATH, LOGOUT_PATH, SESSION_PATH, SOCKET_PATH};
+pub use server::{WebLimits, WebSecurity, WebServer, DEFAULT_SESSION_LENGTH, LOGIN_PAGE, PAGE};
+pub use sessions::MAX_SESSIONS;
 
 use std::sync::Arc;
 

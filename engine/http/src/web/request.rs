@@ -1,11 +1,21 @@
-//! What a browser asked for, from its request head (sans-I/O): the page, the WebSocket, or
-//! something this server refuses.
+//! What a browser asked for, from its request head (sans-I/O): the page, the WebSocket, a
+//! login or logout, whether its session holds, or something this server refuses. Whether
+//! the browser's session lets it have what it asked for is the server's business.
 #![forbid(unsafe_code)]
 
 use crate::http_head::Head;
 
 /// The WebSocket's path.
 pub const SOCKET_PATH: &str = "/ws";
+
+/// Where the login form posts.
+pub const LOGIN_PATH: &str = "/login";
+
+/// Where the page's logout button posts.
+pub const LOGOUT_PATH: &str = "/logout";
+
+/// What the page asks, when its socket closes, to learn whether its session still holds.
+pub const SESSION_PATH: &str = "/session";
 
 /// A request head, classified.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,6 +27,12 @@ pub enum Request {
         /// `Sec-WebSocket-Key`, as sent.
         key: Vec<u8>,
     },
+    /// `POST /login`: the login form's body follows the head.
+    Login,
+    /// `POST /logout`.
+    Logout,
+    /// `GET /session`: 204 while the browser's session holds, 403 once it does not.
+    Session,
     /// Anything else: answer with this status and close.
     Refuse(u16),
 }
@@ -24,12 +40,20 @@ pub enum Request {
 /// Classifies a complete request head (read by [`crate::http_head`], which also refuses
 /// heads too large, too slow or malformed).
 pub fn classify(head: &Head) -> Request {
+    // The query (`?symbols=…`) is the page's business, not the server's.
+    let path = head.target().split('?').next().unwrap_or("");
+    if head.method() == "POST" {
+        return match path {
+            LOGIN_PATH => Request::Login,
+            LOGOUT_PATH => Request::Logout,
+            _ => Request::Refuse(405),
+        };
+    }
     if head.method() != "GET" {
         return Request::Refuse(405);
     }
-    // The query (`?symbols=…`) is the page's business, not the server's.
-    let path = head.target().split('?').next().unwrap_or("");
     match path {
+        SESSION_PATH => Request::Session,
         "/" | "/index.html" => Request::Page,
         SOCKET_PATH => {
             let upgrade = head
@@ -85,6 +109,22 @@ Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n
         );
         assert_eq!(
             classify_bytes(b"POST / HTTP/1.1\r\n\r\n"),
+            Request::Refuse(405)
+        );
+        assert_eq!(
+            classify_bytes(b"POST /login HTTP/1.1\r\n\r\n"),
+            Request::Login
+        );
+        assert_eq!(
+            classify_bytes(b"POST /logout HTTP/1.1\r\n\r\n"),
+            Request::Logout
+        );
+        assert_eq!(
+            classify_bytes(b"GET /session HTTP/1.1\r\n\r\n"),
+            Request::Session
+        );
+        assert_eq!(
+            classify_bytes(b"PUT /login HTTP/1.1\r\n\r\n"),
             Request::Refuse(405)
         );
     }

@@ -1,18 +1,21 @@
-//! The browser view's server: one thread, never pinned, that serves the page over plain
-//! HTTP and the books over WebSocket (`tungstenite` over std sockets, all non-blocking).
+//! The browser view's server: one thread, never pinned, that serves the page over HTTP or
+//! HTTPS and the books over WebSocket (`tungstenite` over std sockets, all non-blocking;
+//! TLS driven by this loop, see `stream`).
 //!
 //! Each turn of its loop (woken by a new connection, or every [`WebLimits::tick`]):
-//! accept; read request heads; drain the one hub [`Subscription`] into a set of changed
-//! books; every [`WebLimits::sweep_every`], compare each slot's seqlock sequence with the
-//! last one owed, to catch changes no event carries (a line going `STALE`); owe each
-//! browser the changed books it subscribed to ([`PendingBooks`]: one per book, the latest);
-//! then, per browser, flush what the socket holds and, only if the socket took it all,
-//! encode owed books from the snapshot. A browser that reads slowly is owed more books,
-//! never more bytes: nothing it does reaches the book thread or the other browsers.
+//! accept; read request heads and login forms, and answer them (`http_conns`); take the
+//! verifier's verdicts, the accounts file's reloads and the sessions' expiries (`logins`);
+//! drain the one hub [`Subscription`] into a set of changed books; every
+//! [`WebLimits::sweep_every`], compare each slot's seqlock sequence with the last one owed,
+//! to catch changes no event carries (a line going `STALE`); owe each browser the changed
+//! books it subscribed to and may see ([`PendingBooks`]: one per book, the latest); then,
+//! per browser, flush what the socket holds and, only if the socket took it all, encode
+//! owed books from the snapshot. A browser that reads slowly is owed more books, never more
+//! bytes: nothing it does reaches the book thread or the other browsers.
 #![forbid(unsafe_code)]
 
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io;
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,20 +23,34 @@ use std::time::{Duration, Instant};
 
 use mio::net::TcpListener;
 use mio::{Events, Poll};
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::protocol::frame::CloseFrame;
 use tungstenite::protocol::{Role, WebSocketConfig};
 use tungstenite::{Message, WebSocket};
 
-use super::messages::{book_json, health_json, parse_request, BrowserRequest};
+use super::counters::{Counter, WebCounters, WebCounts};
+use super::http_conns::{write_some, HttpConn, Upgrade};
+use super::messages::{book_json, health_json, parse_request, refused_json, BrowserRequest};
 use super::pending::PendingBooks;
-use super::request::{classify, Request};
+use super::sessions::Sessions;
+use super::stream::WebStream;
 use super::WebState;
-use crate::http_head::{reason, HeadError, HeadLimits, HeadReader, Progress};
 use ticklane_pipeline::overload::{RecvError, SubscriberHub, Subscription};
 use ticklane_pipeline::server_thread::ServerThread;
+use ticklane_serve::accounts::verifier::Verifier;
+use ticklane_serve::accounts::{AccountTable, Depth, Entitlement};
+use ticklane_serve::audit::{AuditEvent, AuditLog, AuditRecord, Via};
+use ticklane_serve::protocol::{Reason, ACCOUNT_LEN};
+use ticklane_serve::tls::rustls::ServerConfig;
+use ticklane_serve::AccountsConfig;
 use ticklane_snapshot::{wall_clock_ns, SnapshotReader};
 
 /// The page, compiled in: one self-contained file, no CDN, no build step.
 pub const PAGE: &str = include_str!("page.html");
+
+/// The login page, served instead of [`PAGE`] to a browser without a session when the
+/// view has accounts.
+pub const LOGIN_PAGE: &str = include_str!("login.html");
 
 /// How much the server takes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +59,8 @@ pub struct WebLimits {
     pub max_clients: usize,
     /// Most bytes of request head.
     pub max_request: usize,
-    /// Longest time from accept to a complete request head.
+    /// Longest time from accept to a complete request (the TLS handshake, the head, and a
+    /// login form's body, together).
     pub request_deadline: Duration,
     /// The loop's period when nothing wakes it.
     pub tick: Duration,
@@ -72,40 +90,78 @@ impl Default for WebLimits {
     }
 }
 
-/// What the server has done, for tests and the curious.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WebCounts {
-    /// Pages served.
-    pub pages: u64,
-    /// WebSocket connections accepted.
-    pub sockets: u64,
-    /// Connections refused with 503 (over `max_clients`).
-    pub refused: u64,
-    /// Book messages sent.
-    pub books_sent: u64,
+/// How long a browser's session lasts when `[web] session_minutes` is absent: a trading
+/// day and then some.
+pub const DEFAULT_SESSION_LENGTH: Duration = Duration::from_secs(12 * 3600);
+
+/// What guards the view: TLS, accounts, the audit trail. The default guards nothing (plain
+/// HTTP, no login: for loopback and tests).
+#[derive(Clone, Debug)]
+pub struct WebSecurity {
+    /// Serve HTTPS and `wss://` only, with this configuration.
+    pub tls: Option<Arc<ServerConfig>>,
+    /// Require a login with an account of this file; a browser without a session gets the
+    /// login page and nothing else.
+    pub accounts: Option<AccountsConfig>,
+    /// How long a session lasts from its login.
+    pub session_length: Duration,
+    /// Record logins, refusals and logouts here (`"via":"web"`).
+    pub audit: Option<Arc<AuditLog>>,
+}
+
+impl Default for WebSecurity {
+    fn default() -> Self {
+        WebSecurity {
+            tls: None,
+            accounts: None,
+            session_length: DEFAULT_SESSION_LENGTH,
+            audit: None,
+        }
+    }
 }
 
 /// The running server; dropping it stops it and waits for its thread.
 #[derive(Debug)]
 pub struct WebServer {
-    thread: ServerThread<WebCounts>,
+    thread: ServerThread<()>,
+    counters: Arc<WebCounters>,
 }
 
 impl WebServer {
     /// Binds `listen` now (a bad address fails before the feed starts; port 0 resolves),
-    /// then serves `state` on a thread named `web`.
+    /// then serves `state` on a thread named `web`, unguarded (plain HTTP, no login).
     ///
     /// # Errors
     ///
     /// If the address cannot be bound (the error names it) or the thread cannot start.
     pub fn start(listen: SocketAddr, state: WebState, limits: WebLimits) -> io::Result<Self> {
+        Self::start_secure(listen, state, limits, WebSecurity::default())
+    }
+
+    /// As [`WebServer::start`], guarded by `security`: with accounts, the password
+    /// verifier's thread starts too.
+    ///
+    /// # Errors
+    ///
+    /// As [`WebServer::start`], or the verifier's thread cannot start.
+    pub fn start_secure(
+        listen: SocketAddr,
+        state: WebState,
+        limits: WebLimits,
+        security: WebSecurity,
+    ) -> io::Result<Self> {
+        let counters = Arc::new(WebCounters::default());
+        let guard = Guard::start(security)?;
+        let shared = Arc::clone(&counters);
         let thread = ServerThread::start(
             "web",
             listen,
             Arc::default(),
-            move |poll, listener, stop| Server::new(state, limits).run(poll, &listener, stop),
+            move |poll, listener, stop| {
+                Server::new(state, limits, guard, shared).run(poll, &listener, stop);
+            },
         )?;
-        Ok(WebServer { thread })
+        Ok(WebServer { thread, counters })
     }
 
     /// The address it listens on.
@@ -113,38 +169,123 @@ impl WebServer {
         self.thread.local_addr()
     }
 
+    /// Its live counters (for `/metrics`).
+    pub fn counters(&self) -> Arc<WebCounters> {
+        Arc::clone(&self.counters)
+    }
+
     /// Stops the server and returns its counters.
     pub fn stop(self) -> WebCounts {
-        self.thread.stop().unwrap_or_default()
+        let _ = self.thread.stop();
+        self.counters.load()
     }
 }
 
-/// A connection before it is a WebSocket: reading its head, or writing the page.
-struct HttpConn {
-    stream: TcpStream,
-    head: HeadReader,
-    /// The answer being written, and how much of it went out.
-    answer: Option<(Vec<u8>, usize)>,
-    /// Over the connection limit: its request is read (so that closing it does not reset
-    /// the answer away), then answered 503 whatever it asked.
-    refused: bool,
+/// The security the loop applies.
+pub(super) struct Guard {
+    pub(super) tls: Option<Arc<ServerConfig>>,
+    pub(super) logins: Option<Logins>,
+    pub(super) session_length: Duration,
+    pub(super) audit: Option<Arc<AuditLog>>,
+    /// The books' page as served: with a logout button when there are accounts.
+    pub(super) page: Arc<str>,
+}
+
+/// The view's side of the accounts.
+pub(super) struct Logins {
+    pub(super) table: Arc<AccountTable>,
+    pub(super) verifier: Verifier,
+    pub(super) failure_delay: Duration,
+    pub(super) sessions: Sessions,
+    /// The next login's ticket with the verifier.
+    pub(super) next_ticket: u64,
+}
+
+impl Guard {
+    fn start(security: WebSecurity) -> io::Result<Guard> {
+        let logins = match security.accounts {
+            None => None,
+            Some(accounts) => Some(Logins {
+                verifier: Verifier::start(Arc::clone(&accounts.table), accounts.source)?,
+                table: accounts.table,
+                failure_delay: accounts.failure_delay,
+                sessions: Sessions::new(),
+                next_ticket: 0,
+            }),
+        };
+        let page = match logins {
+            None => PAGE.into(),
+            Some(_) => PAGE
+                .replace(
+                    "<!--logout-->",
+                    "<form method=\"post\" action=\"/logout\" id=\"logout\"><button>log out</button></form>",
+                )
+                .into(),
+        };
+        Ok(Guard {
+            tls: security.tls,
+            logins,
+            session_length: security.session_length,
+            audit: security.audit,
+            page,
+        })
+    }
 }
 
 /// One browser on the WebSocket.
-struct Browser {
-    ws: WebSocket<TcpStream>,
-    /// Symbols it subscribed to; `None` until it subscribes, empty for every book.
-    symbols: Option<Vec<Vec<u8>>>,
+pub(super) struct Browser {
+    pub(super) ws: WebSocket<WebStream>,
+    /// The books it subscribed to.
+    watch: Watch,
     pending: PendingBooks,
     health_due: bool,
+    /// The session it belongs to (with accounts).
+    pub(super) session: Option<u64>,
+    /// What its account may see (with accounts).
+    pub(super) entitlement: Option<Entitlement>,
+    peer: SocketAddr,
+}
+
+/// The books a browser subscribed to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Watch {
+    /// None: it has not subscribed yet, or every symbol it named was refused.
+    Nothing,
+    /// Every book its account may see.
+    Every,
+    /// These symbols (each one its account may see).
+    These(Vec<Vec<u8>>),
 }
 
 impl Browser {
     fn wants(&self, symbol: &[u8]) -> bool {
-        self.symbols
-            .as_ref()
-            .is_some_and(|s| s.is_empty() || s.iter().any(|w| w == symbol))
+        let subscribed = match &self.watch {
+            Watch::Nothing => false,
+            Watch::Every => true,
+            Watch::These(symbols) => symbols.iter().any(|w| w == symbol),
+        };
+        subscribed && self.may_see(symbol)
     }
+
+    fn may_see(&self, symbol: &[u8]) -> bool {
+        self.entitlement
+            .as_ref()
+            .is_none_or(|e| e.allows(&padded(symbol)))
+    }
+
+    fn top_only(&self) -> bool {
+        self.entitlement
+            .as_ref()
+            .is_some_and(|e| e.depth == Depth::Top)
+    }
+}
+
+/// A symbol as ITCH pads it (8 bytes, spaces), cut at 8.
+pub(super) fn padded(symbol: &[u8]) -> [u8; 8] {
+    let mut out = [b' '; 8];
+    let n = symbol.len().min(8);
+    out[..n].copy_from_slice(&symbol[..n]);
+    out
 }
 
 /// The books as the server tracks them: the snapshot, which slot holds each locate, and
@@ -179,21 +320,22 @@ impl Books {
     }
 }
 
-struct Server {
+pub(super) struct Server {
     health: Arc<ticklane_pipeline::health::Health>,
     hub: Option<SubscriberHub>,
-    limits: WebLimits,
+    pub(super) limits: WebLimits,
     books: Books,
     subscription: Option<Subscription>,
-    http: Vec<HttpConn>,
-    browsers: Vec<Browser>,
+    pub(super) http: Vec<HttpConn>,
+    pub(super) browsers: Vec<Browser>,
     /// Slots changed this turn.
     changed: PendingBooks,
-    counters: WebCounts,
+    pub(super) counters: Arc<WebCounters>,
+    pub(super) guard: Guard,
 }
 
 impl Server {
-    fn new(state: WebState, limits: WebLimits) -> Self {
+    fn new(state: WebState, limits: WebLimits, guard: Guard, counters: Arc<WebCounters>) -> Self {
         let subscription = state.hub.as_ref().map(SubscriberHub::subscribe);
         Server {
             books: Books {
@@ -208,11 +350,12 @@ impl Server {
             http: Vec::new(),
             browsers: Vec::new(),
             changed: PendingBooks::new(),
-            counters: WebCounts::default(),
+            counters,
+            guard,
         }
     }
 
-    fn run(mut self, mut poll: Poll, listener: &TcpListener, stop: &AtomicBool) -> WebCounts {
+    fn run(mut self, mut poll: Poll, listener: &TcpListener, stop: &AtomicBool) {
         let mut events = Events::with_capacity(8);
         let mut next_health = Instant::now();
         let mut next_sweep = Instant::now();
@@ -226,8 +369,9 @@ impl Server {
             }
             self.accept(listener);
             self.serve_http();
-            self.drain_events();
             let now = Instant::now();
+            self.serve_logins(now);
+            self.drain_events();
             if now >= next_sweep {
                 next_sweep = now + self.limits.sweep_every;
                 self.sweep();
@@ -249,17 +393,16 @@ impl Server {
             let _ = b.ws.close(None);
             let _ = b.ws.flush();
         }
-        self.counters
     }
 
-    fn connections(&self) -> usize {
+    pub(super) fn connections(&self) -> usize {
         self.http.len() + self.browsers.len()
     }
 
     fn accept(&mut self, listener: &TcpListener) {
         loop {
             match listener.accept() {
-                Ok((stream, _peer)) => {
+                Ok((stream, peer)) => {
                     let stream = TcpStream::from(stream);
                     // Past the limit a connection is still read and answered 503 (closing
                     // it unread would reset the answer away); past twice the limit, under a
@@ -267,22 +410,22 @@ impl Server {
                     let connections = self.connections();
                     let refused = connections >= self.limits.max_clients;
                     if refused {
-                        self.counters.refused += 1;
+                        self.counters.bump(Counter::refused);
                         if connections >= 2 * self.limits.max_clients + 16 {
                             continue;
                         }
                     }
                     let _ = stream.set_nodelay(true);
-                    let limits = HeadLimits {
-                        max_bytes: self.limits.max_request,
-                        deadline: self.limits.request_deadline,
-                    };
-                    self.http.push(HttpConn {
-                        stream,
-                        head: HeadReader::new(limits, Instant::now()),
-                        answer: None,
-                        refused,
-                    });
+                    match WebStream::new(stream, self.guard.tls.as_ref()) {
+                        Ok(stream) => self.http.push(HttpConn::new(
+                            stream,
+                            peer,
+                            &self.limits,
+                            refused,
+                            Instant::now(),
+                        )),
+                        Err(e) => eprintln!("ticklane web: no TLS session: {e}"),
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -294,73 +437,9 @@ impl Server {
         }
     }
 
-    /// Reads heads and writes pages; a head that asks for the socket becomes a browser.
-    fn serve_http(&mut self) {
-        let mut i = 0;
-        while i < self.http.len() {
-            match self.step_http(i) {
-                HttpStep::Keep => i += 1,
-                HttpStep::Done => {
-                    let conn = self.http.swap_remove(i);
-                    let _ = conn.stream.shutdown(Shutdown::Write);
-                }
-                HttpStep::Upgrade(head) => {
-                    let conn = self.http.swap_remove(i);
-                    self.upgrade(conn.stream, &head);
-                }
-            }
-        }
-    }
-
-    fn step_http(&mut self, i: usize) -> HttpStep {
-        let conn = &mut self.http[i];
-        if let Some((answer, sent)) = &mut conn.answer {
-            return match write_some(&mut conn.stream, &answer[*sent..]) {
-                Ok(n) => {
-                    *sent += n;
-                    if *sent == answer.len() {
-                        HttpStep::Done
-                    } else {
-                        HttpStep::Keep
-                    }
-                }
-                Err(_) => HttpStep::Done,
-            };
-        }
-        let head = match conn.head.read_from(&mut conn.stream, Instant::now()) {
-            Progress::Pending => return HttpStep::Keep,
-            Progress::Gone => return HttpStep::Done,
-            Progress::Refused(e) => Err(e),
-            Progress::Complete(head) => Ok(head),
-        };
-        let answer = match head {
-            // Too slow or too large: said so even to a connection over the limit.
-            Err(e @ (HeadError::TimedOut | HeadError::TooLarge)) => {
-                http_answer(e.status(), "text/plain", format!("{e}\n").as_bytes())
-            }
-            _ if conn.refused => http_answer(503, "text/plain", b"too many browsers\n"),
-            Err(e) => http_answer(e.status(), "text/plain", reason(e.status()).as_bytes()),
-            Ok(head) => match classify(&head) {
-                Request::Page => {
-                    self.counters.pages += 1;
-                    http_answer(200, "text/html; charset=utf-8", PAGE.as_bytes())
-                }
-                Request::Socket { key } => {
-                    return HttpStep::Upgrade(Upgrade {
-                        key,
-                        rest: head.rest().to_vec(),
-                    })
-                }
-                Request::Refuse(status) => {
-                    http_answer(status, "text/plain", reason(status).as_bytes())
-                }
-            },
-        };
-        conn.answer = Some((answer, 0));
-        HttpStep::Keep
-    }
-
-    fn upgrade(&mut self, mut stream: TcpStream, upgrade: &Upgrade) {
+    /// Makes a browser of a connection whose head asked for the socket.
+    pub(super) fn upgrade(&mut self, conn: HttpConn, upgrade: &Upgrade) {
+        let (mut stream, peer) = conn.into_parts();
         let answer = format!(
             "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
              Sec-WebSocket-Accept: {}\r\n\r\n",
@@ -378,7 +457,11 @@ impl Server {
             // 64 KiB, room for any one image; tungstenite needs it above the batching size).
             .write_buffer_size(0)
             .max_write_buffer_size(self.limits.max_unsent.max(64 * 1024));
-        self.counters.sockets += 1;
+        self.counters.bump(Counter::sockets);
+        let entitlement = upgrade.session.and_then(|id| {
+            let logins = self.guard.logins.as_ref()?;
+            Some(logins.sessions.get(id)?.entitlement.clone())
+        });
         self.browsers.push(Browser {
             // Bytes that came with the head are the start of the first frame.
             ws: WebSocket::from_partially_read(
@@ -387,10 +470,58 @@ impl Server {
                 Role::Server,
                 Some(config),
             ),
-            symbols: None,
+            watch: Watch::Nothing,
             pending: PendingBooks::new(),
             health_due: true,
+            session: upgrade.session,
+            entitlement,
+            peer,
         });
+    }
+
+    /// Ends every browser of session `id`: a close frame that says why (code 4001; the
+    /// page then finds its session gone and shows the login page), then the socket.
+    pub(super) fn end_browsers_of(&mut self, id: u64, why: &str) {
+        let mut i = 0;
+        while i < self.browsers.len() {
+            if self.browsers[i].session == Some(id) {
+                let mut gone = self.browsers.swap_remove(i);
+                let _ = gone.ws.close(Some(CloseFrame {
+                    code: CloseCode::Library(4001),
+                    reason: why.to_owned().into(),
+                }));
+                let _ = gone.ws.flush();
+                gone.ws.get_mut().shutdown(Shutdown::Both);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Records `event` in the audit trail, if there is one.
+    pub(super) fn audit(
+        &self,
+        event: AuditEvent,
+        account: [u8; ACCOUNT_LEN],
+        peer: Option<SocketAddr>,
+    ) {
+        if let Some(audit) = &self.guard.audit {
+            audit.record(AuditRecord {
+                at: std::time::SystemTime::now(),
+                via: Via::Web,
+                event,
+                account,
+                peer,
+            });
+        }
+    }
+
+    /// Browser `i`'s account name, or blanks.
+    fn account_of(&self, i: usize) -> [u8; ACCOUNT_LEN] {
+        self.browsers[i]
+            .session
+            .and_then(|id| self.guard.logins.as_ref()?.sessions.get(id))
+            .map_or([b' '; ACCOUNT_LEN], |s| s.account)
     }
 
     /// Every event names a book that changed; the book's state is read from the snapshot
@@ -474,7 +605,7 @@ impl Server {
                 i += 1;
             } else {
                 let mut gone = self.browsers.swap_remove(i);
-                let _ = gone.ws.get_mut().shutdown(Shutdown::Both);
+                gone.ws.get_mut().shutdown(Shutdown::Both);
             }
         }
     }
@@ -516,19 +647,24 @@ impl Server {
                 Written::Gone => return false,
             }
         }
+        let top_only = browser.top_only();
         for _ in 0..limits.books_per_turn {
             let Some(slot) = browser.pending.pop() else {
                 break;
             };
-            let Ok(state) = books.reader.read(slot) else {
+            let Ok(mut state) = books.reader.read(slot) else {
                 // Mid-write or contended: owed again, read next turn.
                 browser.pending.mark(slot);
                 break;
             };
+            if top_only {
+                state.bids.truncate(1);
+                state.asks.truncate(1);
+            }
             match write(&mut browser.ws, &book_json(&state)) {
-                Written::Sent => self.counters.books_sent += 1,
+                Written::Sent => self.counters.bump(Counter::books_sent),
                 Written::QueuedSocketFull => {
-                    self.counters.books_sent += 1;
+                    self.counters.bump(Counter::books_sent);
                     break;
                 }
                 Written::NotQueued => {
@@ -545,32 +681,127 @@ impl Server {
         }
     }
 
-    /// Sets browser `i`'s symbols and owes it an image of every book they name.
-    fn subscribe(&mut self, i: usize, symbols: Vec<Vec<u8>>) {
+    /// Sets browser `i`'s symbols and owes it an image of every book they name that its
+    /// account may see; the symbols it may not are refused, told, counted and audited.
+    fn subscribe(&mut self, i: usize, mut symbols: Vec<Vec<u8>>) {
+        let every = symbols.is_empty();
+        let mut refused = Vec::new();
+        let mut reason = Reason::NotEntitled;
+        let mut watch_nothing = false;
+        if let Some(entitlement) = &self.browsers[i].entitlement {
+            symbols.retain(|s| {
+                let allowed = entitlement.allows(&padded(s));
+                if !allowed {
+                    refused.push(s.clone());
+                }
+                allowed
+            });
+            match entitlement.max_subscriptions {
+                // "Every book" under a limit: the account must name its books.
+                Some(_) if every => {
+                    reason = Reason::TooManySymbols;
+                    watch_nothing = true;
+                }
+                Some(max) if symbols.len() > max => {
+                    refused.extend(symbols.drain(max..));
+                    reason = Reason::TooManySymbols;
+                }
+                _ => {}
+            }
+            watch_nothing |= !every && symbols.is_empty();
+        }
+        if !refused.is_empty() || (every && watch_nothing) {
+            self.refuse_symbols(i, &refused, reason);
+        }
         self.books.learn_new_slots();
         let browser = &mut self.browsers[i];
-        browser.symbols = Some(symbols);
         browser.pending.clear();
+        browser.watch = if watch_nothing {
+            Watch::Nothing
+        } else if every {
+            Watch::Every
+        } else {
+            Watch::These(symbols)
+        };
         for (slot, (symbol, _)) in self.books.slots.iter().enumerate() {
             if browser.wants(symbol) {
                 browser.pending.mark(slot);
             }
         }
     }
-}
 
-enum HttpStep {
-    Keep,
-    Done,
-    Upgrade(Upgrade),
-}
+    /// Tells browser `i` that `symbols` are refused for `reason` (an empty list with
+    /// [`Reason::TooManySymbols`]: "every book" under a limit), counted and audited per
+    /// symbol.
+    pub(super) fn refuse_symbols(&mut self, i: usize, symbols: &[Vec<u8>], reason: Reason) {
+        let account = self.account_of(i);
+        let peer = self.browsers[i].peer;
+        let event = |symbol: &[u8]| {
+            let symbol = padded(symbol);
+            match reason {
+                Reason::Withdrawn => AuditEvent::EntitlementWithdrawn { symbol },
+                _ => AuditEvent::EntitlementRefused { symbol, reason },
+            }
+        };
+        if symbols.is_empty() {
+            self.counters.bump(Counter::entitlement_refused);
+            self.audit(event(b"*"), account, Some(peer));
+        }
+        for symbol in symbols {
+            self.counters.bump(Counter::entitlement_refused);
+            self.audit(event(symbol), account, Some(peer));
+        }
+        let max = self.browsers[i]
+            .entitlement
+            .as_ref()
+            .and_then(|e| e.max_subscriptions);
+        let _ = write(
+            &mut self.browsers[i].ws,
+            &refused_json(symbols, &reason.to_string(), max),
+        );
+    }
 
-/// A head that asked for the WebSocket.
-struct Upgrade {
-    /// `Sec-WebSocket-Key`.
-    key: Vec<u8>,
-    /// Bytes read past the head.
-    rest: Vec<u8>,
+    /// Applies a reloaded entitlement to browser `i`: the books it watches and may no
+    /// longer see are taken away at once, and it is told.
+    pub(super) fn reentitle(&mut self, i: usize, entitlement: Entitlement) {
+        let books = &self.books;
+        let browser = &mut self.browsers[i];
+        let before = browser.entitlement.replace(entitlement);
+        let could_see = |s: &[u8]| before.as_ref().is_none_or(|e| e.allows(&padded(s)));
+        let withdrawn: Vec<Vec<u8>> = match &browser.watch {
+            Watch::These(symbols) => symbols
+                .iter()
+                .filter(|s| !browser.may_see(s))
+                .cloned()
+                .collect(),
+            Watch::Every => books
+                .slots
+                .iter()
+                .map(|(s, _)| s)
+                .filter(|s| could_see(s) && !browser.may_see(s))
+                .cloned()
+                .collect(),
+            Watch::Nothing => Vec::new(),
+        };
+        if let Watch::These(symbols) = &mut browser.watch {
+            symbols.retain(|s| !withdrawn.contains(s));
+        }
+        // Owed books it may no longer see are not sent.
+        let mut keep = PendingBooks::new();
+        while let Some(slot) = browser.pending.pop() {
+            if books
+                .slots
+                .get(slot)
+                .is_some_and(|(s, _)| browser.may_see(s))
+            {
+                keep.mark(slot);
+            }
+        }
+        browser.pending = keep;
+        if !withdrawn.is_empty() {
+            self.refuse_symbols(i, &withdrawn, Reason::Withdrawn);
+        }
+    }
 }
 
 /// What became of one message written to a browser.
@@ -586,7 +817,7 @@ enum Written {
     Gone,
 }
 
-fn write(ws: &mut WebSocket<TcpStream>, text: &str) -> Written {
+fn write(ws: &mut WebSocket<WebStream>, text: &str) -> Written {
     match ws.write(Message::text(text)) {
         Ok(()) => Written::Sent,
         // tungstenite keeps a frame it could not write out; it is not lost.
@@ -598,39 +829,11 @@ fn write(ws: &mut WebSocket<TcpStream>, text: &str) -> Written {
     }
 }
 
-/// Writes what the non-blocking socket takes now.
-fn write_some(stream: &mut TcpStream, bytes: &[u8]) -> io::Result<usize> {
-    let mut sent = 0;
-    while sent < bytes.len() {
-        match stream.write(&bytes[sent..]) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => sent += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(sent)
-}
-
-/// A whole HTTP/1.1 answer that closes the connection.
-fn http_answer(status: u16, content_type: &str, body: &[u8]) -> Vec<u8> {
-    let mut out = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
-         Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-        reason(status),
-        body.len()
-    )
-    .into_bytes();
-    out.extend_from_slice(body);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::Value;
-    use std::io::Read;
+    use std::io::{Read, Write};
     use ticklane_book::{BookConfig, Books as L3Books};
     use ticklane_feed::itch::{self, owned, Locate, Nanos, OrderRef, Price, Stock};
     use ticklane_pipeline::health::Health;

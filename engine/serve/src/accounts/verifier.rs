@@ -5,8 +5,10 @@
 //!
 //! The server hands it logins through a bounded queue (`Verifier::submit` refuses when it
 //! is full: the login is then told to come back later, the way any stage of the storm
-//! defences refuses) and takes verdicts back each turn of its loop (it polls every
-//! millisecond, so no waker is needed).
+//! defences refuses) and takes verdicts back each turn of its loop (the subscriber server
+//! polls every millisecond, the browser view every turn, so no waker is needed). Each
+//! server that takes logins runs one (the subscriber server and the browser view), each
+//! with its own reload flag.
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
@@ -38,25 +40,28 @@ pub struct AccountsSource {
 
 /// A login to check.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Login {
+pub struct Login {
     /// The connection that sent it (a slot's unique number; a closed slot's verdict is
     /// dropped).
-    pub(crate) ticket: u64,
-    pub(crate) account: [u8; ACCOUNT_LEN],
-    pub(crate) secret: Secret,
+    pub ticket: u64,
+    /// The account named (space padded).
+    pub account: [u8; ACCOUNT_LEN],
+    /// The secret it came with.
+    pub secret: Secret,
 }
 
 /// A login checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Verdict {
-    pub(crate) ticket: u64,
+pub struct Verdict {
+    /// The login's ticket.
+    pub ticket: u64,
     /// The account exists and the secret is its password.
-    pub(crate) genuine: bool,
+    pub genuine: bool,
 }
 
 /// What happened to the accounts file, for the server's counters and log.
 #[derive(Debug)]
-pub(crate) enum Reload {
+pub enum Reload {
     /// A new table, in effect from now.
     Loaded(Arc<AccountTable>),
     /// The file changed but cannot be used; the table in effect stays.
@@ -64,7 +69,7 @@ pub(crate) enum Reload {
 }
 
 /// The verifier thread and its queues.
-pub(crate) struct Verifier {
+pub struct Verifier {
     logins: Arc<ArrayQueue<Login>>,
     verdicts: Arc<ArrayQueue<Verdict>>,
     reloads: Arc<Mutex<Vec<Reload>>>,
@@ -80,7 +85,7 @@ impl Verifier {
     /// # Errors
     ///
     /// The thread cannot be started.
-    pub(crate) fn start(table: Arc<AccountTable>, source: AccountsSource) -> std::io::Result<Self> {
+    pub fn start(table: Arc<AccountTable>, source: AccountsSource) -> std::io::Result<Self> {
         let logins = Arc::new(ArrayQueue::new(QUEUE));
         let verdicts = Arc::new(ArrayQueue::new(QUEUE));
         let reloads = Arc::new(Mutex::new(Vec::with_capacity(4)));
@@ -111,7 +116,7 @@ impl Verifier {
     }
 
     /// Queues `login`; `false` if the queue is full.
-    pub(crate) fn submit(&self, login: Login) -> bool {
+    pub fn submit(&self, login: Login) -> bool {
         let queued = self.logins.push(login).is_ok();
         if queued {
             if let Some(thread) = &self.thread {
@@ -122,13 +127,13 @@ impl Verifier {
     }
 
     /// The next verdict ready, if any.
-    pub(crate) fn verdict(&self) -> Option<Verdict> {
+    pub fn verdict(&self) -> Option<Verdict> {
         self.verdicts.pop()
     }
 
     /// What happened to the accounts file since the last call, oldest first, or nothing
     /// (one atomic load when nothing did).
-    pub(crate) fn reloads(&mut self, into: &mut Vec<Reload>) {
+    pub fn reloads(&mut self, into: &mut Vec<Reload>) {
         let count = self.reload_count.load(Ordering::Acquire);
         if count == self.seen_reloads {
             return;

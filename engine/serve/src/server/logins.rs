@@ -17,7 +17,7 @@ use super::Server;
 use crate::accounts::verifier::{AccountsSource, Login, Reload, Verifier};
 use crate::accounts::{AccountTable, Depth, Entitlement};
 use crate::admission::Verdict;
-use crate::audit::{AuditEvent, AuditRecord};
+use crate::audit::{AuditEvent, AuditRecord, Via};
 use crate::connection::{Connection, Phase};
 use crate::protocol::{
     account_is_valid, Reason, Secret, ServerMessage, ACCOUNT_LEN, PROTOCOL_VERSION,
@@ -65,6 +65,7 @@ impl Server {
         if let Some(audit) = &self.audit {
             audit.record(AuditRecord {
                 at: SystemTime::now(),
+                via: Via::Serve,
                 event,
                 account,
                 peer,
@@ -322,6 +323,7 @@ impl Server {
             if let Some(audit) = &self.audit {
                 audit.record(AuditRecord {
                     at: SystemTime::now(),
+                    via: Via::Serve,
                     event: AuditEvent::EntitlementWithdrawn { symbol: sub.symbol },
                     account: name,
                     peer: Some(peer),
