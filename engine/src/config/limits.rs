@@ -320,6 +320,12 @@ pub const SERVE_LOGIN_FAILURE_DELAY_MS: Allowed = Allowed::Integer {
     max: 60_000,
 };
 
+/// `web.session_minutes`: a minute to a week.
+pub const WEB_SESSION_MINUTES: Allowed = Allowed::Integer {
+    min: 1,
+    max: 7 * 24 * 60,
+};
+
 /// `serve.accounts_reload_interval_ms`: 100 ms to an hour.
 pub const SERVE_ACCOUNTS_RELOAD_INTERVAL_MS: Allowed = Allowed::Integer {
     min: 100,

@@ -60,7 +60,7 @@ use crate::pipeline::{
     GlimpseConfig, MoldFeedConfig, PipelineConfig, SoupFeedConfig, WaitStrategy,
     DEFAULT_LINE_BREAKER, DEFAULT_MAX_RECOVERY_GAP,
 };
-use raw::{RawAdmin, RawEngine, RawFeed, RawFile, RawSnapshot};
+use raw::{RawAdmin, RawEngine, RawFeed, RawFile, RawSnapshot, RawWeb};
 use validate::Checker;
 
 /// Default seconds of silence before a MoldUDP64 feed is declared dead.
@@ -203,12 +203,28 @@ pub struct AdminSection {
     pub token: Option<AdminToken>,
 }
 
-/// `[web]`, checked.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// `[web]`, checked. Its logins use the process's accounts (`serve.accounts`, with
+/// `serve.login_failure_delay_ms`, its reloads and `serve.audit_log`): one file says who
+/// may see what, whichever server they come through.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WebSection {
     /// Where the browser view listens (its page and its WebSocket); no view when absent.
     /// It reads the snapshot, so it needs `snapshot.path`.
     pub listen: Option<SocketAddr>,
+    /// `web.tls_cert` and `web.tls_key`: serve HTTPS and `wss://` only (checked at load).
+    pub tls: Option<TlsFiles>,
+    /// `web.session_minutes`: how long a browser's login lasts (default 12 hours).
+    pub session_length: Duration,
+}
+
+impl Default for WebSection {
+    fn default() -> Self {
+        WebSection {
+            listen: None,
+            tls: None,
+            session_length: crate::web::DEFAULT_SESSION_LENGTH,
+        }
+    }
 }
 
 /// A feed line ready to open.
@@ -280,9 +296,7 @@ impl RunConfig {
             None => ServeSection::default(),
         };
         let web = match &raw.web {
-            Some(section) => WebSection {
-                listen: check.socket_addr("web.listen", &section.get_ref().listen, false)?,
-            },
+            Some(section) => web_section(&check, section.get_ref())?,
             None => WebSection::default(),
         };
         if web.listen.is_some() && snapshot.path.is_none() {
@@ -518,6 +532,25 @@ fn snapshot_section(
             &limits::SNAPSHOT_CAPACITY,
             defaults.capacity,
         )?,
+    })
+}
+
+/// `[web]`: an address to bind, HTTPS's files (checked now), the session length.
+fn web_section(check: &Checker<'_>, raw: &RawWeb) -> Result<WebSection, ConfigError> {
+    let minutes = check.integer(
+        "web.session_minutes",
+        &raw.session_minutes,
+        &limits::WEB_SESSION_MINUTES,
+        crate::web::DEFAULT_SESSION_LENGTH.as_secs() / 60,
+    )?;
+    Ok(WebSection {
+        listen: check.socket_addr("web.listen", &raw.listen, false)?,
+        tls: serve_keys::section_tls_files(
+            check,
+            ("web.tls_cert", &raw.tls_cert),
+            ("web.tls_key", &raw.tls_key),
+        )?,
+        session_length: Duration::from_secs(60 * minutes),
     })
 }
 

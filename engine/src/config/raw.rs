@@ -37,6 +37,11 @@ pub struct RawFile {
 pub struct RawWeb {
     /// `web.listen`.
     pub listen: RawValue,
+    /// `web.tls_cert`, `web.tls_key`: HTTPS.
+    pub tls_cert: RawValue,
+    pub tls_key: RawValue,
+    /// `web.session_minutes`: how long a browser's login lasts.
+    pub session_minutes: RawValue,
 }
 
 /// `[serve]`: the subscriber server.

@@ -363,38 +363,48 @@ pub fn serve_section(check: &Checker<'_>, raw: &RawServe) -> Result<ServeSection
 /// `serve.tls_cert` and `serve.tls_key`: both or neither; the files are read and checked
 /// now, so that a certificate that cannot serve is a configuration error at start.
 fn tls_files(check: &Checker<'_>, raw: &RawServe) -> Result<Option<TlsFiles>, ConfigError> {
-    let cert = check.path("serve.tls_cert", &raw.tls_cert)?;
-    let key = check.path("serve.tls_key", &raw.tls_key)?;
+    section_tls_files(
+        check,
+        ("serve.tls_cert", &raw.tls_cert),
+        ("serve.tls_key", &raw.tls_key),
+    )
+}
+
+/// A section's `tls_cert` and `tls_key` (each key's name and value): both or neither; the
+/// files are read and checked now.
+pub(super) fn section_tls_files(
+    check: &Checker<'_>,
+    (cert_key, cert_raw): (&'static str, &RawValue),
+    (key_key, key_raw): (&'static str, &RawValue),
+) -> Result<Option<TlsFiles>, ConfigError> {
+    let cert = check.path(cert_key, cert_raw)?;
+    let key = check.path(key_key, key_raw)?;
     let (cert, key) = match (cert, key) {
         (None, None) => return Ok(None),
         (Some(cert), Some(key)) => (cert, key),
         (Some(_), None) => {
             let conflict = Conflict::TlsHalf {
-                set: "serve.tls_cert",
-                missing: "serve.tls_key",
+                set: cert_key,
+                missing: key_key,
             };
-            return Err(check.conflict(conflict, raw.tls_cert.as_ref().map(|v| v.span())));
+            return Err(check.conflict(conflict, cert_raw.as_ref().map(|v| v.span())));
         }
         (None, Some(_)) => {
             let conflict = Conflict::TlsHalf {
-                set: "serve.tls_key",
-                missing: "serve.tls_cert",
+                set: key_key,
+                missing: cert_key,
             };
-            return Err(check.conflict(conflict, raw.tls_key.as_ref().map(|v| v.span())));
+            return Err(check.conflict(conflict, key_raw.as_ref().map(|v| v.span())));
         }
     };
     let files = TlsFiles { cert, key };
     files.load().map_err(|error| {
         let key = match &error {
-            TlsConfigError::KeyMismatch { .. } | TlsConfigError::Rejected { .. } => "serve.tls_key",
-            TlsConfigError::Unreadable { path, .. } if *path == files.key => "serve.tls_key",
-            _ => "serve.tls_cert",
+            TlsConfigError::KeyMismatch { .. } | TlsConfigError::Rejected { .. } => key_key,
+            TlsConfigError::Unreadable { path, .. } if *path == files.key => key_key,
+            _ => cert_key,
         };
-        let span = if key == "serve.tls_key" {
-            &raw.tls_key
-        } else {
-            &raw.tls_cert
-        };
+        let span = if key == key_key { key_raw } else { cert_raw };
         ConfigError::Tls {
             place: check.place(span.as_ref().map(|v| v.span())),
             key,

@@ -30,7 +30,7 @@ use crate::serve::{
 };
 use crate::serve_guard::{AdmissionConfig, AdmissionCounts};
 use crate::snapshot::{SnapshotError, SnapshotReader, SnapshotWriter};
-use crate::web::{WebLimits, WebServer, WebState};
+use crate::web::{WebLimits, WebSecurity, WebServer, WebState};
 use ticklane_feed::net::NetError;
 
 use super::{
@@ -119,10 +119,15 @@ pub enum ConfiguredLineError {
     /// The line failed to run (a thread could not start, the books could not be allocated).
     #[error("{0}")]
     Line(#[from] io::Error),
-    /// The subscriber server's certificate or key, checked at load, no longer serves at
-    /// start (exit 2, as at load).
-    #[error("serve.tls_cert / serve.tls_key: {0}")]
-    Tls(Box<crate::serve::tls::TlsConfigError>),
+    /// A server's certificate or key, checked at load, no longer serves at start (exit 2,
+    /// as at load).
+    #[error("{keys}: {error}")]
+    Tls {
+        /// The section's keys (`serve.tls_cert / serve.tls_key`).
+        keys: &'static str,
+        /// What is wrong with the files.
+        error: Box<crate::serve::tls::TlsConfigError>,
+    },
     /// The accounts file, checked at load, no longer loads at start (exit 2, as at load).
     #[error("serve.accounts: {0}")]
     Accounts(Box<crate::serve::accounts::AccountsError>),
@@ -210,9 +215,11 @@ pub fn run_configured_line(
     } else {
         (None, None)
     };
+    // One audit trail for both servers (each record says which wrote it).
+    let audit = open_audit(config)?;
     let _web = match (web_listen, &hub) {
         (Some(listen), Some(hub)) => {
-            let web = start_web(listen, config, &health, hub.clone())?;
+            let web = start_web(listen, config, &health, hub.clone(), audit.clone())?;
             notice(RunNotice::Web(web.local_addr()));
             Some(web)
         }
@@ -235,7 +242,7 @@ pub fn run_configured_line(
     let source = LineSource::open(&feed, &pipeline)?;
     let server = match (serve_listen, hub) {
         (Some(listen), Some(hub)) => {
-            let served = start_subscriber_server(listen, config, stop, hub)?;
+            let served = start_subscriber_server(listen, config, stop, hub, audit.clone())?;
             notice(RunNotice::Serve(served.server.local_addr()));
             Some(served)
         }
@@ -314,12 +321,14 @@ fn start_admin(
 }
 
 /// The browser view on `listen`, reading the snapshot the line writes and one subscription
-/// on the hub whose fanout the line's publisher gets.
+/// on the hub whose fanout the line's publisher gets; HTTPS with `[web] tls_cert`, logins
+/// with `[serve] accounts`.
 fn start_web(
     listen: SocketAddr,
     config: &RunConfig,
     health: &Arc<Health>,
     hub: SubscriberHub,
+    audit: Option<Arc<AuditLog>>,
 ) -> Result<WebServer, ConfiguredLineError> {
     let Some(path) = &config.snapshot.path else {
         return Err(without_snapshot(config, Conflict::WebWithoutSnapshot).into());
@@ -334,7 +343,27 @@ fn start_web(
         snapshot,
         hub: Some(hub),
     };
-    WebServer::start(listen, state, WebLimits::default()).map_err(|source| {
+    let security = WebSecurity {
+        tls: config
+            .web
+            .tls
+            .as_ref()
+            .map(TlsFiles::load)
+            .transpose()
+            .map_err(|e| ConfiguredLineError::Tls {
+                keys: "web.tls_cert / web.tls_key",
+                error: Box::new(e),
+            })?,
+        accounts: config
+            .serve
+            .accounts
+            .as_ref()
+            .map(|path| accounts(path, &config.serve))
+            .transpose()?,
+        session_length: config.web.session_length,
+        audit,
+    };
+    WebServer::start_secure(listen, state, WebLimits::default(), security).map_err(|source| {
         ConfiguredLineError::Server {
             what: "browser view",
             keys: "web.listen or --web",
@@ -369,6 +398,7 @@ fn start_subscriber_server(
     config: &RunConfig,
     stop: &Arc<AtomicBool>,
     hub: SubscriberHub,
+    audit: Option<Arc<AuditLog>>,
 ) -> Result<Served, ConfiguredLineError> {
     let Some(path) = config.snapshot.path.as_ref() else {
         return Err(without_snapshot(config, Conflict::ServeWithoutSnapshot).into());
@@ -413,24 +443,16 @@ fn start_subscriber_server(
             .as_ref()
             .map(TlsFiles::load)
             .transpose()
-            .map_err(|e| ConfiguredLineError::Tls(Box::new(e)))?,
+            .map_err(|e| ConfiguredLineError::Tls {
+                keys: "serve.tls_cert / serve.tls_key",
+                error: Box::new(e),
+            })?,
         accounts: keys
             .accounts
             .as_ref()
             .map(|path| accounts(path, keys))
             .transpose()?,
-        audit: keys
-            .audit_log
-            .as_ref()
-            .map(|path| {
-                AuditLog::open(path)
-                    .map(Arc::new)
-                    .map_err(|source| ConfiguredLineError::Audit {
-                        path: path.clone(),
-                        source,
-                    })
-            })
-            .transpose()?,
+        audit,
     };
     let server = start_secure_server(
         serve_config,
@@ -449,6 +471,19 @@ fn start_subscriber_server(
         server,
         admission: counters,
     })
+}
+
+/// The audit trail `serve.audit_log` names, opened for appending.
+fn open_audit(config: &RunConfig) -> Result<Option<Arc<AuditLog>>, ConfiguredLineError> {
+    let Some(path) = &config.serve.audit_log else {
+        return Ok(None);
+    };
+    AuditLog::open(path)
+        .map(|log| Some(Arc::new(log)))
+        .map_err(|source| ConfiguredLineError::Audit {
+            path: path.clone(),
+            source,
+        })
 }
 
 /// The accounts `serve.accounts` names, reloaded on `SIGHUP` (from now on the signal

@@ -26,7 +26,7 @@ impl ExitStatus {
                 || matches!(
                     e.downcast_ref(),
                     Some(
-                        crate::live::ConfiguredLineError::Tls(_)
+                        crate::live::ConfiguredLineError::Tls { .. }
                             | crate::live::ConfiguredLineError::Accounts(_)
                             | crate::live::ConfiguredLineError::Audit { .. }
                     )

@@ -1,4 +1,5 @@
-//! The `[serve]` keys of the storm defences and the server's connections.
+//! The `[serve]` keys of the storm defences and the server's connections, and the `[web]`
+//! keys that guard the browser view.
 //! Each is refused out of its rule with an error naming the key (exit 2 in the binary, as
 //! every config error), the pairs that must agree are refused together, and an absent key
 //! keeps its built-in value. The ranges and defaults below are written out by hand from
@@ -283,4 +284,48 @@ fn tls_keys_come_in_pairs_and_their_files_are_checked_at_load() {
 
     let timeout = refused(&with_serve("tls_handshake_timeout_ms = 5"));
     assert_eq!(timeout.key(), Some("serve.tls_handshake_timeout_ms"));
+}
+
+#[test]
+fn the_browser_views_tls_keys_are_checked_as_the_servers_are_and_its_session_length_too() {
+    use ticklane_testkit::certs::TestCa;
+    let dir = tempfile::tempdir().expect("dir");
+    let ca = TestCa::new("config test CA");
+    let good = ca.issue(dir.path(), "good", &["localhost"]);
+    let old = ca.issue_expired(dir.path(), "old", &["localhost"]);
+    let web = |lines: &str| {
+        format!(
+            "[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:26477\"\n[snapshot]\n\
+             path = \"/tmp/s\"\n[web]\nlisten = \"127.0.0.1:8080\"\n{lines}\n"
+        )
+    };
+    let pair = |cert: &Path, key: &Path| {
+        web(&format!(
+            "tls_cert = {:?}\ntls_key = {:?}",
+            cert.display().to_string(),
+            key.display().to_string()
+        ))
+    };
+    let config = parse(&pair(&good.cert, &good.key)).expect("a good pair");
+    assert_eq!(config.web.tls.expect("HTTPS").cert, good.cert);
+    assert_eq!(config.web.session_length, Duration::from_secs(12 * 3600));
+    let half = refused(&web(&format!("tls_key = {:?}", good.key)));
+    assert_eq!(half.key(), Some("web.tls_key"));
+    assert!(half.to_string().contains("without web.tls_cert"), "{half}");
+    let expired = refused(&pair(&old.cert, &old.key));
+    assert_eq!(expired.key(), Some("web.tls_cert"));
+    assert_eq!(
+        parse(&web("session_minutes = 10080"))
+            .expect("a week")
+            .web
+            .session_length,
+        Duration::from_secs(7 * 24 * 3600)
+    );
+    for bad in ["session_minutes = 0", "session_minutes = 10081"] {
+        assert_eq!(
+            refused(&web(bad)).key(),
+            Some("web.session_minutes"),
+            "{bad}"
+        );
+    }
 }

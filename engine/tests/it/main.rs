@@ -37,3 +37,4 @@ mod snapshot_trades;
 mod staggered_start;
 mod stale_flags;
 mod tail_capture_every_trade;
+mod web_security;
