@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::admin::{AdminServer, AdminState, FeedHandles, ServerLimits};
+use crate::admin::{AdminServer, AdminState, FeedHandles, ServerCounters, ServerLimits};
 use crate::config::{
     ConfigError, Conflict, FeedConfig, Instance, Place, RunConfig, ServeSection, TlsFiles,
 };
@@ -196,9 +196,11 @@ pub fn run_configured_line(
     let handles = LineHandles::new(&config.feed_name, &feed);
     // Started before the stagger and the line, so that /health says Starting meanwhile; its
     // thread is never one of the pinned stages. Stopped when this returns.
+    // The servers' counters reach `/metrics` as each server starts.
+    let servers = Arc::new(ServerCounters::default());
     let _admin = match admin_listen {
         Some(listen) => {
-            let admin = start_admin(listen, config, &health, &handles)?;
+            let admin = start_admin(listen, config, &health, &handles, &servers)?;
             notice(RunNotice::Admin {
                 addr: admin.local_addr(),
                 token: config.admin.token.is_some(),
@@ -217,9 +219,13 @@ pub fn run_configured_line(
     };
     // One audit trail for both servers (each record says which wrote it).
     let audit = open_audit(config)?;
+    if let Some(audit) = &audit {
+        let _ = servers.audit.set(Arc::clone(audit));
+    }
     let _web = match (web_listen, &hub) {
         (Some(listen), Some(hub)) => {
             let web = start_web(listen, config, &health, hub.clone(), audit.clone())?;
+            let _ = servers.web.set(web.counters());
             notice(RunNotice::Web(web.local_addr()));
             Some(web)
         }
@@ -243,6 +249,7 @@ pub fn run_configured_line(
     let server = match (serve_listen, hub) {
         (Some(listen), Some(hub)) => {
             let served = start_subscriber_server(listen, config, stop, hub, audit.clone())?;
+            let _ = servers.serve.set(served.server.counters());
             notice(RunNotice::Serve(served.server.local_addr()));
             Some(served)
         }
@@ -294,6 +301,7 @@ fn start_admin(
     config: &RunConfig,
     health: &Arc<Health>,
     handles: &LineHandles,
+    servers: &Arc<ServerCounters>,
 ) -> Result<AdminServer, ConfiguredLineError> {
     let state = Arc::new(AdminState {
         health: Arc::clone(health),
@@ -310,6 +318,7 @@ fn start_admin(
             latency: Some(Arc::clone(&handles.latency)),
         }],
         token: config.admin.token.clone(),
+        servers: Arc::clone(servers),
     });
     AdminServer::start(listen, state, ServerLimits::default()).map_err(|source| {
         ConfiguredLineError::Server {

@@ -244,6 +244,7 @@ mod tests {
                 latency: None,
             }],
             token: None,
+            servers: Arc::default(),
         });
         AdminServer::start("127.0.0.1:0".parse().expect("addr"), state, limits).expect("bind")
     }

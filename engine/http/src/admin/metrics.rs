@@ -3,8 +3,8 @@
 //! kept twice, nothing is updated on the hot path for the sake of metrics).
 //!
 //! Names start `ticklane_`, are in base units (seconds), counters end in `_total`, and the
-//! only labels are `feed` and `dependency` (never a symbol: a label per stock would make a
-//! series per stock).
+//! labels are `feed` and `dependency`, and for the servers `server`, `result` and `reason`
+//! (never a symbol or an account: a label per stock would make a series per stock).
 //!
 //! One adaptation: `prometheus-client` writes OpenMetrics, whose counter families are named
 //! without `_total` (`# TYPE ticklane_messages counter`, sample `ticklane_messages_total`).
@@ -30,7 +30,7 @@ use ticklane_pipeline::health::HealthState;
 pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// A counter whose family name already ends in `_total` (see the module's docs).
-struct TextCounter(u64);
+pub(super) struct TextCounter(pub(super) u64);
 
 impl EncodeMetric for TextCounter {
     fn encode(&self, mut encoder: MetricEncoder) -> fmt::Result {
@@ -43,11 +43,11 @@ impl EncodeMetric for TextCounter {
 }
 
 /// Label pairs of one series.
-type Labels = Vec<(&'static str, String)>;
+pub(super) type Labels = Vec<(&'static str, String)>;
 
 /// Writes one family: its descriptor, then one sample per label set; nothing at all when
 /// there is no sample (a family with no series would be a descriptor for nothing).
-fn family<M: EncodeMetric>(
+pub(super) fn family<M: EncodeMetric>(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
@@ -108,7 +108,8 @@ impl Collector for EngineCollector {
         encode_lines(&mut encoder, state)?;
         encode_overload(&mut encoder, state)?;
         encode_latency(&mut encoder, state)?;
-        encode_dependencies(&mut encoder, state)
+        encode_dependencies(&mut encoder, state)?;
+        super::server_metrics::encode_servers(&mut encoder, &state.servers)
     }
 }
 
@@ -556,6 +557,7 @@ mod tests {
                 latency: Some(latency()),
             }],
             token: None,
+            servers: Arc::default(),
         })
     }
 

@@ -65,6 +65,15 @@
 //! | `ticklane_dependency_breaker_state` | gauge | per dependency: 0 closed, 1 open, 2 half-open, 3 isolated |
 //! | `ticklane_dependency_{breaker_transitions,calls,distinct_calls,successes,faults,refused}_total` | counter | per dependency: breaker changes; calls (first tries and retries); distinct request identities (for a retransmission server: distinct gap ranges); answered; infrastructure faults; refused by the breaker |
 //! | `ticklane_dependency_call_multiplier`, `ticklane_dependency_success_ratio` | gauge | calls per distinct identity; successes per call (absent until there is a call) |
+//! | `ticklane_tls_handshakes_total{server,result}` | counter | per server (`serve`, `web`): TLS handshakes `established`, `failed`, `timed_out` |
+//! | `ticklane_logins_total{server,result}` | counter | logins `accepted`, `not_authorised` (unknown account or wrong secret: one count), `wrong_version` (serve: a version-1 login to a server with accounts), `session_limit`, `busy` (the verifier's queue was full) |
+//! | `ticklane_entitlement_refusals_total{server}`, `ticklane_entitlement_withdrawals_total{server}`, `ticklane_accounts_reloads_total{server,result}` | counter | symbols refused (not entitled, past the limit); taken away by a reload; reloads `loaded` or `failed` |
+//! | `ticklane_sessions{server}` | gauge | logged-in subscribers; logged-in browser sessions |
+//! | `ticklane_web_requests_refused_total{reason}`, `ticklane_web_sessions_ended_total{reason}`, `ticklane_web_books_sent_total` | counter | browser view: refused for `no_session`, `unknown_session` (forged, expired, logged out), `cross_origin`, `over_limit`; sessions ended by `logout`, `expired`, `withdrawn`; book messages sent |
+//! | `ticklane_audit_records_written_total`, `ticklane_audit_records_dropped_total` | counter | audit trail lines written; dropped because its queue was full |
+//!
+//! The servers' families appear once each server runs, from their own live counters
+//! (`server_metrics`); no account is ever a label (the audit trail names accounts).
 //!
 //! The reader threads copy their counters into a shared block at most once a millisecond,
 //! never per message; the publisher once per batch; the book thread reads its latency
@@ -119,11 +128,13 @@ mod health_json;
 mod http_server;
 mod metrics;
 mod routes;
+mod server_metrics;
 
 pub use health_json::health_json;
 pub use http_server::{AdminServer, ServerLimits};
 pub use metrics::{metrics_registry, render_metrics, METRICS_CONTENT_TYPE};
 pub use routes::{route, Response};
+pub use server_metrics::ServerCounters;
 
 use std::sync::Arc;
 
@@ -142,6 +153,8 @@ pub struct AdminState {
     pub feeds: Vec<FeedHandles>,
     /// The admin calls' token (`None`: admin calls are refused with 503).
     pub token: Option<AdminToken>,
+    /// The subscriber server's and the browser view's counters, each set once it starts.
+    pub servers: Arc<ServerCounters>,
 }
 
 /// One feed's shared handles, as the server sees them.

@@ -154,6 +154,7 @@ mod tests {
                 latency: None,
             }],
             token: token.and_then(AdminToken::new),
+            servers: Arc::default(),
         })
     }
 

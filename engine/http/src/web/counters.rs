@@ -79,6 +79,8 @@ web_counters! {
     cross_origin,
     /// Symbols a browser asked for that its account may not see, or past its limit.
     entitlement_refused,
+    /// Books a browser watched that a change of the accounts file took away.
+    entitlement_withdrawn,
     /// Sessions ended by logging out.
     logouts,
     /// Sessions ended by reaching their length.

@@ -743,12 +743,16 @@ impl Server {
                 _ => AuditEvent::EntitlementRefused { symbol, reason },
             }
         };
+        let counter = match reason {
+            Reason::Withdrawn => Counter::entitlement_withdrawn,
+            _ => Counter::entitlement_refused,
+        };
         if symbols.is_empty() {
-            self.counters.bump(Counter::entitlement_refused);
+            self.counters.bump(counter);
             self.audit(event(b"*"), account, Some(peer));
         }
         for symbol in symbols {
-            self.counters.bump(Counter::entitlement_refused);
+            self.counters.bump(counter);
             self.audit(event(symbol), account, Some(peer));
         }
         let max = self.browsers[i]
