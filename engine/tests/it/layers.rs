@@ -73,10 +73,12 @@ const OUTPUTS_FLOORS: &[(&str, u8)] = &[
 /// `ticklane-serve`: the admission policy below the server that applies it.
 const SERVE_FLOORS: &[(&str, u8)] = &[("serve_guard", 0)];
 
-/// `ticklane-http`: the request head reader and the token below the two servers.
+/// `ticklane-http`: the request head reader, the token and the browser view's counters below
+/// the two servers.
 const HTTP_FLOORS: &[(&str, u8)] = &[
     ("http_head", 0),
     ("admin_token", 0),
+    ("web_counters", 0),
     ("admin", 1),
     ("web", 1),
 ];

@@ -17,7 +17,7 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::gauge::ConstGauge;
 
 use super::metrics::{family, Labels, TextCounter};
-use crate::web::{WebCounters, WebCounts};
+use crate::web_counters::{WebCounters, WebCounts};
 use ticklane_serve::audit::AuditLog;
 use ticklane_serve::{ServeCounters, ServeCounts};
 

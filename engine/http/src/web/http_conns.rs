@@ -19,13 +19,13 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::time::Instant;
 
-use super::counters::Counter;
 use super::form::{content_length, same_origin, session_cookie, MAX_FORM, SESSION_COOKIE};
 use super::request::{classify, Request};
 use super::server::{Server, WebLimits, LOGIN_PAGE};
 use super::sessions::parse_token;
 use super::stream::{Handshake, WebStream};
 use crate::http_head::{reason, Head, HeadError, HeadLimits, HeadReader, Progress};
+use crate::web_counters::Counter;
 use ticklane_serve::protocol::ACCOUNT_LEN;
 
 /// A connection reading its request, or answering it.

@@ -13,11 +13,11 @@
 
 use std::time::Instant;
 
-use super::counters::Counter;
 use super::form::parse_login_form;
 use super::http_conns::{login_page, plain, see_other, HttpState};
 use super::server::Server;
 use super::sessions::{token_hex, Token};
+use crate::web_counters::Counter;
 use ticklane_serve::accounts::verifier::{Login, Reload};
 use ticklane_serve::audit::AuditEvent;
 use ticklane_serve::protocol::{account_is_valid, Reason, Secret, ACCOUNT_LEN};

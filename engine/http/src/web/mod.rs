@@ -85,7 +85,6 @@
 //! ```
 #![forbid(unsafe_code)]
 
-mod counters;
 mod form;
 mod http_conns;
 mod logins;
@@ -96,7 +95,7 @@ mod server;
 mod sessions;
 mod stream;
 
-pub use counters::{WebCounters, WebCounts};
+pub use crate::web_counters::{WebCounters, WebCounts};
 pub use form::{parse_login_form, LoginForm, MAX_FORM, SESSION_COOKIE};
 pub use messages::{
     book_json, health_json, parse_request, refused_json, BrowserRequest, MAX_SUBSCRIBED_SYMBOLS,

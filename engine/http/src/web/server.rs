@@ -28,13 +28,13 @@ use tungstenite::protocol::frame::CloseFrame;
 use tungstenite::protocol::{Role, WebSocketConfig};
 use tungstenite::{Message, WebSocket};
 
-use super::counters::{Counter, WebCounters, WebCounts};
 use super::http_conns::{write_some, HttpConn, Upgrade};
 use super::messages::{book_json, health_json, parse_request, refused_json, BrowserRequest};
 use super::pending::PendingBooks;
 use super::sessions::Sessions;
 use super::stream::WebStream;
 use super::WebState;
+use crate::web_counters::{Counter, WebCounters, WebCounts};
 use ticklane_pipeline::overload::{RecvError, SubscriberHub, Subscription};
 use ticklane_pipeline::server_thread::ServerThread;
 use ticklane_serve::accounts::verifier::Verifier;

@@ -31,7 +31,7 @@ macro_rules! web_counters {
         /// One counter, named.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         #[allow(non_camel_case_types)]
-        pub(super) enum Counter {
+        pub(crate) enum Counter {
             $($name,)*
         }
 
@@ -93,12 +93,12 @@ web_counters! {
 
 impl WebCounters {
     /// Adds one to `counter`.
-    pub(super) fn bump(&self, counter: Counter) {
+    pub(crate) fn bump(&self, counter: Counter) {
         self.cell(counter).fetch_add(1, Ordering::Relaxed);
     }
 
     /// Sets the gauge `counter` to `value`.
-    pub(super) fn set(&self, counter: Counter, value: usize) {
+    pub(crate) fn set(&self, counter: Counter, value: usize) {
         self.cell(counter).store(value as u64, Ordering::Relaxed);
     }
 }
