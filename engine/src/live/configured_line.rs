@@ -60,7 +60,14 @@ pub enum RunNotice<'a> {
         token: bool,
     },
     /// The browser view listens at this address.
-    Web(SocketAddr),
+    Web {
+        /// Where it listens.
+        addr: SocketAddr,
+        /// Whether it speaks HTTPS (`web.tls_cert`).
+        tls: bool,
+        /// Whether a browser must log in (`serve.accounts`).
+        logins: bool,
+    },
     /// This instance waits out its staggered start before it connects.
     Staggered {
         /// The instance (`engine.instance`).
@@ -226,7 +233,11 @@ pub fn run_configured_line(
         (Some(listen), Some(hub)) => {
             let web = start_web(listen, config, &health, hub.clone(), audit.clone())?;
             let _ = servers.web.set(web.counters());
-            notice(RunNotice::Web(web.local_addr()));
+            notice(RunNotice::Web {
+                addr: web.local_addr(),
+                tls: config.web.tls.is_some(),
+                logins: config.serve.accounts.is_some(),
+            });
             Some(web)
         }
         _ => None,

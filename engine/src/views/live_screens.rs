@@ -43,7 +43,18 @@ pub fn write_run_notice(
                 "ticklane run: admin on http://{addr} (/health, /metrics; {calls})"
             )
         }
-        RunNotice::Web(addr) => writeln!(out, "ticklane run: browser view on http://{addr}/"),
+        RunNotice::Web { addr, tls, logins } => {
+            let scheme = if tls { "https" } else { "http" };
+            let login = if logins {
+                " (log in with an account)"
+            } else {
+                ""
+            };
+            writeln!(
+                out,
+                "ticklane run: browser view on {scheme}://{addr}/{login}"
+            )
+        }
         RunNotice::Staggered { instance, delay } => writeln!(
             out,
             "staggered start: instance {instance} waits {} ms before it connects",

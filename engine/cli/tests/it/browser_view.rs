@@ -1,6 +1,8 @@
 //! The browser view in a real browser: headless Chromium (Debian package `chromium`) opens
-//! the page of a `ticklane run` process fed by `ticklane sim`, and the top-of-book table and
-//! the depth ladder it renders must show the prices the snapshot holds.
+//! the page of a `ticklane run` process fed by `ticklane sim`, over HTTPS with an accounts
+//! file, is shown the login page, logs in through the form, and the top-of-book table and
+//! the depth ladder it renders must show the prices the snapshot holds. The certificate is
+//! made in the test (Chromium is told to accept it: it cannot be told the test's CA).
 //!
 //! The engine is stopped at a known point: the simulator stalls (heartbeats only) after
 //! [`STALL_AFTER`] messages, and the test waits until `/metrics` counts exactly that many
@@ -22,7 +24,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use ticklane_engine::serve::accounts::password::hash_password_with_cost;
 use ticklane_engine::snapshot::SnapshotReader;
+use ticklane_testkit::certs::TestCa;
 
 use crate::util::{free_port, ticklane, Watched, READY_WITHIN};
 
@@ -140,6 +144,7 @@ fn chromium(url: &str) -> Option<Browser> {
                 "--disable-gpu",
                 "--no-first-run",
                 "--remote-debugging-port=0",
+                "--ignore-certificate-errors",
             ])
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg(url)
@@ -227,8 +232,37 @@ impl Page {
     }
 }
 
+/// The account's password (the test's own: the hash is made here).
+const PASSWORD: &str = "correct horse battery";
+
+/// Waits for the login page (a browser without a session is shown nothing else), then
+/// fills its form and submits it, as a person would.
+fn log_in(page: &mut Page) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let shown = page.eval(
+            "JSON.stringify({page: document.body ? document.body.dataset.page || '' : '', \
+             tops: !!document.getElementById('tops')})",
+        );
+        assert_eq!(shown["tops"], false, "the books' page before the login");
+        if shown["page"] == "login" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no login page within 30 s: {shown}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    page.eval(&format!(
+        "document.getElementById('account').value = 'viewer'; \
+         document.getElementById('password').value = {PASSWORD:?}; \
+         document.getElementById('login').submit(); '{{}}'"
+    ));
+}
+
 #[test]
-fn headless_chromium_shows_the_prices_the_snapshot_holds() {
+fn headless_chromium_logs_in_over_https_and_shows_the_prices_the_snapshot_holds() {
     let dir = tempfile::tempdir().expect("tempdir");
     let day = dir.path().join("day.itch50");
     let gen = ticklane()
@@ -240,6 +274,14 @@ fn headless_chromium_shows_the_prices_the_snapshot_holds() {
     let (data, request) = (free_port(), free_port());
     let snapshot = dir.path().join("books.snap");
     let config = dir.path().join("line.toml");
+    let cert = TestCa::new("browser test CA").issue(dir.path(), "web", &["127.0.0.1"]);
+    let accounts = dir.path().join("accounts.toml");
+    let hash = hash_password_with_cost(PASSWORD.as_bytes(), 8, 1).expect("hash");
+    std::fs::write(
+        &accounts,
+        format!("[[account]]\nname = \"viewer\"\npassword = \"{hash}\"\nsymbols = [\"*\"]\n"),
+    )
+    .expect("write accounts");
     std::fs::write(
         &config,
         format!(
@@ -247,8 +289,13 @@ fn headless_chromium_shows_the_prices_the_snapshot_holds() {
              [snapshot]\npath = \"{}\"\n\n\
              [feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:{data}\"\n\
              request_server = \"127.0.0.1:{request}\"\nsilence_timeout_s = 120.0\n\
-             max_duration_s = 180.0\n\n[admin]\nlisten = \"127.0.0.1:0\"\n",
-            snapshot.display()
+             max_duration_s = 180.0\n\n[admin]\nlisten = \"127.0.0.1:0\"\n\n\
+             [serve]\naccounts = \"{}\"\nlogin_failure_delay_ms = 100\n\n\
+             [web]\ntls_cert = \"{}\"\ntls_key = \"{}\"\n",
+            snapshot.display(),
+            accounts.display(),
+            cert.cert.display(),
+            cert.key.display()
         ),
     )
     .expect("write config");
@@ -267,13 +314,19 @@ fn headless_chromium_shows_the_prices_the_snapshot_holds() {
             .unwrap_or_else(|| panic!("no address in {line:?}"))
     };
     const ADMIN: &str = "ticklane run: admin on http://";
-    const WEB: &str = "ticklane run: browser view on http://";
+    const WEB: &str = "ticklane run: browser view on https://";
     let admin = address(&run.wait_for_line(ADMIN, READY_WITHIN), ADMIN);
     let web = address(&run.wait_for_line(WEB, READY_WITHIN), WEB);
     run.wait_for_line("ticklane run: ready (", READY_WITHIN);
-
-    // The page itself is plain HTTP, compiled into the binary.
-    assert!(http_get(web, "/").contains("<title>ticklane: live books</title>"));
+    // HTTPS only: a plain request gets no page.
+    let mut plain = TcpStream::connect(web).expect("connect");
+    plain
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(plain, "GET / HTTP/1.1\r\nHost: x\r\n\r\n").expect("send");
+    let mut answer = Vec::new();
+    let _ = plain.read_to_end(&mut answer);
+    assert!(!answer.starts_with(b"HTTP/"), "plain HTTP was answered");
 
     let mut sim = ticklane()
         .args(["sim", day.to_str().expect("utf-8")])
@@ -311,7 +364,7 @@ fn headless_chromium_shows_the_prices_the_snapshot_holds() {
     let reader = SnapshotReader::open(&snapshot).expect("open the snapshot");
     let ladder = String::from_utf8_lossy(reader.read(0).expect("the first book").symbol.trimmed())
         .into_owned();
-    let url = format!("http://{web}/?ladder={ladder}");
+    let url = format!("https://{web}/?ladder={ladder}");
     let Some(browser) = chromium(&url) else {
         let _ = sim.kill();
         let _ = sim.wait();
@@ -328,6 +381,7 @@ fn headless_chromium_shows_the_prices_the_snapshot_holds() {
         return;
     };
     let mut page = Page::attach(&browser);
+    log_in(&mut page);
 
     // Poll until the page shows what the snapshot holds, the snapshot unchanged around the
     // look (the book thread may still be applying the last messages of the batch).
