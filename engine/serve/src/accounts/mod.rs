@@ -40,6 +40,7 @@ use serde::Deserialize;
 pub use symbol_pattern::SymbolPattern;
 
 use super::protocol::{account_field, ACCOUNT_LEN};
+use password::PasswordChecker;
 
 /// How much of a book an account may see.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -234,10 +235,20 @@ impl AccountTable {
     /// Whether `secret` is the password of the account `name`. An unknown account is
     /// checked against the decoy hash, so that both refusals cost one Argon2id verification.
     pub fn verify(&self, name: &[u8; ACCOUNT_LEN], secret: &[u8]) -> bool {
+        self.verify_with(&mut PasswordChecker::default(), name, secret)
+    }
+
+    /// [`AccountTable::verify`] in `checker`'s memory (the verifier keeps one).
+    pub fn verify_with(
+        &self,
+        checker: &mut PasswordChecker,
+        name: &[u8; ACCOUNT_LEN],
+        secret: &[u8],
+    ) -> bool {
         match self.get(name) {
-            Some(account) => password::verify(&account.password, secret),
+            Some(account) => checker.verify(&account.password, secret),
             None => {
-                let _ = password::verify(&self.decoy, secret);
+                let _ = checker.verify(&self.decoy, secret);
                 false
             }
         }

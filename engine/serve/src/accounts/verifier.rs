@@ -19,6 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_queue::ArrayQueue;
 
+use super::password::PasswordChecker;
 use super::AccountTable;
 use crate::protocol::{Secret, ACCOUNT_LEN};
 
@@ -93,6 +94,7 @@ impl Verifier {
         let stop = Arc::new(AtomicBool::new(false));
         let worker = Worker {
             table,
+            checker: PasswordChecker::default(),
             stamp: file_stamp(&source.path),
             source,
             logins: Arc::clone(&logins),
@@ -155,6 +157,8 @@ impl Drop for Verifier {
 
 struct Worker {
     table: Arc<AccountTable>,
+    /// Argon2's memory, kept from one login to the next.
+    checker: PasswordChecker,
     source: AccountsSource,
     /// The file's modification time and length when last loaded.
     stamp: Option<(SystemTime, u64)>,
@@ -174,7 +178,11 @@ impl Worker {
         let mut next_check = self.source.reload_interval.map(|i| Instant::now() + i);
         while !self.stop.load(Ordering::Acquire) {
             while let Some(login) = self.logins.pop() {
-                let genuine = self.table.verify(&login.account, login.secret.as_bytes());
+                let genuine = self.table.verify_with(
+                    &mut self.checker,
+                    &login.account,
+                    login.secret.as_bytes(),
+                );
                 let mut verdict = Verdict {
                     ticket: login.ticket,
                     genuine,
