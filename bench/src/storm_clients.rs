@@ -4,9 +4,11 @@
 //! retry-after as told, full-jitter backoff otherwise, never under the minimum delay). So a
 //! storm of thousands of clients needs a few threads, not thousands.
 //!
-//! A client does what `run_subscriber` does: connect, log in, subscribe to its symbols,
-//! then stream; it is *served* when its first book image arrives, and stays connected
-//! (answering nothing, sending heartbeats) until the run is released.
+//! A client does what `run_subscriber` does: connect (over TLS when [`StormLogin::tls`] is
+//! given, verifying the server's certificate), log in (version 2 with the account's password
+//! when [`StormLogin::secret`] is not empty), subscribe to its symbols, then stream; it is
+//! *served* when its first book image arrives, and stays connected (answering nothing,
+//! sending heartbeats) until the run is released.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
@@ -15,11 +17,13 @@ use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
-use ticklane_engine::serve::client::{padded_account, padded_symbol, ClientConfig};
+use ticklane_engine::serve::client::{padded_account, padded_symbol, ClientConfig, ClientTls};
 use ticklane_engine::serve::protocol::{
-    decode_server, encode_client, ClientMessage, Secret, ServerMessage, PROTOCOL_VERSION_1,
+    decode_server, encode_client, ClientMessage, Secret, ServerMessage, PROTOCOL_VERSION,
+    PROTOCOL_VERSION_1,
 };
 use ticklane_engine::serve::reconnect::{NextAttempt, Reconnect};
+use ticklane_engine::serve::tls::rustls::ClientConnection;
 
 use crate::storm_seconds::{Seen, StormSeconds};
 
@@ -48,6 +52,112 @@ pub struct ThreadReport {
     pub dropped_after_login: u64,
 }
 
+/// How the storm's clients reach the server and prove who they are.
+#[derive(Clone, Debug)]
+pub struct StormLogin {
+    /// Speak TLS, trusting this (`None`: plain TCP).
+    pub tls: Option<ClientTls>,
+    /// Every account's password (empty: a version-1 login without one).
+    pub secret: Secret,
+}
+
+impl StormLogin {
+    /// Plain TCP and version-1 logins.
+    pub fn plain() -> StormLogin {
+        StormLogin {
+            tls: None,
+            secret: Secret::NONE,
+        }
+    }
+}
+
+/// A client's socket, plain or TLS; reads and writes are of the protocol's bytes and
+/// never block.
+enum StormStream {
+    Plain(TcpStream),
+    Tls(TcpStream, Box<ClientConnection>),
+}
+
+impl StormStream {
+    fn socket(&mut self) -> &mut TcpStream {
+        match self {
+            StormStream::Plain(s) | StormStream::Tls(s, _) => s,
+        }
+    }
+
+    /// Writes what it can of `bytes` (TLS takes them all into its buffer, sent as the
+    /// handshake allows).
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match self {
+            StormStream::Plain(s) => s.write(bytes),
+            StormStream::Tls(s, tls) => {
+                let n = tls.writer().write(bytes)?;
+                Self::send_tls(s, tls)?;
+                Ok(n)
+            }
+        }
+    }
+
+    /// Sends the TLS records that are waiting, until the socket would block.
+    fn send_tls(socket: &mut TcpStream, tls: &mut ClientConnection) -> io::Result<()> {
+        while tls.wants_write() {
+            match tls.write_tls(socket) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every byte that has arrived into `inbox`, until the socket would block: Ok(true)
+    /// when the peer closed. A TLS error (a certificate not trusted) is an error.
+    fn read_into(&mut self, inbox: &mut Vec<u8>, scratch: &mut [u8]) -> io::Result<bool> {
+        match self {
+            StormStream::Plain(s) => loop {
+                match s.read(scratch) {
+                    Ok(0) => return Ok(true),
+                    Ok(got) => inbox.extend_from_slice(&scratch[..got]),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            },
+            StormStream::Tls(s, tls) => {
+                let mut closed = false;
+                loop {
+                    match tls.read_tls(s) {
+                        Ok(0) => {
+                            closed = true;
+                            break;
+                        }
+                        Ok(_) => {
+                            tls.process_new_packets().map_err(io::Error::other)?;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                loop {
+                    match tls.reader().read(scratch) {
+                        Ok(0) => {
+                            closed = true;
+                            break;
+                        }
+                        Ok(got) => inbox.extend_from_slice(&scratch[..got]),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(e),
+                    }
+                }
+                Self::send_tls(s, tls)?;
+                Ok(closed)
+            }
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
     Waiting { until: Instant },
@@ -58,11 +168,12 @@ enum Phase {
     Stopped(&'static str),
 }
 
-struct Client {
+struct Client<'a> {
     config: ClientConfig,
+    login: &'a StormLogin,
     reconnect: Reconnect,
     phase: Phase,
-    stream: Option<TcpStream>,
+    stream: Option<StormStream>,
     inbox: Vec<u8>,
     outbox: Vec<u8>,
     phase_since: Instant,
@@ -84,8 +195,9 @@ enum AttemptEnd {
     Refused,
 }
 
-/// Runs `configs` (one client each) against `server` from `began` until `release` is set;
-/// `served` counts the clients served so far (shared by every thread of the storm).
+/// Runs `configs` (one client each) against `server` from `began` until `release` is set,
+/// each reaching it and logging in as `login` says; `served` counts the clients served so
+/// far (shared by every thread of the storm).
 ///
 /// # Errors
 ///
@@ -93,6 +205,7 @@ enum AttemptEnd {
 pub fn drive(
     server: SocketAddr,
     configs: Vec<ClientConfig>,
+    login: &StormLogin,
     began: Instant,
     release: &AtomicBool,
     served: &AtomicUsize,
@@ -102,6 +215,7 @@ pub fn drive(
     let mut clients: Vec<Client> = configs
         .into_iter()
         .map(|config| Client {
+            login,
             reconnect: Reconnect::new(&config),
             heartbeat: config.timeout,
             config,
@@ -152,7 +266,7 @@ pub fn drive(
     Ok(report)
 }
 
-impl Client {
+impl Client<'_> {
     fn enter(&mut self, phase: Phase, now: Instant) {
         self.phase = phase;
         self.phase_since = now;
@@ -168,6 +282,9 @@ impl Client {
         let Some(stream) = self.stream.as_mut() else {
             return Ok(());
         };
+        if let StormStream::Tls(socket, tls) = stream {
+            StormStream::send_tls(socket, tls)?;
+        }
         while !self.outbox.is_empty() {
             match stream.write(&self.outbox) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -199,12 +316,25 @@ impl Client {
                 self.inbox.clear();
                 self.outbox.clear();
                 self.accepted_at = None;
-                match TcpStream::connect(server) {
+                let stream = TcpStream::connect(server).and_then(|socket| {
+                    Ok(match &self.login.tls {
+                        None => StormStream::Plain(socket),
+                        Some(tls) => {
+                            let conn = ClientConnection::new(
+                                std::sync::Arc::clone(&tls.config),
+                                tls.server_name.clone(),
+                            )
+                            .map_err(io::Error::other)?;
+                            StormStream::Tls(socket, Box::new(conn))
+                        }
+                    })
+                });
+                match stream {
                     Ok(mut stream) => {
                         let interest = Interest::READABLE | Interest::WRITABLE;
                         if poll
                             .registry()
-                            .register(&mut stream, Token(n), interest)
+                            .register(stream.socket(), Token(n), interest)
                             .is_ok()
                         {
                             self.stream = Some(stream);
@@ -251,15 +381,22 @@ impl Client {
     ) {
         let now = Instant::now();
         if self.phase == Phase::Connecting {
-            let Some(stream) = self.stream.as_ref() else {
+            let Some(stream) = self.stream.as_mut() else {
                 return;
             };
-            match (stream.take_error(), stream.peer_addr()) {
+            let socket = stream.socket();
+            match (socket.take_error(), socket.peer_addr()) {
                 (Ok(None), Ok(_)) => {
+                    // Over TLS the login waits in the session until the handshake is done.
+                    let secret = self.login.secret;
                     let login = ClientMessage::Login {
-                        version: PROTOCOL_VERSION_1,
+                        version: if secret.is_empty() {
+                            PROTOCOL_VERSION_1
+                        } else {
+                            PROTOCOL_VERSION
+                        },
                         account: padded_account(&self.config.account),
-                        secret: Secret::NONE,
+                        secret,
                     };
                     self.enter(Phase::LoggingIn, now);
                     if self.send(&login, now).is_err() {
@@ -279,27 +416,13 @@ impl Client {
             return;
         }
         // Read until it would block, then act on every whole frame.
-        let mut closed = false;
-        loop {
-            let Some(stream) = self.stream.as_mut() else {
-                return;
-            };
-            match stream.read(scratch) {
-                Ok(0) => {
-                    closed = true;
-                    break;
-                }
-                Ok(got) => {
-                    self.inbox.extend_from_slice(&scratch[..got]);
-                    self.last_heard = now;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    closed = true;
-                    break;
-                }
-            }
+        let Some(stream) = self.stream.as_mut() else {
+            return;
+        };
+        let had = self.inbox.len();
+        let closed = stream.read_into(&mut self.inbox, scratch).unwrap_or(true);
+        if self.inbox.len() > had {
+            self.last_heard = now;
         }
         // Taken out while its messages are acted on (they borrow it); put back after.
         let mut inbox = std::mem::take(&mut self.inbox);
@@ -399,7 +522,7 @@ impl Client {
         report: &mut ThreadReport,
     ) {
         if let Some(mut stream) = self.stream.take() {
-            let _ = poll.registry().deregister(&mut stream);
+            let _ = poll.registry().deregister(stream.socket());
         }
         let answered = matches!(end, AttemptEnd::Told(_) | AttemptEnd::Refused);
         if self.accepted_at.is_some() {

@@ -11,14 +11,26 @@
 //! own; the storm's clients run here, a few threads each stepping many non-blocking clients
 //! by the client library's reconnect rules (`serve::reconnect`).
 //!
+//! With `--security tls-logins` (or `both`, which runs each policy both ways in the same run)
+//! the server speaks only TLS and requires version-2 logins with a password from an accounts
+//! file, and every client, veterans too, verifies its certificate and logs in with one: the
+//! handshakes and the password checks a storm costs, beside the same storm in plain TCP. The
+//! certificate (ECDSA P-256, from a CA made for the run) and the accounts file live in a
+//! temporary folder; every account has the same password, hashed once, at the cost
+//! `ticklane account add` uses unless `--hash-cost` says otherwise. The server's CPU time
+//! during the storm is read from `/proc` per thread: its loop (accepts, handshakes, fan-out)
+//! and the password verifier.
+//!
 //! Exits 1 (after printing everything) when a client was not served by the deadline.
 //!
 //! `cargo run --release -p ticklane-bench --bin serve_storm -- [--clients 2000]
 //! [--accept-per-second 500] [--burst 100] [--retry-after-ms 2000-5000]
-//! [--fixed-retry-after-ms 3500] [--seed N] [--deadline-s 40] [--policy fixed|jittered|both]`
+//! [--fixed-retry-after-ms 3500] [--seed N] [--deadline-s 40] [--policy fixed|jittered|both]
+//! [--security plain|tls-logins|both] [--hash-cost MEMORY_KIB,PASSES]`
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
@@ -29,19 +41,27 @@ use anyhow::{bail, Context};
 use clap::{Parser, ValueEnum};
 use hdrhistogram::Histogram;
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-use ticklane_bench::storm_clients::{drive, ClientEnd, ThreadReport};
+use ticklane_bench::storm_clients::{drive, ClientEnd, StormLogin, ThreadReport};
 use ticklane_bench::storm_seconds::{side_by_side, Column, StormSeconds};
 use ticklane_engine::book::{LevelView, Side};
 use ticklane_engine::overload::{
     CodelConfig, Event, EventBody, EventFanout, SubscriberConfig, SubscriberHub,
 };
-use ticklane_engine::serve::client::{ClientConfig, Received, Session};
-use ticklane_engine::serve::protocol::ServerMessage;
-use ticklane_engine::serve::{start_server, BookImage, GuardedAdmission, ImageSource, ServeConfig};
+use ticklane_engine::serve::accounts::password::{hash_password, hash_password_with_cost};
+use ticklane_engine::serve::accounts::verifier::AccountsSource;
+use ticklane_engine::serve::accounts::AccountTable;
+use ticklane_engine::serve::client::{ClientConfig, ClientTls, Received, Session};
+use ticklane_engine::serve::protocol::{Secret, ServerMessage};
+use ticklane_engine::serve::tls::{client_config, server_config, server_name};
+use ticklane_engine::serve::{
+    start_secure_server, AccountsConfig, BookImage, GuardedAdmission, ImageSource, ServeConfig,
+    ServeSecurity,
+};
 use ticklane_engine::serve_guard::{
     AdmissionConfig, PeerLimits, RejectReason, RetryAfter, Stage, StageLimit,
 };
 use ticklane_feed::itch::{Locate, Nanos, Price};
+use ticklane_testkit::certs::TestCa;
 
 /// The veterans' symbol: updated every millisecond.
 const HOT: [u8; 8] = *b"AAPL    ";
@@ -64,6 +84,40 @@ enum Policy {
     Fixed,
     Jittered,
     Both,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Security {
+    /// Plain TCP, version-1 logins without a secret.
+    Plain,
+    /// TLS, and version-2 logins with an account's password.
+    TlsLogins,
+    /// Each policy both ways, in the same run.
+    Both,
+}
+
+/// Every account's password in the storm (the accounts file holds its hash).
+const PASSWORD: &[u8] = b"storm-password";
+
+/// `MEMORY_KIB,PASSES` of an Argon2id hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct HashCost {
+    memory_kib: u32,
+    passes: u32,
+}
+
+impl FromStr for HashCost {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (m, t) = s
+            .split_once(',')
+            .ok_or("expected MEMORY_KIB,PASSES, e.g. 19456,2")?;
+        let parse = |v: &str| v.trim().parse::<u32>().map_err(|e| format!("{v:?}: {e}"));
+        Ok(HashCost {
+            memory_kib: parse(m)?,
+            passes: parse(t)?,
+        })
+    }
 }
 
 /// `MIN-MAX` in milliseconds.
@@ -119,11 +173,20 @@ struct Args {
     /// Threads stepping the storm clients.
     #[arg(long, default_value_t = 2)]
     client_threads: usize,
+    /// Plain TCP, TLS with password logins, or each policy both ways.
+    #[arg(long, value_enum, default_value_t = Security::Plain)]
+    security: Security,
+    /// The accounts' Argon2id cost, `MEMORY_KIB,PASSES` (default: `ticklane account add`'s).
+    #[arg(long)]
+    hash_cost: Option<HashCost>,
     #[arg(long, value_enum, default_value_t = Role::Storm, hide = true)]
     role: Role,
     /// (server role) the retry-after range this server tells.
     #[arg(long, hide = true)]
     serve_retry_after_ms: Option<MsRange>,
+    /// (server role) serve over TLS with the accounts in this folder (see `Secrets`).
+    #[arg(long, hide = true)]
+    secrets: Option<PathBuf>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -177,6 +240,99 @@ fn raise_open_files(needed: u64, who: &str) -> u64 {
         }
     }
 }
+
+/// The run's TLS certificate and accounts, in a temporary folder: `ca.pem`, `server.pem`,
+/// `server-key.pem` (for `127.0.0.1`), `accounts.toml` (every storm client and veteran, each
+/// entitled to everything, all with [`PASSWORD`]).
+struct Secrets {
+    dir: tempfile::TempDir,
+    ca: PathBuf,
+}
+
+impl Secrets {
+    fn make(args: &Args) -> anyhow::Result<Secrets> {
+        let dir = tempfile::tempdir().context("a folder for the run's certificate")?;
+        let ca = TestCa::new("serve_storm CA");
+        ca.issue(dir.path(), "server", &["127.0.0.1"]);
+        let ca_path = ca.write(dir.path(), "ca.pem");
+        let hash = match args.hash_cost {
+            None => hash_password(PASSWORD),
+            Some(c) => hash_password_with_cost(PASSWORD, c.memory_kib, c.passes),
+        }
+        .map_err(|e| anyhow::anyhow!("hashing the storm's password: {e}"))?;
+        let mut text = String::new();
+        let names = (0..args.clients)
+            .map(|n| format!("storm{n}"))
+            .chain((0..args.veterans).map(|n| format!("veteran{n}")));
+        for name in names {
+            text.push_str(&format!(
+                "[[account]]\nname = \"{name}\"\npassword = \"{hash}\"\nsymbols = [\"*\"]\n\n"
+            ));
+        }
+        std::fs::write(dir.path().join("accounts.toml"), text).context("the accounts file")?;
+        Ok(Secrets { dir, ca: ca_path })
+    }
+
+    fn client_tls(&self) -> anyhow::Result<ClientTls> {
+        Ok(ClientTls {
+            config: client_config(Some(&self.ca))?,
+            server_name: server_name("127.0.0.1").map_err(anyhow::Error::msg)?,
+        })
+    }
+}
+
+/// The server's side of [`Secrets`], read from `dir`.
+fn serve_security(dir: &Path) -> anyhow::Result<ServeSecurity> {
+    let tls = server_config(&dir.join("server.pem"), &dir.join("server-key.pem"))?;
+    let path = dir.join("accounts.toml");
+    let table = AccountTable::load(&path)?;
+    Ok(ServeSecurity {
+        tls: Some(tls),
+        accounts: Some(AccountsConfig {
+            table: Arc::new(table),
+            source: AccountsSource {
+                path,
+                reload_interval: None,
+                reload_requested: Arc::default(),
+            },
+            failure_delay: Duration::from_millis(500),
+        }),
+        audit: None,
+    })
+}
+
+/// CPU time of each of `pid`'s threads named `names` (as the kernel truncates them), and of
+/// the whole process, in clock ticks, from `/proc`.
+fn cpu_ticks(pid: u32, names: &[&str]) -> Option<(Vec<u64>, u64)> {
+    // utime and stime: fields 14 and 15, counted after the parenthesised name.
+    let ticks = |stat: &str| -> Option<(String, u64)> {
+        let open = stat.find('(')?;
+        let close = stat.rfind(')')?;
+        let name = stat[open + 1..close].to_string();
+        let mut fields = stat[close + 2..].split(' ');
+        let utime: u64 = fields.nth(11)?.parse().ok()?;
+        let stime: u64 = fields.next()?.parse().ok()?;
+        Some((name, utime + stime))
+    };
+    let (_, whole) = ticks(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
+    let mut per = vec![0; names.len()];
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let Ok(task) = task else { continue };
+        let Some((name, t)) = std::fs::read_to_string(task.path().join("stat"))
+            .ok()
+            .and_then(|s| ticks(&s))
+        else {
+            continue;
+        };
+        if let Some(i) = names.iter().position(|n| *n == name) {
+            per[i] += t;
+        }
+    }
+    Some((per, whole))
+}
+
+/// The server threads whose CPU time is reported.
+const SERVER_THREADS: [&str; 2] = ["ticklane-serve", "ticklane-verify"];
 
 // ---------------------------------------------------------------------------------------
 // The server role.
@@ -313,15 +469,21 @@ fn serve(args: &Args) -> anyhow::Result<()> {
     });
     let guard = admission(args, retry_after);
     let guard_counters = guard.counters();
-    let server = start_server(
+    let security = match &args.secrets {
+        Some(dir) => serve_security(dir)?,
+        None => ServeSecurity::default(),
+    };
+    let server = start_secure_server(
         ServeConfig {
             max_clients: args.clients + args.veterans + 64,
             seed: args.seed,
             ..ServeConfig::new("127.0.0.1:0".parse().expect("invariant: a valid address"))
         },
+        security,
         Some(hub),
         Box::new(books.clone()),
         Box::new(guard),
+        Arc::default(),
     )
     .context("starting the server")?;
     fanout.accept_subscribers();
@@ -360,6 +522,15 @@ fn serve(args: &Args) -> anyhow::Result<()> {
         "count server accepted {} rejected {} cut_loose {} shed {} expired_requests {}",
         counts.accepted, counts.rejected, counts.cut_loose, counts.shed, counts.expired_requests
     )?;
+    writeln!(
+        out,
+        "tls established {} failed {} timed_out {}; logins refused {} busy {}",
+        counts.tls_established,
+        counts.tls_failed,
+        counts.tls_timed_out,
+        counts.logins_not_authorised,
+        counts.logins_verifier_busy
+    )?;
     for stage in Stage::ALL {
         for reason in RejectReason::ALL {
             let n = admission.rejected_at(stage, reason);
@@ -383,9 +554,17 @@ struct ServerChild {
 }
 
 impl ServerChild {
-    fn start(args: &Args, retry_after: RetryAfter) -> anyhow::Result<ServerChild> {
+    fn start(
+        args: &Args,
+        retry_after: RetryAfter,
+        secrets: Option<&Secrets>,
+    ) -> anyhow::Result<ServerChild> {
         let exe = std::env::current_exe().context("finding this binary")?;
-        let mut child = Command::new(exe)
+        let mut command = Command::new(exe);
+        if let Some(secrets) = secrets {
+            command.arg("--secrets").arg(secrets.dir.path());
+        }
+        let mut child = command
             .args([
                 "--role".to_string(),
                 "server".into(),
@@ -455,9 +634,16 @@ const BEFORE: u8 = 0;
 const DURING: u8 = 1;
 const DONE: u8 = 2;
 
-fn veteran(addr: SocketAddr, n: usize, window: Arc<AtomicU8>) -> anyhow::Result<Veteran> {
+fn veteran(
+    addr: SocketAddr,
+    n: usize,
+    login: &StormLogin,
+    window: Arc<AtomicU8>,
+) -> anyhow::Result<Veteran> {
     let budget = Duration::from_secs(5);
-    let mut session = Session::connect(addr, &format!("veteran{n}"), budget)?;
+    let account = format!("veteran{n}");
+    let mut session =
+        Session::connect_over(addr, login.tls.as_ref(), &account, &login.secret, budget)?;
     session.subscribe("AAPL", budget)?;
     let mut v = Veteran {
         before: Histogram::new_with_bounds(1_000, 60_000_000_000, 3)?,
@@ -503,24 +689,49 @@ struct PolicyRun {
     latency_before: Histogram<u64>,
     latency_during: Histogram<u64>,
     veteran_gaps: u64,
+    /// The server's CPU seconds from the storm's start until all were served (or the
+    /// deadline): its loop, its verifier, the whole process; and that span.
+    cpu_s: [f64; 3],
+    cpu_span: Duration,
     server_lines: Vec<String>,
     /// The accounts of the clients not served by the deadline, and why.
     unserved: Vec<String>,
 }
 
-fn run_policy(args: &Args, name: String, retry_after: RetryAfter) -> anyhow::Result<PolicyRun> {
-    let server = ServerChild::start(args, retry_after)?;
+/// One storm's settings: its name, the retry-after the server tells, and how clients log in.
+struct Storm<'a> {
+    name: String,
+    retry_after: RetryAfter,
+    secrets: Option<&'a Secrets>,
+}
+
+fn run_policy(args: &Args, storm: Storm<'_>) -> anyhow::Result<PolicyRun> {
+    let Storm {
+        name,
+        retry_after,
+        secrets,
+    } = storm;
+    let login = Arc::new(match secrets {
+        None => StormLogin::plain(),
+        Some(s) => StormLogin {
+            tls: Some(s.client_tls()?),
+            secret: Secret::new(PASSWORD).expect("invariant: a short password"),
+        },
+    });
+    let server = ServerChild::start(args, retry_after, secrets)?;
     let addr = server.addr;
+    let pid = server.child.id();
     let window = Arc::new(AtomicU8::new(BEFORE));
     let veterans: Vec<_> = (0..args.veterans)
         .map(|n| {
-            let window = Arc::clone(&window);
-            std::thread::spawn(move || veteran(addr, n, window))
+            let (window, login) = (Arc::clone(&window), Arc::clone(&login));
+            std::thread::spawn(move || veteran(addr, n, &login, window))
         })
         .collect();
     // A second of latency before the storm: the baseline, in the same run.
     std::thread::sleep(Duration::from_secs(1));
     let baseline_rss_kib = server.memory_kib().map_or(0, |m| m.1);
+    let cpu_before = cpu_ticks(pid, &SERVER_THREADS);
 
     let release = Arc::new(AtomicBool::new(false));
     let served = Arc::new(AtomicUsize::new(0));
@@ -537,8 +748,12 @@ fn run_policy(args: &Args, name: String, retry_after: RetryAfter) -> anyhow::Res
                     ..ClientConfig::new(addr, vec!["STRM".into()])
                 })
                 .collect();
-            let (release, served) = (Arc::clone(&release), Arc::clone(&served));
-            std::thread::spawn(move || drive(addr, configs, began, &release, &served))
+            let (release, served, login) = (
+                Arc::clone(&release),
+                Arc::clone(&served),
+                Arc::clone(&login),
+            );
+            std::thread::spawn(move || drive(addr, configs, &login, began, &release, &served))
         })
         .collect();
     // Watch: every 50 ms, whether all are served; at each second's end, the server's RSS.
@@ -557,8 +772,19 @@ fn run_policy(args: &Args, name: String, retry_after: RetryAfter) -> anyhow::Res
         }
     }
     window.store(DONE, Ordering::Relaxed);
+    let cpu_span = began.elapsed();
+    let cpu_after = cpu_ticks(pid, &SERVER_THREADS);
     // Read the peak while every served client is still connected.
     let peak_kib = server.memory_kib().map_or(0, |m| m.0);
+    let hz = rustix::param::clock_ticks_per_second() as f64;
+    let cpu_s = match (cpu_before, cpu_after) {
+        (Some((b, bw)), Some((a, aw))) => [
+            a[0].saturating_sub(b[0]) as f64 / hz,
+            a[1].saturating_sub(b[1]) as f64 / hz,
+            aw.saturating_sub(bw) as f64 / hz,
+        ],
+        _ => [f64::NAN; 3],
+    };
     release.store(true, Ordering::Relaxed);
     let mut seconds = StormSeconds::default();
     let mut run = PolicyRun {
@@ -576,6 +802,8 @@ fn run_policy(args: &Args, name: String, retry_after: RetryAfter) -> anyhow::Res
         latency_before: Histogram::new_with_bounds(1_000, 60_000_000_000, 3)?,
         latency_during: Histogram::new_with_bounds(1_000, 60_000_000_000, 3)?,
         veteran_gaps: 0,
+        cpu_s,
+        cpu_span,
         server_lines: Vec::new(),
         unserved: Vec::new(),
     };
@@ -641,10 +869,35 @@ fn storm(args: &Args) -> anyhow::Result<()> {
          deadline {} s; open-file limit {limit}",
         args.clients, args.accept_per_second, args.burst, args.seed, args.deadline_s
     );
+    let secrets = match args.security {
+        Security::Plain => None,
+        Security::TlsLogins | Security::Both => Some(Secrets::make(args)?),
+    };
+    let mut securities: Vec<(&str, Option<&Secrets>)> = Vec::new();
+    if matches!(args.security, Security::Plain | Security::Both) {
+        securities.push(("plain", None));
+    }
+    if let Some(s) = &secrets {
+        securities.push(("TLS+logins", Some(s)));
+    }
     let mut runs = Vec::new();
-    for (name, policy) in policies {
-        eprintln!("serve_storm: running {name} ...");
-        runs.push(run_policy(args, name, policy)?);
+    for (name, retry_after) in &policies {
+        for &(security, secrets) in &securities {
+            let name = if securities.len() > 1 || secrets.is_some() {
+                format!("{name}, {security}")
+            } else {
+                name.clone()
+            };
+            eprintln!("serve_storm: running {name} ...");
+            runs.push(run_policy(
+                args,
+                Storm {
+                    name,
+                    retry_after: *retry_after,
+                    secrets,
+                },
+            )?);
+        }
     }
     let columns: Vec<Column<'_>> = runs
         .iter()
@@ -709,6 +962,36 @@ fn storm(args: &Args) -> anyhow::Result<()> {
         )
     });
     row("veteran gaps", &|r| r.veteran_gaps.to_string());
+    row("server CPU s: loop / verifier", &|r| {
+        format!("{:.2} / {:.2}", r.cpu_s[0], r.cpu_s[1])
+    });
+    row("server CPU s: process (cores)", &|r| {
+        format!(
+            "{:.2} ({:.2})",
+            r.cpu_s[2],
+            r.cpu_s[2] / r.cpu_span.as_secs_f64().max(1e-9)
+        )
+    });
+    row("TLS handshakes: done / failed", &|r| {
+        r.server_lines
+            .iter()
+            .find_map(|l| l.strip_prefix("tls established "))
+            .and_then(|l| {
+                let mut words = l.split(' ');
+                Some(format!("{} / {}", words.next()?, words.nth(1)?))
+            })
+            .unwrap_or_default()
+    });
+    row("logins refused: password / busy", &|r| {
+        r.server_lines
+            .iter()
+            .find_map(|l| l.split_once("logins refused ").map(|(_, l)| l))
+            .and_then(|l| {
+                let mut words = l.split(' ');
+                Some(format!("{} / {}", words.next()?, words.nth(1)?))
+            })
+            .unwrap_or_default()
+    });
     row("expired requests / dropped", &|r| {
         format!("{} / {}", r.expired, r.dropped_after_login)
     });

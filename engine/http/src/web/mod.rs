@@ -19,7 +19,8 @@
 //! # Using it
 //!
 //! `ticklane run --config FILE --web 127.0.0.1:8080` (or `[web] listen` in the file, which
-//! needs `snapshot.path`) prints `ticklane run: browser view on http://127.0.0.1:8080/`.
+//! needs `snapshot.path`) prints `ticklane run: browser view on http://127.0.0.1:8080/`
+//! (`https://…` and "log in with an account" when TLS and accounts are configured).
 //! `?symbols=AAAA,AAAB` watches some books only, `?ladder=AAAA` opens on that book's depth.
 //! Against the simulator:
 //!
@@ -54,6 +55,36 @@
 //! own subscription is cut loose (its queue filled), it subscribes again and refreshes every
 //! book from the snapshot.
 //!
+//! # HTTPS, logins and entitlements
+//!
+//! With `[web] tls_cert` and `tls_key` the view speaks only HTTPS (TLS 1.2 or 1.3, the
+//! certificate checked at start as the subscriber server's is) and its socket is `wss://`:
+//! the handshake is driven by the view's own loop ([`stream`]), bounded by the request
+//! deadline, and counted by result. With `[serve] accounts` the view serves nothing but a
+//! login page to a browser without a session (the table of what each request gets is in
+//! `http_conns`):
+//!
+//! - the login form (`POST /login`) is checked by the same verifier as the subscriber
+//!   server's logins, from the same accounts file: a success answers 303 to the page with a
+//!   session cookie (`HttpOnly; SameSite=Strict; Path=/; Max-Age`, and `Secure` under TLS)
+//!   holding a random 32-byte token; a failure (unknown account, wrong password, or a
+//!   malformed form) is answered the failure delay after the form arrived, one 403 for all;
+//! - a session lasts `[web] session_minutes` from its login (default 12 hours), ends on
+//!   `POST /logout`, and ends at once when its account leaves the accounts file; the page's
+//!   sockets are closed with code 4001 and the page, asking `GET /session`, goes back to the
+//!   login page;
+//! - `/ws` is served only to a live session and only from the page's own origin (a socket
+//!   opened by another site's page, which the browser would send the cookie with, is 403);
+//! - the books a socket asks for are filtered by the account's entitlement: a symbol it may
+//!   not see, more books than `max_subscriptions`, or "every book" under such a limit is
+//!   answered `{"type":"refused","symbols":[…],"reason":"…","max_subscriptions":N}`; an
+//!   account entitled to the top of book gets a one-level ladder; a reload that withdraws a
+//!   symbol takes it away at once with a `refused` message whose reason is `withdrawn`.
+//!
+//! Every login, refusal, entitlement refusal, logout and session end goes to the audit
+//! trail the subscriber server writes (`"via":"web"`), and to [`WebCounters`] (in the run
+//! summary and `/metrics`).
+//!
 //! The browser view and the binary subscriber server (`ticklane-serve`) sit side by side in
 //! the engine process, each with its own listener, thread and hub subscription, so neither
 //! can slow the other or the book thread. The binary protocol is for programs (sequence
@@ -61,8 +92,9 @@
 //!
 //! `engine/cli/tests/it/browser_view.rs` checks it in a real browser: `ticklane run --web` fed by
 //! `ticklane sim` is held at a known point (the simulator stalls after 100,000 messages), the
-//! page is opened in headless Chromium, and its table and ladder are read over the DevTools
-//! protocol until they show the prices the snapshot holds. Without Chromium it prints
+//! page is opened over HTTPS in headless Chromium, logged in through its form, and its table
+//! and ladder are read over the DevTools protocol until they show the prices the snapshot
+//! holds. Without Chromium it prints
 //! `SKIPPED` loudly; under `CI` it fails. `bench/browser_check.sh` runs the same check on
 //! demand.
 //!
