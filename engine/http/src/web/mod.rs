@@ -59,7 +59,7 @@
 //!
 //! With `[web] tls_cert` and `tls_key` the view speaks only HTTPS (TLS 1.2 or 1.3, the
 //! certificate checked at start as the subscriber server's is) and its socket is `wss://`:
-//! the handshake is driven by the view's own loop ([`stream`]), bounded by the request
+//! the handshake is driven by the view's own loop (`stream`), bounded by the request
 //! deadline, and counted by result. With `[serve] accounts` the view serves nothing but a
 //! login page to a browser without a session (the table of what each request gets is in
 //! `http_conns`):
