@@ -1,7 +1,8 @@
 //! The files a replay writes from the books: the CSVs of the contracts (top-of-book stream,
 //! depth, a snapshot's depth), DBN in Databento's book and trade schemas, depth sampled at
-//! interval boundaries, Parquet (behind the `parquet` feature), the row filter
-//! (`--symbols`, `--between`) they share, and the hand-off of rows to a writer thread.
+//! interval boundaries, Parquet (behind the `parquet` feature), top-of-book rows in chunks
+//! for a consumer in the same process, the row filter (`--symbols`, `--between`) they
+//! share, and the hand-off of rows to a writer thread.
 //! Each format is documented in its own module.
 //!
 //! Outputs see a book change and the rows it makes, never a pipeline or a socket: this
@@ -13,5 +14,6 @@ pub mod csv;
 pub mod dbn_out;
 pub mod output_filter;
 pub mod parquet_out;
+pub mod row_chunks;
 pub mod sample;
 pub mod writer_thread;

@@ -17,6 +17,7 @@ use crate::book::{BboRow, BboSink};
 use crate::csv::{FilteredBboCsv, BBO_RING_SLOTS};
 use crate::output_filter::OutputFilter;
 use crate::parquet_out::BboParquet;
+use crate::row_chunks::ChunkSink;
 use crate::writer_thread::{RowWriter, WriterThread};
 
 /// The top-of-book outputs of one replay, as the writer thread holds them.
@@ -24,14 +25,16 @@ pub(super) struct BboOutputs {
     /// The CSV and its path (for errors); it filters nothing itself (the filter is here).
     pub csv: Option<(FilteredBboCsv, PathBuf)>,
     pub parquet: Option<BboParquet>,
-    /// `--symbols`/`--between`: the rows both outputs keep.
+    /// The rows in chunks, for a consumer in this process.
+    pub chunks: Option<ChunkSink>,
+    /// `--symbols`/`--between`: the rows every output keeps.
     pub filter: OutputFilter,
 }
 
 impl BboOutputs {
     /// Whether any output wants rows.
     pub fn any(&self) -> bool {
-        self.csv.is_some() || self.parquet.is_some()
+        self.csv.is_some() || self.parquet.is_some() || self.chunks.is_some()
     }
 
     /// Starts the writer thread.
@@ -67,6 +70,9 @@ impl RowWriter<BboRow> for BboOutputs {
         if let Some(parquet) = &mut self.parquet {
             parquet.push(row)?;
         }
+        if let Some(chunks) = &mut self.chunks {
+            chunks.push(row).map_err(ReplayError::Consumer)?;
+        }
         Ok(())
     }
 
@@ -74,6 +80,9 @@ impl RowWriter<BboRow> for BboOutputs {
         if let Some((csv, path)) = self.csv {
             csv.finish()
                 .map_err(|source| ReplayError::Output { path, source })?;
+        }
+        if let Some(chunks) = self.chunks {
+            chunks.finish().map_err(ReplayError::Consumer)?;
         }
         Ok(self.parquet)
     }

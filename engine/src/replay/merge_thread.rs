@@ -23,6 +23,7 @@ use super::run::{mbp10_failed, ReplayError};
 use crate::csv::CsvBuffer;
 use crate::dbn_out::{BatchCursor, MergedDbnOut};
 use crate::parquet_out::{BboParquet, Mbp10Parquet};
+use crate::row_chunks::ChunkSink;
 use crate::sample::{CapturedStock, SampleWriter};
 
 /// The outputs the merge thread writes; the files that wait for the summary (DBN's
@@ -33,6 +34,8 @@ pub(super) struct MergeOutputs {
     pub csv: Option<(CsvBuffer<BufWriter<File>>, PathBuf)>,
     pub dbn: Option<MergedDbnOut>,
     pub parquet_bbo: Option<BboParquet>,
+    /// The typed rows in chunks, for a consumer in this process.
+    pub chunks: Option<ChunkSink>,
     pub mbp10: Option<Mbp10Parquet>,
     /// `--sample-out`.
     pub sample: Option<SampleWriter>,
@@ -112,6 +115,9 @@ pub(super) fn merge_thread(
         csv.finish()
             .map_err(|source| ReplayError::Output { path, source })?;
     }
+    if let Some(chunks) = outputs.chunks.take() {
+        chunks.finish().map_err(ReplayError::Consumer)?;
+    }
     Ok(Merged {
         live_orders_peak: peak.max(0) as u64,
         outputs,
@@ -167,6 +173,11 @@ fn place_row(outputs: &mut MergeOutputs, batch: &OutBatch, row: usize) -> Result
     }
     if let Some(parquet) = &mut outputs.parquet_bbo {
         parquet.push(&batch.typed_rows[row])?;
+    }
+    if let Some(chunks) = &mut outputs.chunks {
+        chunks
+            .push(&batch.typed_rows[row])
+            .map_err(ReplayError::Consumer)?;
     }
     Ok(())
 }

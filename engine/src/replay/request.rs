@@ -21,6 +21,7 @@ use crate::output_filter::OutputFilter;
 use crate::overload::OverloadCounts;
 use crate::parquet_out::{ParquetOutOptions, ParquetSchema};
 use crate::pipeline::Percentiles;
+use crate::row_chunks::RowChunks;
 use crate::sample::{is_dbn_path, SampleInterval, SampleOptions};
 
 /// Everything `replay` may be asked, as plain data. Paths that are `None` are outputs not
@@ -65,6 +66,8 @@ pub struct ReplayRequest {
     pub paced: Option<PacedRequest>,
     /// Book capacities.
     pub books: BookConfig,
+    /// The top-of-book rows in chunks, to a consumer in this process (not paced).
+    pub bbo_chunks: Option<RowChunks>,
 }
 
 /// `replay --pace`: the live pipeline's own options.
@@ -167,6 +170,7 @@ impl ReplayRequest {
             },
             filter,
             date: self.date,
+            bbo_chunks: self.bbo_chunks.clone(),
             parquet_out: match &self.parquet_out {
                 None => None,
                 Some(path) => Some(ParquetOutOptions {
@@ -198,6 +202,12 @@ pub fn run_replay(request: &ReplayRequest, note: &mut dyn FnMut(String)) -> Resu
     check_output_paths(&request.input, &outputs).map_err(ReplayError::from)?;
     if let Some(unwritable) = unwritable_output(&outputs) {
         return Err(ReplayError::Unwritable(unwritable).into());
+    }
+    if request.paced.is_some() && request.bbo_chunks.is_some() {
+        return Err(ReplayError::Unsupported(
+            "a paced replay hands its rows to the pipeline, not to a consumer in chunks",
+        )
+        .into());
     }
     let filter = OutputFilter::parse(&request.symbols, &request.between)?;
     // A DBN input refuses the ITCH-only outputs before any date is looked for (the reason is

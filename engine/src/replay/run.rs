@@ -22,6 +22,7 @@ use crate::parquet_out::{
     BboParquet, Mbp10Parquet, ParquetOutError, ParquetOutOptions, ParquetSchema, Provenance,
     SampledParquet,
 };
+use crate::row_chunks::{ChunkSink, RowChunks};
 use crate::sample::{SampleError, SampleOptions, SampleWriter, Sampler};
 use crate::snapshot::SnapshotError;
 
@@ -56,6 +57,9 @@ pub struct ReplayOptions {
     /// The session date (`--date`). A DBN input's rows are stamped in ns since its New York
     /// midnight; without it, the date comes from the DBN metadata or the first record.
     pub date: Option<SessionDate>,
+    /// Where the top-of-book rows go in chunks, in this process (the Python package's
+    /// batches): the same rows as `bbo_out`, filtered the same way.
+    pub bbo_chunks: Option<RowChunks>,
 }
 
 /// Why a replay could not start or finish its outputs (input errors are in the summary, as a
@@ -98,6 +102,9 @@ pub enum ReplayError {
     /// The Parquet output could not be written.
     #[error("--parquet-out: {0}")]
     Parquet(#[from] ParquetOutError),
+    /// The consumer of the rows in chunks went away before the replay ended.
+    #[error("top-of-book rows: {0}")]
+    Consumer(io::Error),
     /// An output's writer thread panicked (a bug).
     #[error(transparent)]
     WriterPanicked(#[from] crate::writer_thread::WriterThreadPanicked),
@@ -270,6 +277,7 @@ pub(super) fn bbo_outputs(
     let bbo = BboOutputs {
         csv,
         parquet,
+        chunks: opts.bbo_chunks.clone().map(ChunkSink::new),
         filter: opts.filter.clone(),
     };
     if !bbo.any() {

@@ -73,6 +73,7 @@ use crate::book::{BookCounts, Books, TypeCounts};
 use crate::csv::{write_partitioned_book_csv, CsvBuffer, BBO_HEADER};
 use crate::dbn_out::{DbnOutOptions, DbnSchema, FeedStamp, InputEnd, ItchDataset, MergedDbnOut};
 use crate::parquet_out::{BboParquet, Mbp10Parquet, ParquetOutError, ParquetSchema};
+use crate::row_chunks::ChunkSink;
 use crate::sample::BoundaryClock;
 
 /// Messages per epoch: the unit in which batches are sent and merged.
@@ -242,6 +243,7 @@ fn replay_partitioned(
             Some(p) if parquet_bbo => Some(BboParquet::create(&p.path)?),
             _ => None,
         },
+        chunks: opts.bbo_chunks.clone().map(ChunkSink::new),
         mbp10: match &mbp10 {
             Some(o) => Some(Mbp10Parquet::create(&o.path)?),
             None => None,
@@ -255,7 +257,8 @@ fn replay_partitioned(
         .map(|o| BoundaryClock::new(o.interval.nanos(), opts.filter.between()));
     let book_outputs = BookOutputs {
         csv: opts.bbo_out.is_some(),
-        parquet_bbo,
+        // The rows in chunks are the typed rows the Parquet output takes.
+        parquet_bbo: parquet_bbo || opts.bbo_chunks.is_some(),
         dbn: opts.dbn_out.clone(),
         mbp10,
         sample_depth: opts.sample.as_ref().map(|o| o.depth),

@@ -24,6 +24,13 @@ pub const BATCH_ROWS: usize = 1 << 16;
 /// The `--parquet-schema bbo` writer.
 pub struct BboParquet {
     file: ParquetFile,
+    columns: BboColumns,
+}
+
+/// The top-of-book rows as Arrow columns, gathered row by row; [`BboColumns::finish`]
+/// makes them a record batch (of [`bbo_schema`]) and starts again. The Parquet writer and
+/// the Python package's batches are both made here.
+pub struct BboColumns {
     schema: Arc<Schema>,
     msg_index: UInt64Builder,
     timestamp_ns: UInt64Builder,
@@ -38,7 +45,8 @@ pub struct BboParquet {
     len: usize,
 }
 
-fn schema() -> Arc<Schema> {
+/// The columns of the top-of-book rows: the CSV header's names, typed (see the module).
+pub fn bbo_schema() -> Arc<Schema> {
     let u = |name: &str, t: DataType| Field::new(name, t, false);
     Arc::new(Schema::new(vec![
         u("msg_index", DataType::UInt64),
@@ -54,25 +62,12 @@ fn schema() -> Arc<Schema> {
     ]))
 }
 
-impl BboParquet {
-    /// Creates `path`.
-    ///
-    /// # Errors
-    ///
-    /// If the file cannot be created.
-    pub fn create(path: &Path) -> Result<Self, ParquetOutError> {
-        let schema = schema();
-        // Sorted by timestamp, then message index: input order.
-        let file = ParquetFile::create(
-            path,
-            schema.clone(),
-            &[1, 0],
-            &ColumnChoices::dictionary(&["locate", "stock"]),
-        )?;
-        let n = BATCH_ROWS;
-        Ok(BboParquet {
-            file,
-            schema,
+impl BboColumns {
+    /// Empty columns with room for `rows` rows.
+    pub fn with_capacity(rows: usize) -> Self {
+        let n = rows;
+        BboColumns {
+            schema: bbo_schema(),
             msg_index: UInt64Builder::with_capacity(n),
             timestamp_ns: UInt64Builder::with_capacity(n),
             locate: UInt16Builder::with_capacity(n),
@@ -84,16 +79,22 @@ impl BboParquet {
             ask_qty: UInt64Builder::with_capacity(n),
             ask_orders: UInt32Builder::with_capacity(n),
             len: 0,
-        })
+        }
+    }
+
+    /// Rows gathered since the last batch.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no row is gathered.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// Appends one row.
-    ///
-    /// # Errors
-    ///
-    /// If a full batch cannot be written.
     #[inline]
-    pub fn push(&mut self, row: &BboRow) -> Result<(), ParquetOutError> {
+    pub fn push(&mut self, row: &BboRow) {
         self.msg_index.append_value(row.msg_index);
         self.timestamp_ns.append_value(row.timestamp_ns);
         self.locate.append_value(row.locate);
@@ -111,16 +112,10 @@ impl BboParquet {
         self.ask_qty.append_value(row.ask_qty);
         self.ask_orders.append_value(row.ask_orders);
         self.len += 1;
-        if self.len == BATCH_ROWS {
-            self.write_batch()?;
-        }
-        Ok(())
     }
 
-    fn write_batch(&mut self) -> Result<(), ParquetOutError> {
-        if self.len == 0 {
-            return Ok(());
-        }
+    /// The rows gathered, as one batch; the columns start empty again.
+    pub fn finish(&mut self) -> RecordBatch {
         let columns: Vec<ArrayRef> = vec![
             Arc::new(self.msg_index.finish()),
             Arc::new(self.timestamp_ns.finish()),
@@ -134,12 +129,50 @@ impl BboParquet {
             Arc::new(self.ask_orders.finish()),
         ];
         self.len = 0;
-        let batch = RecordBatch::try_new(self.schema.clone(), columns).map_err(|e| {
-            ParquetOutError::Parquet {
-                path: self.file.path().to_path_buf(),
-                message: e.to_string(),
-            }
-        })?;
+        RecordBatch::try_new(self.schema.clone(), columns)
+            .expect("invariant: every column has one value per row, of the schema's type")
+    }
+}
+
+impl BboParquet {
+    /// Creates `path`.
+    ///
+    /// # Errors
+    ///
+    /// If the file cannot be created.
+    pub fn create(path: &Path) -> Result<Self, ParquetOutError> {
+        // Sorted by timestamp, then message index: input order.
+        let file = ParquetFile::create(
+            path,
+            bbo_schema(),
+            &[1, 0],
+            &ColumnChoices::dictionary(&["locate", "stock"]),
+        )?;
+        Ok(BboParquet {
+            file,
+            columns: BboColumns::with_capacity(BATCH_ROWS),
+        })
+    }
+
+    /// Appends one row.
+    ///
+    /// # Errors
+    ///
+    /// If a full batch cannot be written.
+    #[inline]
+    pub fn push(&mut self, row: &BboRow) -> Result<(), ParquetOutError> {
+        self.columns.push(row);
+        if self.columns.len() == BATCH_ROWS {
+            self.write_batch()?;
+        }
+        Ok(())
+    }
+
+    fn write_batch(&mut self) -> Result<(), ParquetOutError> {
+        if self.columns.is_empty() {
+            return Ok(());
+        }
+        let batch = self.columns.finish();
         self.file.write(&batch)
     }
 

@@ -85,7 +85,7 @@ mod sample;
 mod writer;
 
 #[cfg(feature = "parquet")]
-pub use bbo::BboParquet;
+pub use bbo::{bbo_schema, BboColumns, BboParquet};
 #[cfg(feature = "parquet")]
 pub use mbp10::Mbp10Parquet;
 #[cfg(not(feature = "parquet"))]

@@ -1,0 +1,27 @@
+//! The native half of the `ticklane` Python package (`ticklane._native`): a replay run on
+//! an engine thread by the same `run_replay` as `ticklane replay`, its top-of-book rows
+//! handed over in chunks ([`ticklane_engine::row_chunks`]) and made Arrow record batches
+//! that Python takes without a copy (the `arrow_batch` module). The Python package
+//! (`python/ticklane/__init__.py`) is the documented interface; this module is its engine.
+#![forbid(unsafe_code)]
+
+mod arrow_batch;
+mod input_error;
+mod replay_batches;
+
+use pyo3::prelude::*;
+
+/// `ticklane._native`.
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<arrow_batch::ArrowBatch>()?;
+    m.add_class::<replay_batches::BboBatches>()?;
+    m.add("InputError", m.py().get_type::<input_error::InputError>())?;
+    m.add(
+        "LossDeclared",
+        m.py().get_type::<input_error::LossDeclared>(),
+    )?;
+    m.add_function(wrap_pyfunction!(replay_batches::bbo_batches, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! A replay's top-of-book rows as Arrow batches, iterated from Python: `run_replay` (the
+//! `ticklane replay` command's own call) runs on an engine thread and hands its rows over
+//! in chunks on a bounded channel, so the engine runs ahead by at most [`AHEAD`] chunks
+//! and memory stays flat however long the day. Python waits for each chunk with the GIL
+//! released, a tenth of a second at a time so that Ctrl-C is felt; an iterator dropped or
+//! interrupted mid-way stops the replay (its next hand-off finds no one).
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::sync::{Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use ticklane_book::{BboRow, BookConfig};
+use ticklane_engine::dbn_out::{DbnSchema, SessionDate};
+use ticklane_engine::output_filter::OutputFilter;
+use ticklane_engine::parquet_out::{BboColumns, ParquetSchema};
+use ticklane_engine::replay::{
+    declared_lost_line, run_replay, ReplayError, ReplayRequest, ReplayRun,
+};
+use ticklane_engine::row_chunks::RowChunks;
+
+use crate::arrow_batch::ArrowBatch;
+use crate::input_error::{input_error, loss_declared, plain_error};
+
+/// Chunks the engine may have made and Python not yet taken.
+pub const AHEAD: usize = 2;
+
+/// How long one wait for a chunk lasts before Python's signals are checked.
+const WAIT: Duration = Duration::from_millis(100);
+
+/// The replay's rows, batch by batch.
+#[pyclass(module = "ticklane._native", name = "BboBatches")]
+pub struct BboBatches {
+    state: Mutex<State>,
+}
+
+struct State {
+    /// The input, as the errors name it.
+    input: PathBuf,
+    /// `None` once the replay has ended (or was stopped).
+    from: Option<Receiver<Vec<BboRow>>>,
+    engine: Option<JoinHandle<anyhow::Result<ReplayRun>>>,
+    columns: Option<BboColumns>,
+    /// The summary JSON, once the replay has ended.
+    summary: Option<String>,
+}
+
+/// Starts replaying `path` on an engine thread; its top-of-book rows come in batches of
+/// `rows`.
+#[pyfunction]
+#[pyo3(signature = (path, rows, date=None, symbols=String::new(), between=String::new(), threads=1))]
+pub fn bbo_batches(
+    path: PathBuf,
+    rows: usize,
+    date: Option<String>,
+    symbols: String,
+    between: String,
+    threads: usize,
+) -> PyResult<BboBatches> {
+    if rows == 0 {
+        return Err(PyValueError::new_err("rows must be at least 1"));
+    }
+    if threads == 0 {
+        return Err(PyValueError::new_err("threads must be at least 1"));
+    }
+    OutputFilter::parse(&symbols, &between).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let date = date
+        .map(|d| SessionDate::parse(&d).map_err(|e| PyValueError::new_err(e.to_string())))
+        .transpose()?;
+    let (to, from) = sync_channel(AHEAD);
+    let request = ReplayRequest {
+        input: path,
+        bbo_out: None,
+        book_out: None,
+        depth: 10,
+        dbn_out: None,
+        schema: DbnSchema::Mbo,
+        dataset: None,
+        date,
+        sample: None,
+        symbols,
+        between,
+        parquet_out: None,
+        parquet_schema: ParquetSchema::Bbo,
+        summary_json: None,
+        recover_lengths: false,
+        progress: false,
+        threads,
+        paced: None,
+        books: BookConfig::default(),
+        bbo_chunks: Some(RowChunks { rows, to }),
+    };
+    let input = request.input.clone();
+    let engine = std::thread::Builder::new()
+        .name("ticklane-replay".into())
+        .spawn(move || run_replay(&request, &mut |_note| {}))
+        .map_err(|e| PyRuntimeError::new_err(format!("starting the replay thread: {e}")))?;
+    Ok(BboBatches {
+        state: Mutex::new(State {
+            input,
+            from: Some(from),
+            engine: Some(engine),
+            columns: Some(BboColumns::with_capacity(rows.min(1 << 20))),
+            summary: None,
+        }),
+    })
+}
+
+impl State {
+    /// The replay has ended: its summary, or the error that ended it.
+    fn end(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.from = None;
+        let Some(engine) = self.engine.take() else {
+            return Ok(());
+        };
+        let run = py
+            .detach(move || engine.join())
+            .map_err(|_| PyRuntimeError::new_err("the replay thread panicked"))?;
+        match run {
+            Ok(run) => {
+                self.summary = Some(run.summary.to_json());
+                match &run.summary.error {
+                    Some(fault) => Err(input_error(py, fault)),
+                    None => match declared_lost_line(&self.input, &run.summary) {
+                        Some(line) => Err(loss_declared(py, line, &run.summary)),
+                        None => Ok(()),
+                    },
+                }
+            }
+            Err(e) => Err(match e.downcast_ref::<ReplayError>() {
+                Some(ReplayError::Open(open)) => {
+                    plain_error(py, e.to_string(), Some(open.path.display().to_string()))
+                }
+                _ => PyRuntimeError::new_err(format!("{e:#}")),
+            }),
+        }
+    }
+}
+
+#[pymethods]
+impl BboBatches {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next batch of rows, `None` (StopIteration) at the end.
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            let Some(from) = state.from.take() else {
+                return Ok(None);
+            };
+            let (from, got) = py.detach(move || {
+                let got = from.recv_timeout(WAIT);
+                (from, got)
+            });
+            match got {
+                Ok(chunk) => {
+                    state.from = Some(from);
+                    let mut columns = state
+                        .columns
+                        .take()
+                        .unwrap_or_else(|| BboColumns::with_capacity(chunk.len()));
+                    let (columns, batch) = py.detach(move || {
+                        for row in &chunk {
+                            columns.push(row);
+                        }
+                        let batch = columns.finish();
+                        (columns, batch)
+                    });
+                    state.columns = Some(columns);
+                    return Ok(Some(ArrowBatch::new(batch)));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Err(interrupted) = py.check_signals() {
+                        // Dropping the receiver stops the engine at its next hand-off.
+                        drop(from);
+                        state.engine = None;
+                        return Err(interrupted);
+                    }
+                    state.from = Some(from);
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    state.end(py)?;
+                    return Ok(None);
+                }
+            }
+        }
+    }
+
+    /// The replay's summary as JSON (the CLI's `--summary-json`), once it has ended.
+    fn summary_json(&self) -> Option<String> {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .summary
+            .clone()
+    }
+}
