@@ -12,7 +12,9 @@ pyo3::create_exception!(
     InputError,
     PyException,
     "An input that could not be read on: `path`, `offset` (bytes) and `message_index` \
-     (1-based) say where; everything before it was replayed."
+     (1-based) say where (`None` where the fault has no place, as a file that cannot be \
+     opened); everything before it was replayed, and `summary` is the replay's summary \
+     (`None` where it could not start)."
 );
 
 pyo3::create_exception!(
@@ -115,5 +117,6 @@ pub fn plain_error(py: Python<'_>, message: String, path: Option<String>) -> PyE
     let _ = value.setattr("path", path);
     let _ = value.setattr("offset", py.None());
     let _ = value.setattr("message_index", py.None());
+    let _ = value.setattr("summary", py.None());
     err
 }

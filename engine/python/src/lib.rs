@@ -6,8 +6,12 @@
 #![forbid(unsafe_code)]
 
 mod arrow_batch;
+mod bbo_shape;
 mod input_error;
 mod replay_batches;
+mod replay_end;
+mod replay_files;
+mod request;
 
 use pyo3::prelude::*;
 
@@ -23,5 +27,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.py().get_type::<input_error::LossDeclared>(),
     )?;
     m.add_function(wrap_pyfunction!(replay_batches::bbo_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_files::replay_files, m)?)?;
     Ok(())
 }

@@ -14,17 +14,16 @@ use std::time::Duration;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use ticklane_book::{BboRow, BookConfig};
-use ticklane_engine::dbn_out::{DbnSchema, SessionDate};
-use ticklane_engine::output_filter::OutputFilter;
-use ticklane_engine::parquet_out::{BboColumns, ParquetSchema};
-use ticklane_engine::replay::{
-    declared_lost_line, run_replay, ReplayError, ReplayRequest, ReplayRun,
-};
+use ticklane_book::BboRow;
+use ticklane_engine::dbn_out::SessionDate;
+use ticklane_engine::parquet_out::BboColumns;
+use ticklane_engine::replay::{run_replay, ReplayRun};
 use ticklane_engine::row_chunks::RowChunks;
 
 use crate::arrow_batch::ArrowBatch;
-use crate::input_error::{input_error, loss_declared, plain_error};
+use crate::bbo_shape::BboShape;
+use crate::replay_end::ended;
+use crate::request::{replay_request, with_common};
 
 /// Chunks the engine may have made and Python not yet taken.
 pub const AHEAD: usize = 2;
@@ -45,14 +44,19 @@ struct State {
     from: Option<Receiver<Vec<BboRow>>>,
     engine: Option<JoinHandle<anyhow::Result<ReplayRun>>>,
     columns: Option<BboColumns>,
+    /// Dollars, `ts_event`.
+    shape: BboShape,
     /// The summary JSON, once the replay has ended.
     summary: Option<String>,
 }
 
 /// Starts replaying `path` on an engine thread; its top-of-book rows come in batches of
-/// `rows`.
+/// `rows`, in `price` ("int" or "float") prices.
 #[pyfunction]
-#[pyo3(signature = (path, rows, date=None, symbols=String::new(), between=String::new(), threads=1))]
+#[pyo3(signature = (
+    path, rows, date=None, symbols=String::new(), between=String::new(), threads=1,
+    price="int".to_string(),
+))]
 pub fn bbo_batches(
     path: PathBuf,
     rows: usize,
@@ -60,40 +64,36 @@ pub fn bbo_batches(
     symbols: String,
     between: String,
     threads: usize,
+    price: String,
 ) -> PyResult<BboBatches> {
     if rows == 0 {
         return Err(PyValueError::new_err("rows must be at least 1"));
     }
-    if threads == 0 {
-        return Err(PyValueError::new_err("threads must be at least 1"));
-    }
-    OutputFilter::parse(&symbols, &between).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let date = date
-        .map(|d| SessionDate::parse(&d).map_err(|e| PyValueError::new_err(e.to_string())))
-        .transpose()?;
-    let (to, from) = sync_channel(AHEAD);
-    let request = ReplayRequest {
-        input: path,
-        bbo_out: None,
-        book_out: None,
-        depth: 10,
-        dbn_out: None,
-        schema: DbnSchema::Mbo,
-        dataset: None,
-        date,
-        sample: None,
+    let float_prices = match price.as_str() {
+        "int" => false,
+        "float" => true,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "price={other:?}: give \"int\" (1/10,000 dollars) or \"float\" (dollars)"
+            )))
+        }
+    };
+    let mut request = with_common(
+        replay_request(path),
+        date.as_deref(),
         symbols,
         between,
-        parquet_out: None,
-        parquet_schema: ParquetSchema::Bbo,
-        summary_json: None,
-        recover_lengths: false,
-        progress: false,
         threads,
-        paced: None,
-        books: BookConfig::default(),
-        bbo_chunks: Some(RowChunks { rows, to }),
+    )?;
+    let session = request
+        .date
+        .or_else(|| SessionDate::from_file_name(&request.input).ok());
+    let shape = BboShape {
+        float_prices,
+        midnight_utc_ns: session.map(SessionDate::midnight_utc_ns),
     };
+    let (to, from) = sync_channel(AHEAD);
+    request.bbo_chunks = Some(RowChunks { rows, to });
     let input = request.input.clone();
     let engine = std::thread::Builder::new()
         .name("ticklane-replay".into())
@@ -105,6 +105,7 @@ pub fn bbo_batches(
             from: Some(from),
             engine: Some(engine),
             columns: Some(BboColumns::with_capacity(rows.min(1 << 20))),
+            shape,
             summary: None,
         }),
     })
@@ -120,23 +121,11 @@ impl State {
         let run = py
             .detach(move || engine.join())
             .map_err(|_| PyRuntimeError::new_err("the replay thread panicked"))?;
-        match run {
-            Ok(run) => {
-                self.summary = Some(run.summary.to_json());
-                match &run.summary.error {
-                    Some(fault) => Err(input_error(py, fault)),
-                    None => match declared_lost_line(&self.input, &run.summary) {
-                        Some(line) => Err(loss_declared(py, line, &run.summary)),
-                        None => Ok(()),
-                    },
-                }
-            }
-            Err(e) => Err(match e.downcast_ref::<ReplayError>() {
-                Some(ReplayError::Open(open)) => {
-                    plain_error(py, e.to_string(), Some(open.path.display().to_string()))
-                }
-                _ => PyRuntimeError::new_err(format!("{e:#}")),
-            }),
+        let end = ended(py, &self.input, run);
+        self.summary = end.summary;
+        match end.error {
+            Some(error) => Err(error),
+            None => Ok(()),
         }
     }
 }
@@ -165,14 +154,16 @@ impl BboBatches {
                         .columns
                         .take()
                         .unwrap_or_else(|| BboColumns::with_capacity(chunk.len()));
+                    let shape = state.shape;
                     let (columns, batch) = py.detach(move || {
                         for row in &chunk {
                             columns.push(row);
                         }
-                        let batch = columns.finish();
+                        let batch = shape.apply(columns.finish());
                         (columns, batch)
                     });
                     state.columns = Some(columns);
+                    let batch = batch.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
                     return Ok(Some(ArrowBatch::new(batch)));
                 }
                 Err(RecvTimeoutError::Timeout) => {

@@ -24,6 +24,7 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("dbn_out", 0),
     ("sample", 0),
     ("parquet_out", 0),
+    ("row_chunks", 0),
     ("pipeline", 0),
     ("clock", 0),
     ("health", 0),
@@ -59,11 +60,12 @@ const PIPELINE_FLOORS: &[(&str, u8)] = &[
     ("overload", 1),
 ];
 
-/// `ticklane-outputs`: the row filter and the writer thread, the CSV and DBN writers, the
+/// `ticklane-outputs`: the row filter, the writer thread and the rows in chunks, the CSV and DBN writers, the
 /// sampler that writes through them, Parquet on top.
 const OUTPUTS_FLOORS: &[(&str, u8)] = &[
     ("output_filter", 0),
     ("writer_thread", 0),
+    ("row_chunks", 0),
     ("csv", 1),
     ("dbn_out", 1),
     ("sample", 2),

@@ -23,13 +23,23 @@ raised after every batch before them was delivered.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 from typing import Any, Dict, Iterator, Optional, Sequence, Union
 
-from ._native import ArrowBatch, InputError, LossDeclared, bbo_batches as _bbo_batches
+from ._native import ArrowBatch, InputError, LossDeclared
+from ._native import bbo_batches as _bbo_batches
+from ._native import replay_files as _replay_files
 
-__all__ = ["ArrowBatch", "Batch", "InputError", "LossDeclared", "Replay", "TABLES", "open"]
+__all__ = [
+    "ArrowBatch", "Batch", "InputError", "LossDeclared", "Replay", "TABLES", "open", "replay",
+]
+
+#: A path, as ``open`` and ``replay`` take one.
+PathLike = Union[str, "os.PathLike[str]"]
+#: A session date: ``YYYY-MM-DD`` or a :class:`datetime.date`.
+DateLike = Union[None, str, datetime.date]
 
 #: The tables :meth:`Replay.batches` can give.
 TABLES = ("bbo",)
@@ -42,7 +52,10 @@ class Batch:
     the columns of ``ticklane replay --bbo-out`` (``msg_index``, ``timestamp_ns`` since
     midnight, ``locate``, ``stock``, ``bid_px``, ``bid_qty``, ``bid_orders``, ``ask_px``,
     ``ask_qty``, ``ask_orders``); prices are integers in 1/10,000 dollars, 0 for an empty
-    side.
+    side (with ``price="float"``: dollars as float64, null for an empty side). Where the
+    session date is known (``date=``, or a date in the file name, as ``01302019.NASDAQ_ITCH50``
+    or ``20190130``), a last column ``ts_event`` gives each row's UTC time
+    (``timestamp[ns, UTC]``: the date's New York midnight plus ``timestamp_ns``).
     """
 
     __slots__ = ("bbo",)
@@ -52,6 +65,12 @@ class Batch:
 
     def __repr__(self) -> str:
         return f"Batch(bbo={self.bbo!r})"
+
+
+def _date_text(date: DateLike) -> Optional[str]:
+    if isinstance(date, datetime.date):
+        return date.isoformat()
+    return date
 
 
 def _symbol_list(symbols: Union[None, str, Sequence[str]]) -> str:
@@ -71,23 +90,31 @@ class Replay:
 
     def __init__(
         self,
-        path: Union[str, "os.PathLike[str]"],
-        date: Optional[str],
+        path: PathLike,
+        date: DateLike,
         symbols: Union[None, str, Sequence[str]],
         between: Optional[str],
         threads: int,
     ) -> None:
         self.path = os.fspath(path)
-        self._date = date
+        self._date = _date_text(date)
         self._symbols = _symbol_list(symbols)
         self._between = between or ""
         self._threads = threads
         self._summary: Optional[Dict[str, Any]] = None
 
     def batches(
-        self, tables: Sequence[str] = ("bbo",), rows: int = 1_000_000
+        self,
+        tables: Sequence[str] = ("bbo",),
+        rows: int = 1_000_000,
+        *,
+        price: str = "int",
     ) -> Iterator[Batch]:
         """Replays the input and yields its rows in batches of at most ``rows`` rows.
+
+        ``tables`` names the tables each :class:`Batch` holds (of :data:`TABLES`);
+        ``price`` is ``"int"`` (1/10,000 dollars, as the command's CSVs) or ``"float"``
+        (dollars).
 
         The replay runs on an engine thread with the GIL released, at most two batches
         ahead of the loop that takes them, so memory stays flat however long the day;
@@ -108,6 +135,7 @@ class Replay:
             symbols=self._symbols,
             between=self._between,
             threads=self._threads,
+            price=price,
         )
         try:
             for bbo in native:
@@ -130,9 +158,9 @@ class Replay:
 
 
 def open(  # noqa: A001 - the name analysts expect, as in itch-book
-    path: Union[str, "os.PathLike[str]"],
+    path: PathLike,
     *,
-    date: Optional[str] = None,
+    date: DateLike = None,
     symbols: Union[None, str, Sequence[str]] = None,
     between: Optional[str] = None,
     threads: int = 1,
@@ -140,7 +168,8 @@ def open(  # noqa: A001 - the name analysts expect, as in itch-book
     """Opens an input the ``ticklane replay`` command reads: an ITCH50 file (plain or
     ``.gz``), a pcap or pcapng capture of MoldUDP64, or DBN MBO (plain or zstd).
 
-    ``date`` (``YYYY-MM-DD``) is the session date where the input does not say it;
+    ``date`` (``YYYY-MM-DD`` or a :class:`datetime.date`) is the session date where the
+    file name does not say it (it dates the ``ts_event`` column);
     ``symbols`` (a list, or one comma-separated string) keeps only those stocks' rows and
     ``between`` (``HH:MM-HH:MM`` or ``HH:MM:SS.f-HH:MM:SS.f``, New York time, start
     included, end excluded) only rows in that window of exchange time, as the command's
@@ -151,3 +180,61 @@ def open(  # noqa: A001 - the name analysts expect, as in itch-book
     if threads < 1:
         raise ValueError("threads must be at least 1")
     return Replay(path, date, symbols, between, threads)
+
+
+def replay(
+    path: PathLike,
+    *,
+    bbo_out: Optional[PathLike] = None,
+    book_out: Optional[PathLike] = None,
+    depth: int = 10,
+    dbn_out: Optional[PathLike] = None,
+    schema: str = "mbo",
+    dataset: Optional[str] = None,
+    date: DateLike = None,
+    sample: Optional[str] = None,
+    sample_out: Optional[PathLike] = None,
+    sample_depth: int = 10,
+    symbols: Union[None, str, Sequence[str]] = None,
+    between: Optional[str] = None,
+    parquet_out: Optional[PathLike] = None,
+    parquet_schema: str = "bbo",
+    summary_json: Optional[PathLike] = None,
+    recover_lengths: bool = False,
+    threads: int = 1,
+) -> Dict[str, Any]:
+    """Runs ``ticklane replay`` on ``path`` in this process and returns its summary (the
+    ``--summary-json`` object) as a dict.
+
+    Each keyword is the command's flag of that name (``bbo_out`` is ``--bbo-out``, ``sample``
+    the interval as ``"100ms"`` and ``sample_out`` its file, ``schema`` the DBN schema of
+    ``dbn_out``, ``parquet_schema`` ``"bbo"`` or ``"mbp-10"``), with the command's defaults
+    and its checks: options that do not go together are a ``ValueError``; an input that
+    cannot be read on is an :class:`InputError` and declared loss a :class:`LossDeclared`
+    (each with the summary as ``summary``), after every output was finished as the command
+    finishes it. The replay runs on an engine thread with the GIL released; Ctrl-C raises
+    ``KeyboardInterrupt`` at once, and the engine thread finishes its files in the
+    background (or is ended with the interpreter).
+    """
+    optional = lambda p: None if p is None else os.fspath(p)  # noqa: E731
+    summary = _replay_files(
+        os.fspath(path),
+        bbo_out=optional(bbo_out),
+        book_out=optional(book_out),
+        depth=depth,
+        dbn_out=optional(dbn_out),
+        schema=schema,
+        dataset=dataset,
+        date=_date_text(date),
+        sample=sample,
+        sample_out=optional(sample_out),
+        sample_depth=sample_depth,
+        symbols=_symbol_list(symbols),
+        between=between or "",
+        parquet_out=optional(parquet_out),
+        parquet_schema=parquet_schema,
+        summary_json=optional(summary_json),
+        recover_lengths=recover_lengths,
+        threads=threads,
+    )
+    return json.loads(summary)

@@ -4,6 +4,7 @@ class InputError(Exception):
     path: Optional[str]
     offset: Optional[int]
     message_index: Optional[int]
+    summary: Optional[Dict[str, Any]]
 
 class LossDeclared(Exception):
     messages: int
@@ -32,4 +33,27 @@ def bbo_batches(
     symbols: str = "",
     between: str = "",
     threads: int = 1,
+    price: str = "int",
 ) -> BboBatches: ...
+
+def replay_files(
+    path: str,
+    *,
+    bbo_out: Optional[str] = None,
+    book_out: Optional[str] = None,
+    depth: int = 10,
+    dbn_out: Optional[str] = None,
+    schema: str = "mbo",
+    dataset: Optional[str] = None,
+    date: Optional[str] = None,
+    sample: Optional[str] = None,
+    sample_out: Optional[str] = None,
+    sample_depth: int = 10,
+    symbols: str = "",
+    between: str = "",
+    parquet_out: Optional[str] = None,
+    parquet_schema: str = "bbo",
+    summary_json: Optional[str] = None,
+    recover_lengths: bool = False,
+    threads: int = 1,
+) -> str: ...
