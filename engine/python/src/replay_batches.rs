@@ -1,9 +1,10 @@
 //! A replay's top-of-book rows as Arrow batches, iterated from Python: `run_replay` (the
 //! `ticklane replay` command's own call) runs on an engine thread and hands its rows over
-//! in chunks on a bounded channel, so the engine runs ahead by at most [`AHEAD`] chunks
-//! and memory stays flat however long the day. Python waits for each chunk with the GIL
-//! released, a tenth of a second at a time so that Ctrl-C is felt; an iterator dropped or
-//! interrupted mid-way stops the replay (its next hand-off finds no one).
+//! in pieces of at most [`PIECE`] rows on a bounded channel, so the engine runs ahead by at
+//! most [`AHEAD`] batches and memory stays flat however long the day. Python moves each
+//! piece into the batch's columns as it comes, with the GIL released, waiting a tenth of a
+//! second at a time so that Ctrl-C is felt; an iterator dropped or interrupted mid-way
+//! stops the replay (its next hand-off finds no one).
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
@@ -25,8 +26,12 @@ use crate::bbo_shape::BboShape;
 use crate::replay_end::ended;
 use crate::request::{replay_request, with_common};
 
-/// Chunks the engine may have made and Python not yet taken.
+/// Batches the engine may have made and Python not yet taken.
 pub const AHEAD: usize = 2;
+
+/// The most rows the engine hands over at once: Python makes a batch's columns piece by
+/// piece as they come, while the engine goes on, rather than all at the end of a batch.
+const PIECE: usize = 1 << 16;
 
 /// How long one wait for a chunk lasts before Python's signals are checked.
 const WAIT: Duration = Duration::from_millis(100);
@@ -43,7 +48,11 @@ struct State {
     /// `None` once the replay has ended (or was stopped).
     from: Option<Receiver<Vec<BboRow>>>,
     engine: Option<JoinHandle<anyhow::Result<ReplayRun>>>,
-    columns: Option<BboColumns>,
+    /// The batch being filled, and the rows a batch holds.
+    columns: BboColumns,
+    rows: usize,
+    /// The piece the engine sent last, as far as it has been taken.
+    pending: Pending,
     /// Dollars, `ts_event`.
     shape: BboShape,
     /// The summary JSON, once the replay has ended.
@@ -92,8 +101,9 @@ pub fn bbo_batches(
         float_prices,
         midnight_utc_ns: session.map(SessionDate::midnight_utc_ns),
     };
-    let (to, from) = sync_channel(AHEAD);
-    request.bbo_chunks = Some(RowChunks { rows, to });
+    let piece = rows.min(PIECE);
+    let (to, from) = sync_channel(AHEAD * rows.div_ceil(piece));
+    request.bbo_chunks = Some(RowChunks { rows: piece, to });
     let input = request.input.clone();
     let engine = std::thread::Builder::new()
         .name("ticklane-replay".into())
@@ -104,14 +114,52 @@ pub fn bbo_batches(
             input,
             from: Some(from),
             engine: Some(engine),
-            columns: Some(BboColumns::with_capacity(rows.min(1 << 20))),
+            columns: BboColumns::with_capacity(rows.min(1 << 20)),
+            rows,
+            pending: Pending::default(),
             shape,
             summary: None,
         }),
     })
 }
 
+/// A piece of rows from the engine and how many of them are taken.
+#[derive(Default)]
+struct Pending {
+    rows: Vec<BboRow>,
+    taken: usize,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.taken == self.rows.len()
+    }
+
+    fn refill(&mut self, rows: Vec<BboRow>) {
+        self.rows = rows;
+        self.taken = 0;
+    }
+
+    /// Moves rows into `columns` until they hold `rows` rows or this piece is used up.
+    fn move_into(&mut self, columns: &mut BboColumns, rows: usize) {
+        let room = rows.saturating_sub(columns.len());
+        let end = self.rows.len().min(self.taken + room);
+        for row in &self.rows[self.taken..end] {
+            columns.push(row);
+        }
+        self.taken = end;
+    }
+}
+
 impl State {
+    /// The rows gathered so far, as a batch of the asked shape.
+    fn batch(&mut self, py: Python<'_>) -> PyResult<ArrowBatch> {
+        let (columns, shape) = (&mut self.columns, self.shape);
+        py.detach(move || shape.apply(columns.finish()))
+            .map(ArrowBatch::new)
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    }
+
     /// The replay has ended: its summary, or the error that ended it.
     fn end(&mut self, py: Python<'_>) -> PyResult<()> {
         self.from = None;
@@ -138,47 +186,39 @@ impl BboBatches {
 
     /// The next batch of rows, `None` (StopIteration) at the end.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<ArrowBatch>> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = &mut *guard;
         loop {
-            let Some(from) = state.from.take() else {
+            if state.columns.len() == state.rows {
+                return state.batch(py).map(Some);
+            }
+            let Some(from) = &mut state.from else {
+                // The engine has sent everything: the rows left, then its end.
+                if !state.columns.is_empty() {
+                    return state.batch(py).map(Some);
+                }
+                state.end(py)?;
                 return Ok(None);
             };
-            let (from, got) = py.detach(move || {
-                let got = from.recv_timeout(WAIT);
-                (from, got)
+            let (columns, pending, rows) = (&mut state.columns, &mut state.pending, state.rows);
+            let got = py.detach(move || {
+                if pending.is_empty() {
+                    pending.refill(from.recv_timeout(WAIT)?);
+                }
+                pending.move_into(columns, rows);
+                Ok(())
             });
             match got {
-                Ok(chunk) => {
-                    state.from = Some(from);
-                    let mut columns = state
-                        .columns
-                        .take()
-                        .unwrap_or_else(|| BboColumns::with_capacity(chunk.len()));
-                    let shape = state.shape;
-                    let (columns, batch) = py.detach(move || {
-                        for row in &chunk {
-                            columns.push(row);
-                        }
-                        let batch = shape.apply(columns.finish());
-                        (columns, batch)
-                    });
-                    state.columns = Some(columns);
-                    let batch = batch.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-                    return Ok(Some(ArrowBatch::new(batch)));
-                }
+                Ok(()) => {}
                 Err(RecvTimeoutError::Timeout) => {
                     if let Err(interrupted) = py.check_signals() {
                         // Dropping the receiver stops the engine at its next hand-off.
-                        drop(from);
+                        state.from = None;
                         state.engine = None;
                         return Err(interrupted);
                     }
-                    state.from = Some(from);
                 }
-                Err(RecvTimeoutError::Disconnected) => {
-                    state.end(py)?;
-                    return Ok(None);
-                }
+                Err(RecvTimeoutError::Disconnected) => state.from = None,
             }
         }
     }
