@@ -7,6 +7,7 @@
 
 use std::io;
 use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, OnceLock};
 
 use ticklane_book::BboRow;
 
@@ -17,6 +18,11 @@ pub struct RowChunks {
     pub rows: usize,
     /// The consumer's end; each send waits while the channel is full.
     pub to: SyncSender<Vec<BboRow>>,
+    /// Set by the replay, before its first rows, to the New York midnight (ns since the
+    /// Unix epoch) its rows' `timestamp_ns` count from, where the input itself dates them
+    /// (a DBN input: `--date`, its metadata or its first record); an ITCH input leaves it
+    /// unset, its date being the caller's or the file name's.
+    pub midnight_utc_ns: Arc<OnceLock<u64>>,
 }
 
 /// The writer's side: the chunk being filled.
@@ -87,7 +93,11 @@ mod tests {
     #[test]
     fn rows_arrive_in_order_in_full_chunks_then_the_rest() {
         let (to, from) = sync_channel(8);
-        let mut sink = ChunkSink::new(RowChunks { rows: 3, to });
+        let mut sink = ChunkSink::new(RowChunks {
+            rows: 3,
+            to,
+            midnight_utc_ns: Arc::default(),
+        });
         for i in 0..7 {
             sink.push(&row(i)).unwrap();
         }
@@ -103,7 +113,11 @@ mod tests {
     fn a_consumer_that_went_away_is_an_error_not_a_growing_queue() {
         let (to, from) = sync_channel(1);
         drop(from);
-        let mut sink = ChunkSink::new(RowChunks { rows: 1, to });
+        let mut sink = ChunkSink::new(RowChunks {
+            rows: 1,
+            to,
+            midnight_utc_ns: Arc::default(),
+        });
         let err = sink.push(&row(0)).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
     }

@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use ticklane_book::BboRow;
 use ticklane_engine::dbn_out::SessionDate;
 use ticklane_engine::parquet_out::BboColumns;
-use ticklane_engine::replay::{run_replay, ReplayRun};
+use ticklane_engine::replay::{is_dbn_input, run_replay, ReplayRun};
 use ticklane_engine::row_chunks::RowChunks;
 
 use crate::arrow_batch::ArrowBatch;
@@ -55,6 +55,9 @@ struct State {
     pending: Pending,
     /// Dollars, `ts_event`.
     shape: BboShape,
+    /// The midnight the input itself dates its rows by (a DBN input), which `ts_event`
+    /// takes over the date given or the file name's.
+    input_midnight: Arc<OnceLock<u64>>,
     /// The summary JSON, once the replay has ended.
     summary: Option<String>,
 }
@@ -94,16 +97,26 @@ pub fn bbo_batches(
         between,
         threads,
     )?;
-    let session = request
-        .date
-        .or_else(|| SessionDate::from_file_name(&request.input).ok());
+    // A DBN input dates its own rows (`input_midnight`); an ITCH input by `date=`, else
+    // its file name.
+    let session = match is_dbn_input(&request.input) {
+        true => None,
+        false => request
+            .date
+            .or_else(|| SessionDate::from_file_name(&request.input).ok()),
+    };
     let shape = BboShape {
         float_prices,
         midnight_utc_ns: session.map(SessionDate::midnight_utc_ns),
     };
     let piece = rows.min(PIECE);
     let (to, from) = sync_channel(AHEAD * rows.div_ceil(piece));
-    request.bbo_chunks = Some(RowChunks { rows: piece, to });
+    let input_midnight = Arc::new(OnceLock::new());
+    request.bbo_chunks = Some(RowChunks {
+        rows: piece,
+        to,
+        midnight_utc_ns: Arc::clone(&input_midnight),
+    });
     let input = request.input.clone();
     let engine = std::thread::Builder::new()
         .name("ticklane-replay".into())
@@ -118,6 +131,7 @@ pub fn bbo_batches(
             rows,
             pending: Pending::default(),
             shape,
+            input_midnight,
             summary: None,
         }),
     })
@@ -154,7 +168,11 @@ impl Pending {
 impl State {
     /// The rows gathered so far, as a batch of the asked shape.
     fn batch(&mut self, py: Python<'_>) -> PyResult<ArrowBatch> {
-        let (columns, shape) = (&mut self.columns, self.shape);
+        let mut shape = self.shape;
+        if let Some(&midnight) = self.input_midnight.get() {
+            shape.midnight_utc_ns = Some(midnight);
+        }
+        let columns = &mut self.columns;
         py.detach(move || shape.apply(columns.finish()))
             .map(ArrowBatch::new)
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))

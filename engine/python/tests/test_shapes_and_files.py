@@ -163,3 +163,14 @@ def test_replay_refuses_to_overwrite_its_input(day):
     with pytest.raises(ValueError):
         ticklane.replay(day, bbo_out=day)
     assert day.stat().st_size > 0
+
+
+def test_a_dbn_input_dates_ts_event_by_its_own_session(cli, day, tmp_path):
+    named = tmp_path / "01302019.NASDAQ_ITCH50"
+    named.symlink_to(day)
+    dbn = tmp_path / "undated.dbn"
+    cli("replay", named, "--dbn-out", dbn, "--quiet")
+    from_itch = frame(ticklane.open(named))
+    from_dbn = frame(ticklane.open(dbn))
+    assert from_dbn.schema["ts_event"] == pl.Datetime("ns", "UTC")
+    assert from_dbn["ts_event"].equals(from_itch["ts_event"])

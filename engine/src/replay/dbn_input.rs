@@ -132,6 +132,10 @@ pub(super) fn replay_dbn(
             }
         },
     };
+    if let (Some(chunks), Some(date)) = (&opts.bbo_chunks, session_date) {
+        // The consumer of the rows in chunks dates them (`ts_event`) by this session.
+        let _ = chunks.midnight_utc_ns.set(date.midnight_utc_ns());
+    }
     let span = session_date.map(SessionSpan::of);
     if let Some(span) = span {
         mbo.set_session(span.midnight_ns, span.next_midnight_ns);

@@ -54,7 +54,8 @@ class Batch:
     ``ask_qty``, ``ask_orders``); prices are integers in 1/10,000 dollars, 0 for an empty
     side (with ``price="float"``: dollars as float64, null for an empty side). Where the
     session date is known (``date=``, or a date in the file name, as ``01302019.NASDAQ_ITCH50``
-    or ``20190130``), a last column ``ts_event`` gives each row's UTC time
+    or ``20190130``; a DBN input's own session: ``date=``, its metadata or its first
+    record), a last column ``ts_event`` gives each row's UTC time
     (``timestamp[ns, UTC]``: the date's New York midnight plus ``timestamp_ns``).
     """
 
