@@ -7,6 +7,7 @@
 
 mod arrow_batch;
 mod bbo_shape;
+mod engine_thread;
 mod input_error;
 mod replay_batches;
 mod replay_end;

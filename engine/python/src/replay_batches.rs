@@ -11,18 +11,18 @@ use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use ticklane_book::BboRow;
 use ticklane_engine::dbn_out::SessionDate;
 use ticklane_engine::parquet_out::BboColumns;
-use ticklane_engine::replay::{is_dbn_input, run_replay, ReplayRun};
+use ticklane_engine::replay::{is_dbn_input, ReplayRun};
 use ticklane_engine::row_chunks::RowChunks;
 
 use crate::arrow_batch::ArrowBatch;
 use crate::bbo_shape::BboShape;
+use crate::engine_thread::{spawn_replay, WAIT};
 use crate::replay_end::ended;
 use crate::request::{replay_request, with_common};
 
@@ -32,9 +32,6 @@ pub const AHEAD: usize = 2;
 /// The most rows the engine hands over at once: Python makes a batch's columns piece by
 /// piece as they come, while the engine goes on, rather than all at the end of a batch.
 const PIECE: usize = 1 << 16;
-
-/// How long one wait for a chunk lasts before Python's signals are checked.
-const WAIT: Duration = Duration::from_millis(100);
 
 /// The replay's rows, batch by batch.
 #[pyclass(module = "ticklane._native", name = "BboBatches")]
@@ -118,10 +115,7 @@ pub fn bbo_batches(
         midnight_utc_ns: Arc::clone(&input_midnight),
     });
     let input = request.input.clone();
-    let engine = std::thread::Builder::new()
-        .name("ticklane-replay".into())
-        .spawn(move || run_replay(&request, &mut |_note| {}))
-        .map_err(|e| PyRuntimeError::new_err(format!("starting the replay thread: {e}")))?;
+    let engine = spawn_replay(request, |run| run)?;
     Ok(BboBatches {
         state: Mutex::new(State {
             input,

@@ -6,17 +6,13 @@
 
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, RecvTimeoutError};
-use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use ticklane_engine::replay::run_replay;
 
+use crate::engine_thread::{spawn_replay, WAIT};
 use crate::replay_end::ended;
 use crate::request::{parsed, replay_request, with_common};
-
-/// How long one wait for the replay lasts before Python's signals are checked.
-const WAIT: Duration = Duration::from_millis(100);
 
 /// Replays `path` into the outputs named; returns the summary JSON.
 #[pyfunction]
@@ -81,25 +77,13 @@ pub fn replay_files(
     request.recover_lengths = recover_lengths;
 
     let input = request.input.clone();
-    let (done, finished) = channel();
-    std::thread::Builder::new()
-        .name("ticklane-replay".into())
-        .spawn(move || {
-            let _ = done.send(run_replay(&request, &mut |_note| {}));
-        })
-        .map_err(|e| PyRuntimeError::new_err(format!("starting the replay thread: {e}")))?;
-    let mut finished = Some(finished);
+    let (done, mut finished) = channel();
+    spawn_replay(request, move |run| {
+        let _ = done.send(run);
+    })?;
     let run = loop {
-        // The receiver is moved into the wait and back: it is not `Sync`.
-        let waiting = finished
-            .take()
-            .expect("invariant: put back after each wait");
-        let (waiting, got) = py.detach(move || {
-            let got = waiting.recv_timeout(WAIT);
-            (waiting, got)
-        });
-        finished = Some(waiting);
-        match got {
+        let waiting = &mut finished;
+        match py.detach(move || waiting.recv_timeout(WAIT)) {
             Ok(run) => break run,
             Err(RecvTimeoutError::Timeout) => py.check_signals()?,
             Err(RecvTimeoutError::Disconnected) => {

@@ -59,8 +59,10 @@ pub fn with_common(
     between: String,
     threads: usize,
 ) -> PyResult<ReplayRequest> {
-    if threads == 0 {
-        return Err(PyValueError::new_err("threads must be at least 1"));
+    if !(1..=usize::from(u8::MAX)).contains(&threads) {
+        return Err(PyValueError::new_err(format!(
+            "threads={threads}: give 1 to 255, as the command's --threads"
+        )));
     }
     OutputFilter::parse(&symbols, &between).map_err(|e| PyValueError::new_err(e.to_string()))?;
     request.date = date.map(|d| parsed::<SessionDate>("date", d)).transpose()?;

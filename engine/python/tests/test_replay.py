@@ -191,6 +191,7 @@ def test_bad_arguments_are_value_errors(day, kwargs):
         {"between": "noon-one"},
         {"symbols": "TOOLONGNAME"},
         {"date": "12/24/2010"},
+        {"threads": 256},
     ],
 )
 def test_bad_filters_are_value_errors(day, kwargs):

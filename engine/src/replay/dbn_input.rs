@@ -133,7 +133,7 @@ pub(super) fn replay_dbn(
         },
     };
     if let (Some(chunks), Some(date)) = (&opts.bbo_chunks, session_date) {
-        // The consumer of the rows in chunks dates them (`ts_event`) by this session.
+        // Rows in chunks carry no date: say which midnight their stamps count from.
         let _ = chunks.midnight_utc_ns.set(date.midnight_utc_ns());
     }
     let span = session_date.map(SessionSpan::of);
