@@ -23,7 +23,8 @@ pub use ticklane_book as book;
 pub use ticklane_book::publish;
 pub use ticklane_http::{admin, admin_token, http_head, web};
 pub use ticklane_outputs::{
-    csv, dbn_out, output_filter, parquet_out, row_chunks, sample, writer_thread,
+    csv, dbn_out, output_filter, parquet_out, row_chunks, sample, table_rows, table_tap,
+    writer_thread,
 };
 pub use ticklane_pipeline as pipeline;
 pub use ticklane_pipeline::{clock, dependency, health, overload};

@@ -218,7 +218,7 @@ pub fn replay(args: &ReplayArgs) -> Result<ExitStatus> {
             book_core: args.book_core,
         }),
         books: c.books(),
-        bbo_chunks: None,
+        chunks: None,
     };
     let run = run_replay(&request, &mut |note| eprintln!("ticklane: {note}"))?;
     // The summary text ends with the fault, if any: print it once.

@@ -16,4 +16,6 @@ pub mod output_filter;
 pub mod parquet_out;
 pub mod row_chunks;
 pub mod sample;
+pub mod table_rows;
+pub mod table_tap;
 pub mod writer_thread;

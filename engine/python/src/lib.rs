@@ -1,18 +1,19 @@
 //! The native half of the `ticklane` Python package (`ticklane._native`): a replay run on
-//! an engine thread by the same `run_replay` as `ticklane replay`, its top-of-book rows
+//! an engine thread by the same `run_replay` as `ticklane replay`, its tables' rows
 //! handed over in chunks ([`ticklane_engine::row_chunks`]) and made Arrow record batches
 //! that Python takes without a copy (the `arrow_batch` module). The Python package
 //! (`python/ticklane/__init__.py`) is the documented interface; this module is its engine.
 #![forbid(unsafe_code)]
 
 mod arrow_batch;
-mod bbo_shape;
 mod engine_thread;
 mod input_error;
 mod replay_batches;
 mod replay_end;
 mod replay_files;
 mod request;
+mod table_columns;
+mod table_shape;
 
 use pyo3::prelude::*;
 
@@ -21,13 +22,13 @@ use pyo3::prelude::*;
 #[pyo3(name = "_native")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow_batch::ArrowBatch>()?;
-    m.add_class::<replay_batches::BboBatches>()?;
+    m.add_class::<replay_batches::TableBatches>()?;
     m.add("InputError", m.py().get_type::<input_error::InputError>())?;
     m.add(
         "LossDeclared",
         m.py().get_type::<input_error::LossDeclared>(),
     )?;
-    m.add_function(wrap_pyfunction!(replay_batches::bbo_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_batches::table_batches, m)?)?;
     m.add_function(wrap_pyfunction!(replay_files::replay_files, m)?)?;
     Ok(())
 }

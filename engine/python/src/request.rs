@@ -36,7 +36,7 @@ pub fn replay_request(input: PathBuf) -> ReplayRequest {
         threads: 1,
         paced: None,
         books: BookConfig::default(),
-        bbo_chunks: None,
+        chunks: None,
     }
 }
 

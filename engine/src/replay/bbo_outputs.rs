@@ -26,7 +26,7 @@ pub(super) struct BboOutputs {
     pub csv: Option<(FilteredBboCsv, PathBuf)>,
     pub parquet: Option<BboParquet>,
     /// The rows in chunks, for a consumer in this process.
-    pub chunks: Option<ChunkSink>,
+    pub chunks: Option<ChunkSink<BboRow>>,
     /// `--symbols`/`--between`: the rows every output keeps.
     pub filter: OutputFilter,
 }
@@ -71,7 +71,7 @@ impl RowWriter<BboRow> for BboOutputs {
             parquet.push(row)?;
         }
         if let Some(chunks) = &mut self.chunks {
-            chunks.push(row).map_err(ReplayError::Consumer)?;
+            chunks.push(*row).map_err(ReplayError::Consumer)?;
         }
         Ok(())
     }

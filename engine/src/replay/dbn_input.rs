@@ -132,7 +132,7 @@ pub(super) fn replay_dbn(
             }
         },
     };
-    if let (Some(chunks), Some(date)) = (&opts.bbo_chunks, session_date) {
+    if let (Some(chunks), Some(date)) = (&opts.chunks, session_date) {
         // Rows in chunks carry no date: say which midnight their stamps count from.
         let _ = chunks.midnight_utc_ns.set(date.midnight_utc_ns());
     }

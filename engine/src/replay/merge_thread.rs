@@ -20,6 +20,7 @@ use ticklane_feed::itch::Nanos;
 
 use super::book_thread::OutBatch;
 use super::run::{mbp10_failed, ReplayError};
+use crate::book::BboRow;
 use crate::csv::CsvBuffer;
 use crate::dbn_out::{BatchCursor, MergedDbnOut};
 use crate::parquet_out::{BboParquet, Mbp10Parquet};
@@ -35,7 +36,7 @@ pub(super) struct MergeOutputs {
     pub dbn: Option<MergedDbnOut>,
     pub parquet_bbo: Option<BboParquet>,
     /// The typed rows in chunks, for a consumer in this process.
-    pub chunks: Option<ChunkSink>,
+    pub chunks: Option<ChunkSink<BboRow>>,
     pub mbp10: Option<Mbp10Parquet>,
     /// `--sample-out`.
     pub sample: Option<SampleWriter>,
@@ -176,7 +177,7 @@ fn place_row(outputs: &mut MergeOutputs, batch: &OutBatch, row: usize) -> Result
     }
     if let Some(chunks) = &mut outputs.chunks {
         chunks
-            .push(&batch.typed_rows[row])
+            .push(batch.typed_rows[row])
             .map_err(ReplayError::Consumer)?;
     }
     Ok(())

@@ -67,7 +67,7 @@ pub struct ReplayRequest {
     /// Book capacities.
     pub books: BookConfig,
     /// The top-of-book rows in chunks, to a consumer in this process (not paced).
-    pub bbo_chunks: Option<RowChunks>,
+    pub chunks: Option<RowChunks>,
 }
 
 /// `replay --pace`: the live pipeline's own options.
@@ -85,13 +85,25 @@ pub struct PacedRequest {
     pub book_core: Option<usize>,
 }
 
-/// What a replay returns: its summary and, when paced, the pipeline's figures.
-#[derive(Debug)]
+/// What a replay returns: its summary, the books and, when paced, the pipeline's figures.
 pub struct ReplayRun {
     /// Counts, timings, and the fault that stopped the replay, if any.
     pub summary: ReplaySummary,
     /// With a pace: the pipeline's figures.
     pub paced: Option<PacedFigures>,
+    /// The books as the replay left them: one set, or each book thread's (whose stocks
+    /// are its own); none when paced.
+    pub books: Vec<Books>,
+}
+
+impl std::fmt::Debug for ReplayRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplayRun")
+            .field("summary", &self.summary)
+            .field("paced", &self.paced)
+            .field("books", &format_args!("{} sets", self.books.len()))
+            .finish()
+    }
 }
 
 /// What a paced replay measured.
@@ -170,7 +182,7 @@ impl ReplayRequest {
             },
             filter,
             date: self.date,
-            bbo_chunks: self.bbo_chunks.clone(),
+            chunks: self.chunks.clone(),
             parquet_out: match &self.parquet_out {
                 None => None,
                 Some(path) => Some(ParquetOutOptions {
@@ -203,11 +215,14 @@ pub fn run_replay(request: &ReplayRequest, note: &mut dyn FnMut(String)) -> Resu
     if let Some(unwritable) = unwritable_output(&outputs) {
         return Err(ReplayError::Unwritable(unwritable).into());
     }
-    if request.paced.is_some() && request.bbo_chunks.is_some() {
+    if request.paced.is_some() && request.chunks.is_some() {
         return Err(ReplayError::Unsupported(
             "a paced replay hands its rows to the pipeline, not to a consumer in chunks",
         )
         .into());
+    }
+    if let Some(refused) = refuse_tables(request) {
+        return Err(ReplayError::Unsupported(refused).into());
     }
     let filter = OutputFilter::parse(&request.symbols, &request.between)?;
     // A DBN input refuses the ITCH-only outputs before any date is looked for (the reason is
@@ -247,6 +262,7 @@ pub fn run_replay(request: &ReplayRequest, note: &mut dyn FnMut(String)) -> Resu
             Ok(ReplayRun {
                 summary: outcome.summary,
                 paced: None,
+                books: outcome.books,
             })
         }
         None => {
@@ -268,6 +284,7 @@ pub fn run_replay(request: &ReplayRequest, note: &mut dyn FnMut(String)) -> Resu
             Ok(ReplayRun {
                 summary: outcome.summary,
                 paced: None,
+                books: vec![outcome.books],
             })
         }
         Some(paced) => {
@@ -294,9 +311,34 @@ pub fn run_replay(request: &ReplayRequest, note: &mut dyn FnMut(String)) -> Resu
                     latency: latency.collect(),
                     overload: outcome.overload,
                 }),
+                books: Vec::new(),
             })
         }
     }
+}
+
+/// Why the tables in chunks asked for cannot come from this replay, if they cannot: the
+/// trades, order events and status messages are taken on the one book thread of an ITCH
+/// input as it applies each message.
+fn refuse_tables(request: &ReplayRequest) -> Option<&'static str> {
+    let tapped = request
+        .chunks
+        .as_ref()
+        .is_some_and(|c| c.tables.any_tapped());
+    if !tapped {
+        return None;
+    }
+    if is_dbn_input(&request.input) {
+        return Some(
+            "the trades, orders and status tables come from ITCH; a DBN MBO input's order \
+             events are its records (read it with databento-dbn), and it has no status \
+             messages",
+        );
+    }
+    (request.threads > 1).then_some(
+        "the trades, orders and status tables come from one book thread: use threads=1 \
+         (the bbo and depth tables take any)",
+    )
 }
 
 /// Exit status 3's reason, for stderr (said there too, quiet or not: a caller that keeps

@@ -25,6 +25,7 @@ use crate::parquet_out::{
 use crate::row_chunks::{ChunkSink, RowChunks};
 use crate::sample::{SampleError, SampleOptions, SampleWriter, Sampler};
 use crate::snapshot::SnapshotError;
+use crate::table_tap::TableTap;
 
 /// What `ticklane replay` was asked to do.
 #[derive(Clone, Debug, Default)]
@@ -57,9 +58,10 @@ pub struct ReplayOptions {
     /// The session date (`--date`). A DBN input's rows are stamped in ns since its New York
     /// midnight; without it, the date comes from the DBN metadata or the first record.
     pub date: Option<SessionDate>,
-    /// Where the top-of-book rows go in chunks, in this process (the Python package's
-    /// batches): the same rows as `bbo_out`, filtered the same way.
-    pub bbo_chunks: Option<RowChunks>,
+    /// Where the rows of the tables asked for go in chunks, in this process (the Python
+    /// package's batches): the top of book the same rows as `bbo_out`, every table
+    /// filtered as the files are.
+    pub chunks: Option<RowChunks>,
 }
 
 /// Why a replay could not start or finish its outputs (input errors are in the summary, as a
@@ -103,7 +105,7 @@ pub enum ReplayError {
     #[error("--parquet-out: {0}")]
     Parquet(#[from] ParquetOutError),
     /// The consumer of the rows in chunks went away before the replay ended.
-    #[error("top-of-book rows: {0}")]
+    #[error("the rows in chunks: {0}")]
     Consumer(io::Error),
     /// An output's writer thread panicked (a bug).
     #[error(transparent)]
@@ -277,7 +279,11 @@ pub(super) fn bbo_outputs(
     let bbo = BboOutputs {
         csv,
         parquet,
-        chunks: opts.bbo_chunks.clone().map(ChunkSink::new),
+        chunks: opts
+            .chunks
+            .as_ref()
+            .filter(|c| c.tables.bbo)
+            .map(ChunkSink::bbo),
         filter: opts.filter.clone(),
     };
     if !bbo.any() {
@@ -287,6 +293,19 @@ pub(super) fn bbo_outputs(
         path: opts.bbo_out.clone().unwrap_or_default(),
         source,
     })
+}
+
+/// The tables of the rows in chunks that the book thread makes, if any is asked for.
+/// The order events are stamped by the session date where it is known (`--date`, else the
+/// file name), else by any date: their consumer counts ITCH time from that date's midnight.
+fn table_tap(opts: &ReplayOptions) -> Option<TableTap> {
+    let chunks = opts.chunks.as_ref().filter(|c| c.tables.any_tapped())?;
+    let date = opts
+        .date
+        .or_else(|| SessionDate::from_file_name(&opts.input).ok())
+        .unwrap_or(SessionDate::UNDATED);
+    let dataset = ItchDataset::from_file_name(&opts.input).unwrap_or_default();
+    Some(TableTap::new(chunks, date, dataset, opts.filter.clone()))
 }
 
 /// The sample output `o` asks for: CSV or DBN written by the sample writer itself, Parquet
@@ -377,6 +396,8 @@ enum Halt {
     Bbo(io::Error),
     /// The Parquet MBP-10 writer failed.
     Mbp10(DbnOutError),
+    /// The consumer of the tables in chunks went away.
+    Tables(io::Error),
     /// Any other output failed.
     Other(ReplayError),
 }
@@ -453,13 +474,14 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         .as_ref()
         .map(|o| open_sampler(o, &opts.filter))
         .transpose()?;
+    let mut tap = table_tap(opts);
     let mut dbn_message = Vec::with_capacity(64);
     let can_lose = matches!(reader.format(), InputFormat::Pcap | InputFormat::PcapNg);
     let show_progress = opts.progress && io::stderr().is_terminal();
     let mut error = None;
     // Whether a message needs a copy so the reader can be asked about losses (pcap only).
-    let check_losses = can_lose && (dbn.is_some() || mbp.is_some());
-    let any_after = dbn.is_some() || mbp.is_some();
+    let any_after = dbn.is_some() || mbp.is_some() || tap.is_some();
+    let check_losses = can_lose && any_after;
     let progress = |reader: &CaptureReader, index: u64| {
         if show_progress && index & (PROGRESS_EVERY - 1) == 0 {
             progress_line(reader, index, started);
@@ -515,6 +537,9 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                     if let Some(out) = &mut mbp {
                         out.mark_maybe_bad_book();
                     }
+                    if let Some(tap) = &mut tap {
+                        tap.mark_maybe_bad_book();
+                    }
                 }
                 let step = applier.step_with(index, raw.bytes, |books, m| {
                     if let Some(s) = &mut sample {
@@ -525,6 +550,9 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                     }
                     if let Some(out) = &mut mbp {
                         out.before(books, m);
+                    }
+                    if let Some(tap) = &mut tap {
+                        tap.before(books, m);
                     }
                 });
                 let applied = match step {
@@ -539,6 +567,10 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
                     if let Some(out) = &mut mbp {
                         out.after(index, message, applied.changed, applier.books(), feed)
                             .map_err(Halt::Mbp10)?;
+                    }
+                    if let Some(tap) = &mut tap {
+                        tap.after(index, message, applied.changed, applier.books(), feed)
+                            .map_err(Halt::Tables)?;
                     }
                 }
                 look_ahead.set(applier.books().worth_prefetching());
@@ -568,6 +600,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             return Err(ReplayError::Output { path, source });
         }
         Some(Halt::Mbp10(e)) => return Err(mbp10_failed(mbp.map(DbnOut::into_sink), e)),
+        Some(Halt::Tables(e)) => return Err(ReplayError::Consumer(e)),
         Some(Halt::Other(e)) => return Err(e),
     }
     if show_progress {
@@ -587,6 +620,9 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
         None => None,
     };
     let sample = finish_sample_unless_kept(sample.map(Sampler::into_writer))?;
+    if let Some(tap) = tap {
+        tap.finish().map_err(ReplayError::Consumer)?;
+    }
     let elapsed_s = started.elapsed().as_secs_f64();
     write_output_file(opts.book_out.as_ref(), |out| {
         write_book_csv_filtered(&books, opts.depth, &opts.filter, out)

@@ -243,7 +243,11 @@ fn replay_partitioned(
             Some(p) if parquet_bbo => Some(BboParquet::create(&p.path)?),
             _ => None,
         },
-        chunks: opts.bbo_chunks.clone().map(ChunkSink::new),
+        chunks: opts
+            .chunks
+            .as_ref()
+            .filter(|c| c.tables.bbo)
+            .map(ChunkSink::bbo),
         mbp10: match &mbp10 {
             Some(o) => Some(Mbp10Parquet::create(&o.path)?),
             None => None,
@@ -258,7 +262,7 @@ fn replay_partitioned(
     let book_outputs = BookOutputs {
         csv: opts.bbo_out.is_some(),
         // The rows in chunks are the typed rows the Parquet output takes.
-        parquet_bbo: parquet_bbo || opts.bbo_chunks.is_some(),
+        parquet_bbo: parquet_bbo || opts.chunks.as_ref().is_some_and(|c| c.tables.bbo),
         dbn: opts.dbn_out.clone(),
         mbp10,
         sample_depth: opts.sample.as_ref().map(|o| o.depth),

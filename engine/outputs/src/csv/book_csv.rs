@@ -93,25 +93,52 @@ fn write_books<W: Write>(
     filter: &OutputFilter,
     sink: W,
 ) -> io::Result<W> {
+    let mut out = CsvBuffer::new(sink);
+    out.bytes(BOOK_HEADER.as_bytes())?;
+    each_final_level(
+        parts,
+        depth,
+        filter,
+        |locate, symbol, side, number, level| {
+            write_level_row(&mut out, locate, symbol, side, number, level)
+        },
+    )?;
+    out.finish()
+}
+
+/// Calls `level` with each row of the final depth, in the `--book-out` order: up to
+/// `depth` levels per side of every book `filter` keeps, by locate, then side (`B` before
+/// `S`), then level (1 = best), with the stock's symbol (trimmed). Books split over
+/// several tables, each locate's book in exactly one (`replay --threads N`), give the
+/// rows one table holding every book gives.
+///
+/// # Errors
+///
+/// The first error `level` returns.
+pub fn each_final_level<E>(
+    parts: &[Books],
+    depth: usize,
+    filter: &OutputFilter,
+    mut level: impl FnMut(Locate, &[u8], Side, usize, &LevelView) -> Result<(), E>,
+) -> Result<(), E> {
     let mut owned: Vec<(Locate, &Books)> = parts
         .iter()
         .flat_map(|books| books.locates().into_iter().map(move |l| (l, books)))
         .collect();
     owned.sort_unstable_by_key(|&(locate, _)| locate);
-    let mut out = CsvBuffer::new(sink);
-    out.bytes(BOOK_HEADER.as_bytes())?;
     for (locate, books) in owned {
-        if !filter.keeps_symbol(books.symbol(locate)) {
+        let symbol = books.symbol(locate);
+        if !filter.keeps_symbol(symbol) {
             continue;
         }
         for side in [Side::Bid, Side::Ask] {
             let Some(ladder) = books.side(locate, side) else {
                 continue;
             };
-            for (i, level) in ladder.best_first().take(depth).enumerate() {
-                write_level_row(&mut out, locate, books.symbol(locate), side, i + 1, &level)?;
+            for (i, view) in ladder.best_first().take(depth).enumerate() {
+                level(locate, symbol, side, i + 1, &view)?;
             }
         }
     }
-    out.finish()
+    Ok(())
 }

@@ -54,8 +54,8 @@ pub use bbo_csv::{BboCsvWriter, BBO_HEADER};
 pub use bbo_row_bytes::BboRowBytes;
 pub use bbo_thread::{FilteredBboCsv, ThreadedBboSink, BBO_RING_SLOTS};
 pub use book_csv::{
-    write_book_csv, write_book_csv_filtered, write_level_row, write_partitioned_book_csv,
-    BOOK_HEADER,
+    each_final_level, write_book_csv, write_book_csv_filtered, write_level_row,
+    write_partitioned_book_csv, BOOK_HEADER,
 };
 pub use csv_buffer::CsvBuffer;
 pub use csv_bytes::{CsvBytes, ROW_ROOM};

@@ -30,6 +30,13 @@ pub enum SessionDateError {
 pub struct SessionDate(Date);
 
 impl SessionDate {
+    /// A date for a writer that must stamp its records with a date's times where the
+    /// session's is not known: its reader counts ITCH time from this date's midnight.
+    pub const UNDATED: SessionDate = match Date::from_calendar_date(2000, Month::January, 3) {
+        Ok(date) => SessionDate(date),
+        Err(_) => panic!("2000-01-03 is a date"),
+    };
+
     /// Parses `YYYY-MM-DD`.
     ///
     /// # Errors

@@ -26,10 +26,10 @@ from __future__ import annotations
 import datetime
 import json
 import os
-from typing import Any, Dict, Iterator, Optional, Sequence, Union
+from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 from ._native import ArrowBatch, InputError, LossDeclared
-from ._native import bbo_batches as _bbo_batches
+from ._native import table_batches as _table_batches
 from ._native import replay_files as _replay_files
 
 __all__ = [
@@ -42,30 +42,66 @@ PathLike = Union[str, "os.PathLike[str]"]
 DateLike = Union[None, str, datetime.date]
 
 #: The tables :meth:`Replay.batches` can give.
-TABLES = ("bbo",)
+TABLES = ("bbo", "trades", "orders", "status", "depth")
 
 
 class Batch:
-    """One step of a replay: one attribute per table asked for.
+    """One step of a replay: one attribute per table asked for, each an :class:`ArrowBatch`.
 
     ``bbo``: the top-of-book stream, one row per change of a stock's best bid or ask, with
     the columns of ``ticklane replay --bbo-out`` (``msg_index``, ``timestamp_ns`` since
     midnight, ``locate``, ``stock``, ``bid_px``, ``bid_qty``, ``bid_orders``, ``ask_px``,
-    ``ask_qty``, ``ask_orders``); prices are integers in 1/10,000 dollars, 0 for an empty
-    side (with ``price="float"``: dollars as float64, null for an empty side). Where the
-    session date is known (``date=``, or a date in the file name, as ``01302019.NASDAQ_ITCH50``
-    or ``20190130``; a DBN input's own session: ``date=``, its metadata or its first
-    record), a last column ``ts_event`` gives each row's UTC time
-    (``timestamp[ns, UTC]``: the date's New York midnight plus ``timestamp_ns``).
+    ``ask_qty``, ``ask_orders``).
+
+    ``trades``: every execution (``E``, ``C`` marked printable) and non-cross trade
+    (``P``), as ``--dbn-out --schema trades`` prints them: ``msg_index``,
+    ``timestamp_ns``, ``locate``, ``stock``, ``price``, ``shares``, ``side`` (the
+    aggressor: ``B``, ``A``, or ``N`` for ``P``), ``match_number``, ``order_ref`` (the
+    order executed), ``type`` and ``flags`` (DBN's record flags).
+
+    ``orders``: every order event as ``--dbn-out --schema mbo`` writes it: ``timestamp_ns``,
+    ``locate`` (the record's ``instrument_id``), ``stock``, ``action``, ``side``,
+    ``price``, ``size``, ``order_id``, ``flags``, ``sequence``.
+
+    ``status``: system events (``S``), trading actions (``H``), Reg SHO restrictions
+    (``Y``), operational halts (``h``), circuit-breaker breaches (``W``) and imbalance
+    indicators (``I``): ``msg_index``, ``timestamp_ns``, ``type``, ``locate``, ``stock``,
+    ``state`` (the event code, trading state, Reg SHO action, halt action, level breached
+    or imbalance direction), ``reason`` (``H``'s reason, ``h``'s market code), and for
+    ``I`` only ``paired_shares``, ``imbalance_shares``, ``far_price``, ``near_price``,
+    ``reference_price``, ``cross_type``, ``price_variation``.
+
+    ``depth``: the books as the replay left them, as ``--book-out`` writes them
+    (``locate``, ``stock``, ``side`` ``B``/``S``, ``level``, ``price``, ``qty``,
+    ``orders``); its rows come in the batches after every other table's last rows.
+
+    A batch ends when any table holds ``rows`` rows, so the others may hold fewer or none
+    (an empty table keeps its columns). Prices are integers in 1/10,000 dollars, 0 for an
+    empty side or no price (with ``price="float"``: dollars as float64, null for those).
+    Where the session date is known (``date=``, or a date in the file name, as
+    ``01302019.NASDAQ_ITCH50`` or ``20190130``; a DBN input's own session: ``date=``, its
+    metadata or its first record), each table with ``timestamp_ns`` ends with a column
+    ``ts_event``, the row's UTC time (``timestamp[ns, UTC]``: the date's New York midnight
+    plus ``timestamp_ns``). Text columns are strings; stocks are trimmed.
     """
 
-    __slots__ = ("bbo",)
+    __slots__ = TABLES
 
-    def __init__(self, bbo: ArrowBatch) -> None:
-        self.bbo = bbo
+    def __init__(self, tables: Sequence[Tuple[str, ArrowBatch]]) -> None:
+        for name, rows in tables:
+            setattr(self, name, rows)
+
+    def __getattr__(self, name: str) -> Any:
+        if name in TABLES:
+            raise AttributeError(
+                f"this replay's batches hold no {name!r} table: ask for it in "
+                f"batches(tables=(..., {name!r}))"
+            )
+        raise AttributeError(name)
 
     def __repr__(self) -> str:
-        return f"Batch(bbo={self.bbo!r})"
+        held = ", ".join(f"{t}={getattr(self, t)!r}" for t in TABLES if hasattr(self, t))
+        return f"Batch({held})"
 
 
 def _date_text(date: DateLike) -> Optional[str]:
@@ -110,12 +146,16 @@ class Replay:
         rows: int = 1_000_000,
         *,
         price: str = "int",
+        depth: int = 10,
     ) -> Iterator[Batch]:
-        """Replays the input and yields its rows in batches of at most ``rows`` rows.
+        """Replays the input and yields its tables in batches of at most ``rows`` rows.
 
         ``tables`` names the tables each :class:`Batch` holds (of :data:`TABLES`);
         ``price`` is ``"int"`` (1/10,000 dollars, as the command's CSVs) or ``"float"``
-        (dollars).
+        (dollars); ``depth`` is the levels per side of the ``depth`` table (the command's
+        ``--depth``). The ``trades``, ``orders`` and ``status`` tables are taken from an
+        ITCH input on one book thread (``threads=1``); asked of a DBN input, or with more
+        threads, they are a ``ValueError``.
 
         The replay runs on an engine thread with the GIL released, at most two batches
         ahead of the loop that takes them, so memory stays flat however long the day;
@@ -124,23 +164,29 @@ class Replay:
         capture with messages declared lost raises :class:`LossDeclared` after the last
         batch. Either way :attr:`summary` then holds the replay's summary.
         """
+        if isinstance(tables, str):
+            tables = (tables,)
         unknown = [t for t in tables if t not in TABLES]
         if unknown or not tables:
             raise ValueError(
                 f"tables must name some of {', '.join(TABLES)}; got {list(tables)!r}"
             )
-        native = _bbo_batches(
+        if depth < 1:
+            raise ValueError("depth must be at least 1")
+        native = _table_batches(
             self.path,
             rows,
+            list(dict.fromkeys(tables)),
             date=self._date,
             symbols=self._symbols,
             between=self._between,
             threads=self._threads,
             price=price,
+            depth=depth,
         )
         try:
-            for bbo in native:
-                yield Batch(bbo)
+            for step in native:
+                yield Batch(step)
         finally:
             summary = native.summary_json()
             if summary is not None:
