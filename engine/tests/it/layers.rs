@@ -25,6 +25,8 @@ const ENGINE_FLOORS: &[(&str, u8)] = &[
     ("sample", 0),
     ("parquet_out", 0),
     ("row_chunks", 0),
+    ("table_rows", 0),
+    ("table_tap", 0),
     ("pipeline", 0),
     ("clock", 0),
     ("health", 0),
@@ -60,15 +62,18 @@ const PIPELINE_FLOORS: &[(&str, u8)] = &[
     ("overload", 1),
 ];
 
-/// `ticklane-outputs`: the row filter, the writer thread and the rows in chunks, the CSV and DBN writers, the
-/// sampler that writes through them, Parquet on top.
+/// `ticklane-outputs`: the row filter, the writer thread and the tables' rows, the rows in
+/// chunks, the CSV and DBN writers, the sampler and the table tap that write through them,
+/// Parquet on top.
 const OUTPUTS_FLOORS: &[(&str, u8)] = &[
     ("output_filter", 0),
     ("writer_thread", 0),
-    ("row_chunks", 0),
+    ("table_rows", 0),
+    ("row_chunks", 1),
     ("csv", 1),
     ("dbn_out", 1),
     ("sample", 2),
+    ("table_tap", 2),
     ("parquet_out", 3),
 ];
 
