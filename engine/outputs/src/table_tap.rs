@@ -12,11 +12,12 @@ use std::path::PathBuf;
 
 use dbn::encode::DbnEncodable;
 use dbn::MboMsg;
-use ticklane_book::{trade_of, Books, Order, Side, Trade};
+use ticklane_book::{Books, Order, Side, Trade};
 use ticklane_itch::{Locate, Message, Nanos};
 
 use crate::dbn_out::{
-    DbnOut, DbnOutError, DbnOutOptions, DbnSchema, FeedStamp, ItchDataset, RecordSink, SessionDate,
+    Before, DbnOut, DbnOutError, DbnOutOptions, DbnSchema, FeedStamp, ItchDataset, RecordSink,
+    SessionDate,
 };
 use crate::output_filter::OutputFilter;
 use crate::row_chunks::{Chunk, ChunkSink, RowChunks};
@@ -86,14 +87,9 @@ impl TableTap {
             orders.before(books, message);
         }
         if self.trades.is_some() {
-            self.trade = trade_of(books, message).map(|trade| {
-                let order = match message {
-                    Message::OrderExecuted(m) => books.order(m.order_ref()),
-                    Message::OrderExecutedWithPrice(m) => books.order(m.order_ref()),
-                    _ => None,
-                };
-                (trade, order)
-            });
+            // The DBN writers' own look-up: the order a trade executes (none for `P`).
+            let before = Before::of(books, message);
+            self.trade = before.trade.map(|trade| (trade, before.order));
         }
     }
 

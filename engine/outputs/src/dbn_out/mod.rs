@@ -261,6 +261,27 @@ pub(crate) struct Before {
     pub top: TopOfBook,
 }
 
+impl Before {
+    /// What `message` acts on in `books` as they are before it is applied (the top of
+    /// book left empty).
+    #[inline]
+    pub(crate) fn of(books: &Books, message: &Message<'_>) -> Self {
+        let order = match message {
+            Message::OrderExecuted(m) => books.order(m.order_ref()),
+            Message::OrderExecutedWithPrice(m) => books.order(m.order_ref()),
+            Message::OrderCancel(m) => books.order(m.order_ref()),
+            Message::OrderDelete(m) => books.order(m.order_ref()),
+            Message::OrderReplace(m) => books.order(m.original_order_ref()),
+            _ => None,
+        };
+        Before {
+            order,
+            trade: ticklane_book::trade_of(books, message),
+            top: TopOfBook::default(),
+        }
+    }
+}
+
 /// Stamps shared by every record of one ITCH message.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Stamp {
@@ -386,21 +407,12 @@ impl<S: RecordSink> DbnOut<S> {
     /// Notes what `message` acts on, from `books` as they are before it is applied.
     #[inline]
     pub fn before(&mut self, books: &Books, message: &Message<'_>) {
-        let order = match message {
-            Message::OrderExecuted(m) => books.order(m.order_ref()),
-            Message::OrderExecutedWithPrice(m) => books.order(m.order_ref()),
-            Message::OrderCancel(m) => books.order(m.order_ref()),
-            Message::OrderDelete(m) => books.order(m.order_ref()),
-            Message::OrderReplace(m) => books.order(m.original_order_ref()),
-            _ => None,
-        };
-        let trade = ticklane_book::trade_of(books, message);
+        let mut before = Before::of(books, message);
         // Only TBBO writes the top of book before a trade; the others skip the look-up.
-        let top = match (trade, self.opts.schema) {
-            (Some(t), DbnSchema::Tbbo) => books.top_of_book(t.locate),
-            _ => TopOfBook::default(),
-        };
-        self.before = Before { order, trade, top };
+        if let (Some(t), DbnSchema::Tbbo) = (before.trade, self.opts.schema) {
+            before.top = books.top_of_book(t.locate);
+        }
+        self.before = before;
     }
 
     /// Writes the records of message number `index`, now applied to `books`; `changed` is
