@@ -154,7 +154,7 @@ fn the_library_exports_every_readable_book_and_names_the_torn_slot() {
 #[test]
 fn the_python_reader_prints_every_readable_book_and_names_the_torn_slot() {
     let t = torn_snapshot();
-    let script = util::repo_root().join("engine/examples/snapshot_reader.py");
+    let script = util::repo_root().join("tests/oracle/snapshot_reader.py");
     let output = match Command::new("python3")
         .arg(&script)
         .arg(&t.snapshot)

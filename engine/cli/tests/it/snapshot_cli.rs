@@ -162,7 +162,7 @@ fn python_reader_prints_the_same_csv() {
     let (path, books) = published(dir.path(), 10);
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../examples/snapshot_reader.py"
+        "/../../tests/oracle/snapshot_reader.py"
     );
     let python = |args: &[&str]| {
         Command::new("python3")

@@ -145,7 +145,7 @@ fn a_slot_left_mid_write_is_reported_by_every_reader() {
 
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../examples/snapshot_reader.py"
+        "/../../tests/oracle/snapshot_reader.py"
     );
     let (python, took) = run("python3", &[script, path_str, "--csv"]);
     assert!(!python.status.success() && took < Duration::from_secs(30));
@@ -237,7 +237,7 @@ fn running_readers_follow_a_writer_restarted_after_kill_9() {
     top.wait_for_line(&top_frame(first_pid), WITHIN);
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../examples/snapshot_reader.py"
+        "/../../tests/oracle/snapshot_reader.py"
     );
     let mut python = python3().map(|mut python| {
         let mut watched = Watched::spawn(python.args([

@@ -19,6 +19,10 @@ Errors are exceptions: :class:`InputError` for an input that cannot be read on (
 file, byte offset and message index as attributes), :class:`LossDeclared` for a capture
 whose MoldUDP64 sequence numbers declare messages lost (where ``ticklane replay`` exits 3),
 raised after every batch before them was delivered.
+
+A running engine's books are read from its memory-mapped snapshot with :class:`Snapshot`
+(as dicts or Arrow tables, following a writer that restarts), and its subscriber server's
+updates with :func:`subscribe` (reconnecting with jittered backoff).
 """
 
 from __future__ import annotations
@@ -29,11 +33,14 @@ import os
 from typing import Any, Dict, Iterator, Optional, Sequence, Tuple, Union
 
 from ._native import ArrowBatch, InputError, LossDeclared
+from ._native import Snapshot, SnapshotError, SlotUnreadable
+from ._native import SubscribeError, Subscription, subscribe
 from ._native import table_batches as _table_batches
 from ._native import replay_files as _replay_files
 
 __all__ = [
-    "ArrowBatch", "Batch", "InputError", "LossDeclared", "Replay", "TABLES", "open", "replay",
+    "ArrowBatch", "Batch", "InputError", "LossDeclared", "Replay", "SlotUnreadable", "Snapshot",
+    "SnapshotError", "SubscribeError", "Subscription", "TABLES", "open", "replay", "subscribe",
 ]
 
 #: A path, as ``open`` and ``replay`` take one.

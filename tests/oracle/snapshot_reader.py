@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Read a ticklane snapshot file from Python, with the standard library only.
+"""A second reader of the snapshot layout, in Python's standard library only.
+
+The tests hold the engine's reader (and `ticklane book --csv`, and `ticklane.Snapshot`) to
+this one, written from the layout's documentation alone: if the two disagree, one of them or
+the documentation is wrong. It is no interface: Python programs use `ticklane.Snapshot`.
 
 The engine publishes every book into a memory-mapped file; this reader maps it read-only,
 validates the header, and copies slots out with the seqlock protocol: load the slot's sequence;
@@ -11,9 +15,9 @@ The layout (offsets, sizes, meanings) is documented in engine/snapshot/src/layou
 Python has no memory fences: this reader relies on the CPU keeping loads in program order,
 which x86-64 does. On weakly ordered CPUs (ARM), use the Rust reader.
 
-    python3 snapshot_reader.py SNAPSHOT --csv [--depth N]   # every book, as `--book-out` CSV
-    python3 snapshot_reader.py SNAPSHOT STOCK               # one book
-    python3 snapshot_reader.py SNAPSHOT --watch [--interval-ms N] [--iterations K]
+    python3 tests/oracle/snapshot_reader.py SNAPSHOT --csv [--depth N]   # every book, as `--book-out` CSV
+    python3 tests/oracle/snapshot_reader.py SNAPSHOT STOCK               # one book
+    python3 tests/oracle/snapshot_reader.py SNAPSHOT --watch [--interval-ms N] [--iterations K]
                                                 # the header's status, once per interval
 
 A writer that restarts on the path (after `kill -9` too) renames a new file over it; a
