@@ -211,14 +211,14 @@ fn tls(server: SocketAddr, ca: Option<PathBuf>, name: Option<String>) -> PyResul
 /// subscription, as :meth:`Subscription.close` and leaving a ``with`` block do.
 #[pyfunction]
 #[pyo3(signature = (
-    server, symbols, *, account="ticklane".to_string(), password=None, tls=false, ca=None,
+    server, symbols, *, account="ticklane", password=None, tls=false, ca=None,
     server_name=None, max_attempts=None, backoff_base_ms=100, backoff_cap_ms=30_000
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn subscribe(
     server: &str,
     symbols: Vec<String>,
-    account: String,
+    account: &str,
     password: Option<String>,
     tls: bool,
     ca: Option<PathBuf>,
@@ -255,7 +255,7 @@ pub fn subscribe(
         None
     };
     let config = ClientConfig {
-        account,
+        account: account.to_owned(),
         tls,
         secret,
         backoff: BackoffConfig {
