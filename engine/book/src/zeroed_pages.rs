@@ -5,6 +5,12 @@
 //! pages every few hundred orders fault in a fresh page: on a synthetic day that was a tenth
 //! of the run in the kernel. Asking for transparent huge pages makes that one fault per 2 MiB.
 //! Pages never touched are never made resident either way.
+//!
+//! The views are the one `unsafe` of the book crate: the order table views its two tables
+//! several times per message, and a `bytemuck` cast per view (alignment, length and size
+//! checks of the mapping, each time) cost about a tenth of the book thread's instructions.
+//! What a cast checks holds for the life of the mapping, so it is checked once, when the
+//! mapping is made, and asserted in debug builds at each view.
 
 use std::io;
 use std::marker::PhantomData;
@@ -12,7 +18,15 @@ use std::marker::PhantomData;
 use bytemuck::Pod;
 use memmap2::{Advice, MmapMut};
 
+/// The smallest page size Linux maps on any architecture ticklane builds for.
+const PAGE: usize = 4096;
+
 /// `len` zeroed values of `T`, allocated once.
+///
+/// Invariant: `map` starts at an address aligned for `T` (a mapping is page aligned, and
+/// `T`'s alignment is at most a page) and holds at least `len * size_of::<T>()` bytes. The
+/// bytes are only ever written through `&mut [T]`, so they always hold valid `T`s (all-zero
+/// is one, `T: Pod`).
 pub struct ZeroedPages<T> {
     map: MmapMut,
     len: usize,
@@ -29,6 +43,7 @@ impl<T: Pod> ZeroedPages<T> {
         let bytes = len
             .checked_mul(core::mem::size_of::<T>())
             .ok_or_else(|| io::Error::other("table size overflows the address space"))?;
+        const { assert!(core::mem::align_of::<T>() <= PAGE) };
         let map = MmapMut::map_anon(bytes.max(1))?;
         // Only a hint: without huge pages the table works the same, just with more faults.
         let _ = map.advise(Advice::HugePage);
@@ -41,15 +56,38 @@ impl<T: Pod> ZeroedPages<T> {
 
     /// The values.
     #[inline(always)]
+    #[allow(unsafe_code)]
     pub fn as_slice(&self) -> &[T] {
-        // The mapping is page aligned and exactly `len * size_of::<T>()` bytes are used.
-        bytemuck::cast_slice(&self.map[..self.len * core::mem::size_of::<T>()])
+        let values = self.map.as_ptr().cast::<T>();
+        self.debug_check(values);
+        // SAFETY: by the type's invariant `values` is aligned for `T` and starts `len`
+        // initialised, valid `T`s inside the mapping, which lives as long as `self`; the
+        // shared borrow of `self` keeps `as_mut_slice` from aliasing them meanwhile.
+        unsafe { core::slice::from_raw_parts(values, self.len) }
     }
 
     /// The values, mutable.
     #[inline(always)]
+    #[allow(unsafe_code)]
     pub fn as_mut_slice(&mut self) -> &mut [T] {
-        bytemuck::cast_slice_mut(&mut self.map[..self.len * core::mem::size_of::<T>()])
+        let values = self.map.as_mut_ptr().cast::<T>();
+        self.debug_check(values);
+        // SAFETY: as in `as_slice`; the exclusive borrow of `self` makes this the only view.
+        // Any bytes written through it form a valid `T` (`T: Pod`), keeping the invariant.
+        unsafe { core::slice::from_raw_parts_mut(values, self.len) }
+    }
+
+    /// The type's invariant, in debug builds.
+    #[inline(always)]
+    fn debug_check(&self, values: *const T) {
+        debug_assert!(
+            values.is_aligned(),
+            "invariant: the mapping is aligned for T"
+        );
+        debug_assert!(
+            self.len * core::mem::size_of::<T>() <= self.map.len(),
+            "invariant: the mapping holds len values"
+        );
     }
 
     /// Where value `index` lies, for a prefetch: no bounds check (and no use of the
@@ -62,14 +100,10 @@ impl<T: Pod> ZeroedPages<T> {
             .cast()
     }
 
-    /// A copy of value `index`, if in range: one bounds check and a load, where
-    /// [`ZeroedPages::as_slice`] also checks the mapping's alignment and length.
+    /// A copy of value `index`, if in range.
     #[inline(always)]
     pub(super) fn get(&self, index: usize) -> Option<T> {
-        let size = core::mem::size_of::<T>();
-        let start = index.checked_mul(size)?;
-        let bytes = self.map.get(start..start.checked_add(size)?)?;
-        (start < self.len * size).then(|| bytemuck::pod_read_unaligned(bytes))
+        self.as_slice().get(index).copied()
     }
 
     /// Number of values.
