@@ -45,6 +45,7 @@ impl<W: Write> BboSink for BboCsvWriter<W> {
 /// threads of `replay --threads`. `o` must have room for a row ([`CsvBytes::room`]).
 #[inline(always)]
 pub(super) fn format_bbo_row(o: &mut CsvBytes, row: &BboRow) {
+    let mut o = o.row();
     o.uint(row.msg_index);
     o.comma();
     o.uint(row.timestamp_ns);

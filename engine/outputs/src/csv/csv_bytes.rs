@@ -5,7 +5,8 @@
 //! Fields are written straight into the buffer at a cursor (integers eight digits at a
 //! time in one 64-bit word, stored with one 8-byte write; no `format!`, no per-field length
 //! checks of a growing `Vec`). The caller makes room for a row first ([`CsvBytes::room`]);
-//! the fields of one row then never check for space. On the top-of-book stream the
+//! the fields of one row then never check for space, and a row formatted through one
+//! [`RowCursor`] stores at an offset into a window of fixed length. On the top-of-book stream the
 //! two-digits-per-step table this replaced had already halved the instructions per row
 //! against `itoa` strings; the eight-digit words cut them again (figures in the commit that
 //! made the change).
@@ -46,6 +47,19 @@ fn digit_lanes(v: u32) -> u64 {
     let pairs = hundreds | ((abcd_efgh - hundreds * 100) << 16);
     // Per 16-bit lane: x / 10 in its low byte, x % 10 in its high byte.
     let tens = ((pairs * 103) >> 10) & 0x000F_000F_000F_000F;
+    tens | ((pairs - tens * 10) << 8)
+}
+
+/// The four decimal digits of `v < 10^4`, as [`digit_lanes`] gives eight: one per byte,
+/// the most significant in the lowest byte. Half the steps of the eight-digit split, for
+/// the small numbers (locates, order counts, most sizes) that fill half a row's fields.
+#[inline(always)]
+fn four_digit_lanes(v: u32) -> u32 {
+    debug_assert!(v < 10_000);
+    // v / 100 by 5243 / 2^19, exact for v < 43,699: ab in the low 16 bits, cd in the high.
+    let hundreds = (v * 5_243) >> 19;
+    let pairs = hundreds | ((v - hundreds * 100) << 16);
+    let tens = ((pairs * 103) >> 10) & 0x000F_000F;
     tens | ((pairs - tens * 10) << 8)
 }
 
@@ -104,12 +118,103 @@ impl CsvBytes {
         self.buf.resize(size, 0);
     }
 
+    /// The fields of one row, written at the cursor into the room [`CsvBytes::room`] made;
+    /// the text grows by what they wrote when the cursor is dropped. The row must fit in
+    /// [`ROW_ROOM`] bytes (a window of that constant length, so the compiler knows it).
+    ///
+    /// # Panics
+    ///
+    /// If [`CsvBytes::room`] did not make room first.
+    #[inline(always)]
+    pub fn row(&mut self) -> RowCursor<'_> {
+        RowCursor {
+            window: &mut self.buf[self.len..self.len + ROW_ROOM],
+            at: 0,
+            len: &mut self.len,
+        }
+    }
+
+    /// A cursor for one field: over all the storage past the text, so a row written field by
+    /// field may be longer than [`ROW_ROOM`] where the storage allows.
+    #[inline(always)]
+    fn field(&mut self) -> RowCursor<'_> {
+        RowCursor {
+            window: &mut self.buf[self.len..],
+            at: 0,
+            len: &mut self.len,
+        }
+    }
+
+    /// Appends an unsigned integer in decimal.
+    #[inline(always)]
+    pub fn uint(&mut self, v: u64) {
+        self.field().uint(v);
+    }
+
+    /// Appends a space-padded 8-byte field with its trailing spaces removed (a stock
+    /// symbol), as one 8-byte store.
+    #[inline(always)]
+    pub fn padded8(&mut self, raw: &[u8; 8]) {
+        self.field().padded8(raw);
+    }
+
+    /// Appends a field separator.
+    #[inline(always)]
+    pub fn comma(&mut self) {
+        self.field().comma();
+    }
+
+    /// Appends bytes as they are (a field the caller knows needs no quoting). At most 256
+    /// bytes per call: fields here are symbols and letters.
+    #[inline(always)]
+    pub fn raw(&mut self, bytes: &[u8]) {
+        self.field().raw(bytes);
+    }
+
+    /// Appends bytes of any length (whole rows formatted elsewhere).
+    ///
+    /// # Panics
+    ///
+    /// If they do not fit in the storage: the caller checks [`CsvBytes::capacity`] first.
+    #[inline(always)]
+    pub fn append(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// Appends a single character.
+    #[inline(always)]
+    pub fn byte(&mut self, b: u8) {
+        self.field().byte(b);
+    }
+}
+
+/// A cursor over the storage past a [`CsvBytes`]'s text, from [`CsvBytes::row`]: where
+/// every field is formatted.
+///
+/// A row's fields are stored at an offset into the free storage held as a slice (of the
+/// constant length [`ROW_ROOM`] from [`CsvBytes::row`]), so each store checks an offset in
+/// a register against a constant, where storing at the end of the buffer reloaded its
+/// pointer and length and checked both at every field (on the top-of-book stream, a sixth
+/// of the writer's instructions). The room was made for the row, so the checks never fail.
+pub struct RowCursor<'a> {
+    /// The storage past the text.
+    window: &'a mut [u8],
+    /// Bytes written into `window`.
+    at: usize,
+    /// The text's length, grown by `at` on drop.
+    len: &'a mut usize,
+}
+
+impl RowCursor<'_> {
     /// Appends an unsigned integer in decimal.
     #[inline(always)]
     pub fn uint(&mut self, v: u64) {
         const E8: u64 = 100_000_000;
         const E16: u64 = E8 * E8;
-        if v < E8 {
+        if v < 10_000 {
+            self.leading_digits(u64::from(four_digit_lanes(v as u32)) << 32);
+        } else if v < E8 {
             self.leading_digits(digit_lanes(v as u32));
         } else if v < E16 {
             self.leading_digits(digit_lanes((v / E8) as u32));
@@ -140,12 +245,12 @@ impl CsvBytes {
         );
     }
 
-    /// Stores all 8 bytes of `bytes` at the cursor (the row room leaves space) and keeps `n`.
+    /// Stores all 8 bytes of `bytes` at the cursor (the window leaves space) and keeps `n`.
     #[inline(always)]
     fn word(&mut self, bytes: [u8; 8], n: usize) {
         debug_assert!(n <= 8);
-        self.buf[self.len..self.len + 8].copy_from_slice(&bytes);
-        self.len += n;
+        self.window[self.at..self.at + 8].copy_from_slice(&bytes);
+        self.at += n;
     }
 
     /// Appends a space-padded 8-byte field with its trailing spaces removed (a stock
@@ -169,26 +274,22 @@ impl CsvBytes {
     #[inline(always)]
     pub fn raw(&mut self, bytes: &[u8]) {
         debug_assert!(bytes.len() <= 256, "fields are short");
-        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
-
-    /// Appends bytes of any length (whole rows formatted elsewhere).
-    ///
-    /// # Panics
-    ///
-    /// If they do not fit in the storage: the caller checks [`CsvBytes::capacity`] first.
-    #[inline(always)]
-    pub fn append(&mut self, bytes: &[u8]) {
-        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
+        self.window[self.at..self.at + bytes.len()].copy_from_slice(bytes);
+        self.at += bytes.len();
     }
 
     /// Appends a single character.
     #[inline(always)]
     pub fn byte(&mut self, b: u8) {
-        self.buf[self.len] = b;
-        self.len += 1;
+        self.window[self.at] = b;
+        self.at += 1;
+    }
+}
+
+impl Drop for RowCursor<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        *self.len += self.at;
     }
 }
 

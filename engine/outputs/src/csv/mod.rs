@@ -58,5 +58,5 @@ pub use book_csv::{
     write_partitioned_book_csv, BOOK_HEADER,
 };
 pub use csv_buffer::CsvBuffer;
-pub use csv_bytes::{CsvBytes, ROW_ROOM};
+pub use csv_bytes::{CsvBytes, RowCursor, ROW_ROOM};
 pub use snapshot_book::{export_snapshot_book_csv, write_snapshot_book_csv, BookCsvExport};
