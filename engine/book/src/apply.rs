@@ -11,6 +11,7 @@ use ticklane_itch::{
 };
 
 use super::bbo_row::{BboRow, BboSink};
+use super::books::{per_locate, LOCATES};
 use super::type_counts::TypeCounts;
 use super::{BookConfig, Books, TopOfBook, TouchesAhead};
 
@@ -66,7 +67,7 @@ impl BboSink for NoBbo {
 struct BboTracker<S> {
     sink: S,
     /// Last row sent per locate; all zero before the first, as the contract says.
-    last: Vec<TopOfBook>,
+    last: Box<[TopOfBook; LOCATES]>,
     rows: u64,
 }
 
@@ -93,7 +94,7 @@ impl<S: BboSink> Applier<S> {
             books: Books::new(config)?,
             bbo: bbo.map(|sink| BboTracker {
                 sink,
-                last: vec![TopOfBook::default(); 1 << 16],
+                last: per_locate(TopOfBook::default()),
                 rows: 0,
             }),
             by_type: TypeCounts::default(),

@@ -17,7 +17,16 @@ use super::prefetch::{prefetch, Touches, TouchesAhead};
 use super::top_of_book::TopOfBook;
 
 /// Every locate a 16-bit field can name.
-const LOCATES: usize = 1 << 16;
+pub(super) const LOCATES: usize = 1 << 16;
+
+/// A table with one `value` per locate. Its length is in its type, so an index made from a
+/// locate (`usize::from(locate.0)`) needs no bounds check: there are several a message.
+pub(super) fn per_locate<T: Clone>(value: T) -> Box<[T; LOCATES]> {
+    match vec![value; LOCATES].into_boxed_slice().try_into() {
+        Ok(table) => table,
+        Err(_) => unreachable!("the vector has LOCATES values"),
+    }
+}
 /// `book_of` entry of a locate that has no book yet.
 const NO_BOOK: u32 = u32::MAX;
 
@@ -119,16 +128,16 @@ pub struct Books {
     config: BookConfig,
     orders: OrderTable,
     /// Book index of each locate, or `NO_BOOK`.
-    book_of: Vec<u32>,
+    book_of: Box<[u32; LOCATES]>,
     /// Opened books; capacity `max_books`, never reallocated.
     books: Vec<BookState>,
     /// `max_books * 2 * levels_per_side` levels: book `b`'s side `s` owns the window
     /// starting at `(2 * b + s) * levels_per_side`.
     levels: Vec<Level>,
     /// Latest `R` symbol per locate (spaces when none seen).
-    symbols: Vec<Stock>,
+    symbols: Box<[Stock; LOCATES]>,
     /// Latest `H` trading state per locate (0 when none seen).
-    trading_states: Vec<u8>,
+    trading_states: Box<[u8; LOCATES]>,
     counters: BookCounts,
     /// A locate-0 snapshot's state, waiting for its locates; `None` (the rule) while
     /// nothing waits.
@@ -167,11 +176,11 @@ impl Books {
         Ok(Books {
             config,
             orders: OrderTable::with_capacity(config.max_orders)?,
-            book_of: vec![NO_BOOK; LOCATES],
+            book_of: per_locate(NO_BOOK),
             books: Vec::with_capacity(config.max_books),
             levels: bytemuck::zeroed_vec(level_count),
-            symbols: vec![Stock::default(); LOCATES],
-            trading_states: vec![0; LOCATES],
+            symbols: per_locate(Stock::default()),
+            trading_states: per_locate(0),
             counters: BookCounts::default(),
             parked: None,
             loading_snapshot: false,
