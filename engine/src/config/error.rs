@@ -100,6 +100,13 @@ pub enum Conflict {
     /// `serve.listen` (or `--serve`) without `snapshot.path`: the subscriber server's
     /// initial book images come from the snapshot.
     ServeWithoutSnapshot,
+    /// `aeron.channel` (or `--aeron`) without `snapshot.path`: the publisher reads the books
+    /// from the snapshot.
+    AeronWithoutSnapshot,
+    /// `aeron.dir` and `aeron.embedded_driver = true` together.
+    AeronDriverTwice,
+    /// `aeron.embedded_driver = false` without `aeron.dir`: no driver to publish through.
+    AeronNoDriver,
     /// `serve.retry_after_min_ms` is not below `serve.retry_after_max_ms`: one fixed
     /// retry-after sends every refused client back in the same second.
     RetryAfterNotARange {
@@ -147,6 +154,9 @@ impl Conflict {
             Conflict::LimitBounds { .. } => ["feed.limit_min", "feed.limit_max"],
             Conflict::WebWithoutSnapshot => ["web.listen", "snapshot.path"],
             Conflict::ServeWithoutSnapshot => ["serve.listen", "snapshot.path"],
+            Conflict::AeronWithoutSnapshot => ["aeron.channel", "snapshot.path"],
+            Conflict::AeronDriverTwice => ["aeron.dir", "aeron.embedded_driver"],
+            Conflict::AeronNoDriver => ["aeron.embedded_driver", "aeron.dir"],
             Conflict::RetryAfterNotARange { .. } => {
                 ["serve.retry_after_min_ms", "serve.retry_after_max_ms"]
             }
@@ -209,6 +219,21 @@ impl fmt::Display for Conflict {
                 f,
                 "serve.listen (or --serve) is set but snapshot.path is not: the subscriber \
                  server's initial book images come from the snapshot; set snapshot.path"
+            ),
+            Conflict::AeronWithoutSnapshot => write!(
+                f,
+                "aeron.channel (or --aeron) is set but snapshot.path is not: the Aeron \
+                 publisher reads its books from the snapshot; set snapshot.path"
+            ),
+            Conflict::AeronDriverTwice => write!(
+                f,
+                "aeron.dir names a running media driver and aeron.embedded_driver = true \
+                 asks for one in the process: keep one"
+            ),
+            Conflict::AeronNoDriver => write!(
+                f,
+                "aeron.embedded_driver = false but aeron.dir is not set: name the running \
+                 media driver's directory, or leave aeron.embedded_driver out"
             ),
             Conflict::RetryAfterNotARange { min_ms, max_ms } => write!(
                 f,

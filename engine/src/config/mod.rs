@@ -24,6 +24,7 @@
 //! );
 //! ```
 
+mod aeron_keys;
 mod allowed;
 mod error;
 mod instance;
@@ -33,6 +34,7 @@ mod resilience_keys;
 mod serve_keys;
 mod validate;
 
+pub use aeron_keys::AeronSection;
 pub use allowed::Allowed;
 pub use error::{ConfigError, Conflict, Location, Place};
 pub use instance::{Instance, NAME_INDICES};
@@ -110,6 +112,8 @@ pub struct RunConfig {
     pub serve: ServeSection,
     /// `[web]`: the browser view.
     pub web: WebSection,
+    /// `[aeron]`: book updates on Aeron.
+    pub aeron: AeronSection,
     /// The file it was read from, for errors.
     file: PathBuf,
 }
@@ -307,6 +311,14 @@ impl RunConfig {
             let span = raw.serve.as_ref().map(toml::Spanned::span);
             return Err(check.conflict(Conflict::ServeWithoutSnapshot, span));
         }
+        let aeron = match &raw.aeron {
+            Some(section) => aeron_keys::aeron_section(&check, section.get_ref())?,
+            None => AeronSection::default(),
+        };
+        if aeron.channel.is_some() && snapshot.path.is_none() {
+            let span = raw.aeron.as_ref().map(toml::Spanned::span);
+            return Err(check.conflict(Conflict::AeronWithoutSnapshot, span));
+        }
         Ok(RunConfig {
             engine,
             snapshot,
@@ -315,6 +327,7 @@ impl RunConfig {
             admin,
             serve,
             web,
+            aeron,
             file: path.to_path_buf(),
         })
     }

@@ -29,6 +29,21 @@ pub struct RawFile {
     pub serve: Option<Spanned<RawServe>>,
     /// `[web]`.
     pub web: Option<Spanned<RawWeb>>,
+    /// `[aeron]`.
+    pub aeron: Option<Spanned<RawAeron>>,
+}
+
+/// `[aeron]`: book updates on Aeron.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAeron {
+    pub channel: RawValue,
+    pub stream_id: RawValue,
+    pub dir: RawValue,
+    pub embedded_driver: RawValue,
+    pub refresh_cycle_ms: RawValue,
+    pub heartbeat_ms: RawValue,
+    pub linger_ms: RawValue,
 }
 
 /// `[web]`: the browser view's HTTP and WebSocket server.

@@ -429,6 +429,27 @@ impl<'a> Checker<'a> {
         .ok_or_else(|| self.refuse(key, v.get_ref(), Some(v.span()), allowed))
     }
 
+    /// A TOML boolean; `default` when absent.
+    ///
+    /// # Errors
+    ///
+    /// [`ConfigError::Value`] for anything else (`"true"` as a string included).
+    pub fn boolean(
+        &self,
+        key: &'static str,
+        raw: &RawValue,
+        rule: &Allowed,
+        default: bool,
+    ) -> Result<bool, ConfigError> {
+        let Some(v) = raw else {
+            return Ok(default);
+        };
+        match v.get_ref() {
+            Value::Boolean(b) => Ok(*b),
+            other => Err(self.refuse(key, other, Some(v.span()), rule.clone())),
+        }
+    }
+
     /// A non-empty path written as a string; `None` when absent.
     ///
     /// # Errors

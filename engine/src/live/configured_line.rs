@@ -35,6 +35,7 @@ use ticklane_feed::net::NetError;
 
 use super::{
     process_seed, run_served_line, stagger_delay, stagger_start, LineHandles, LineRun, LineSource,
+    StreamConsumer,
 };
 
 /// The addresses given on the command line, each over the file's own key.
@@ -150,12 +151,20 @@ pub enum ConfiguredLineError {
     /// The subscriber server's thread failed.
     #[error("stopping the subscriber server")]
     ServeStop(#[source] io::Error),
+    /// The update stream's consumer (the Aeron publisher) could not start.
+    #[error("{0}")]
+    Consumer(#[source] io::Error),
+    /// The configuration asks for a consumer this build leaves out (`[aeron]` without the
+    /// `aeron` feature): a usage error (exit 2).
+    #[error("{0}")]
+    NotBuilt(String),
 }
 
 /// Runs the configured line with its servers until it ends or `stop` is set, telling
 /// `notice` what happens as it goes. `health` is the process's, made before the run (so
 /// that a signal during the stagger already drains it); `stop` is the shutdown flag the
-/// signal handler sets.
+/// signal handler sets. `consumer`, when given, is started beside the subscriber server
+/// and told when the line has ended.
 ///
 /// # Errors
 ///
@@ -168,6 +177,7 @@ pub fn run_configured_line(
     health: Arc<Health>,
     stop: &Arc<AtomicBool>,
     notice: &mut dyn FnMut(RunNotice<'_>),
+    consumer: Option<&mut dyn StreamConsumer>,
 ) -> Result<ConfiguredLineRun, ConfiguredLineError> {
     let admin_listen = options.admin.or(config.admin.listen);
     let web_listen = options.web.or(config.web.listen);
@@ -181,6 +191,11 @@ pub fn run_configured_line(
         if options.serve.is_some() {
             return Err(without_snapshot(config, Conflict::ServeWithoutSnapshot).into());
         }
+    }
+    // A consumer that does not run for this file is as good as none.
+    let mut consumer = consumer.filter(|c| c.wanted(config));
+    if consumer.is_some() && config.snapshot.path.is_none() {
+        return Err(without_snapshot(config, Conflict::AeronWithoutSnapshot).into());
     }
     let pipeline = config.pipeline()?;
     let feed = config.feed_config()?;
@@ -218,7 +233,7 @@ pub fn run_configured_line(
     };
     // One hub for the browser view and the subscriber server: the line's publisher has one
     // fanout, and each server takes its own subscription from the hub.
-    let (hub, fanout) = if web_listen.is_some() || serve_listen.is_some() {
+    let (hub, fanout) = if web_listen.is_some() || serve_listen.is_some() || consumer.is_some() {
         let (hub, fanout) = SubscriberHub::new(view_hub_config());
         (Some(hub), Some(fanout))
     } else {
@@ -257,6 +272,16 @@ pub fn run_configured_line(
     }
     stagger_start(Some(&health), delay, stop);
     let source = LineSource::open(&feed, &pipeline)?;
+    if let (Some(consumer), Some(hub), Some(path)) =
+        (consumer.as_deref_mut(), &hub, &config.snapshot.path)
+    {
+        consumer
+            .start(config, hub.clone(), path)
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::Unsupported => ConfiguredLineError::NotBuilt(e.to_string()),
+                _ => ConfiguredLineError::Consumer(e),
+            })?;
+    }
     let server = match (serve_listen, hub) {
         (Some(listen), Some(hub)) => {
             let served = start_subscriber_server(listen, config, stop, hub, audit.clone())?;
@@ -277,6 +302,9 @@ pub fn run_configured_line(
         Some(health),
         fanout,
     )?;
+    if let Some(consumer) = consumer {
+        consumer.line_ended();
+    }
     let served = match server {
         Some(served) => Some((
             served

@@ -10,13 +10,14 @@ use anyhow::Result;
 
 use super::{
     install_draining_shutdown, install_shutdown, run_configured_line, run_demo,
-    ConfiguredLineOptions, ConfiguredLineRun, DemoConfig, DemoReport, RunNotice,
+    ConfiguredLineOptions, ConfiguredLineRun, DemoConfig, DemoReport, RunNotice, StreamConsumer,
 };
 use crate::config::RunConfig;
 use crate::health::Health;
 
 /// Runs the line the file at `path` configures (its environment overrides applied) until
-/// it ends or a signal drains it, telling `notice` what happens as it goes.
+/// it ends or a signal drains it, telling `notice` what happens as it goes; `consumer`
+/// (the Aeron publisher) runs beside it when given.
 ///
 /// # Errors
 ///
@@ -25,6 +26,7 @@ pub fn run_line_file(
     path: &Path,
     options: ConfiguredLineOptions,
     notice: &mut dyn FnMut(RunNotice<'_>),
+    consumer: Option<&mut dyn StreamConsumer>,
 ) -> Result<ConfiguredLineRun> {
     let config = RunConfig::load(path)?.with_environment()?;
     // Health exists before anything runs: draining starts at the first signal, whatever the
@@ -35,7 +37,7 @@ pub fn run_line_file(
         Some(config.engine.shutdown_timeout),
     )?;
     Ok(run_configured_line(
-        &config, options, health, &stop, notice,
+        &config, options, health, &stop, notice, consumer,
     )?)
 }
 

@@ -12,6 +12,7 @@ mod record;
 mod record_file;
 mod shutdown;
 mod stagger;
+mod stream_consumer;
 
 pub use configured_line::{
     run_configured_line, without_snapshot, ConfiguredLineError, ConfiguredLineOptions,
@@ -32,3 +33,4 @@ pub use shutdown::{
     SECOND_SIGNAL,
 };
 pub use stagger::{process_seed, stagger_delay, stagger_start, wait_out_stagger};
+pub use stream_consumer::StreamConsumer;

@@ -27,6 +27,7 @@ impl ExitStatus {
                     e.downcast_ref(),
                     Some(
                         crate::live::ConfiguredLineError::Tls { .. }
+                            | crate::live::ConfiguredLineError::NotBuilt(_)
                             | crate::live::ConfiguredLineError::Accounts(_)
                             | crate::live::ConfiguredLineError::Audit { .. }
                     )

@@ -63,6 +63,7 @@ fn a_configured_line_runs_with_its_admin_server_and_snapshot_through_the_library
             }
             _ => said.push("other"),
         },
+        None,
     )
     .expect("the line runs");
     sim.expect("started at Ready")
