@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
+
+use crate::aeron_publish::AeronPublish;
 use clap::Args;
 use ticklane_engine::live::{
     record_line_file, run_demo_until_signal, run_line_file, ConfiguredLineOptions, DemoConfig,
@@ -42,6 +44,11 @@ pub struct RunArgs {
     /// file's `web.listen`; needs `snapshot.path`).
     #[arg(long, requires = "config", value_name = "ADDR")]
     pub web: Option<SocketAddr>,
+    /// Publish every book change on this Aeron channel (overrides the file's
+    /// `aeron.channel`; needs `snapshot.path`, and a build with the `aeron` feature), e.g.
+    /// `aeron:udp?endpoint=239.1.1.1:40456|interface=10.0.0.5` or `aeron:ipc`.
+    #[arg(long, requires = "config", value_name = "CHANNEL")]
+    pub aeron: Option<String>,
     /// Demo only: messages in the simulated day (at least 1).
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub messages: u64,
@@ -62,6 +69,7 @@ impl RunArgs {
             admin: None,
             serve: None,
             web: None,
+            aeron: None,
             messages: demo.messages,
             rate: demo.rate,
             drop: demo.drop_ratio,
@@ -190,19 +198,29 @@ pub fn run(args: &RunArgs) -> Result<ExitStatus> {
         serve: args.serve,
     };
     let mut written = Ok(());
-    let ended = run_line_file(path, options, &mut |notice| {
-        let (mut out, mut err) = (io::stdout().lock(), io::stderr().lock());
-        if let Err(e) = write_run_notice(&mut out, &mut err, path, notice) {
-            written = Err(e);
-        }
-    })?;
+    let mut aeron = AeronPublish::new(args.aeron.clone());
+    let ended = run_line_file(
+        path,
+        options,
+        &mut |notice| {
+            let (mut out, mut err) = (io::stdout().lock(), io::stderr().lock());
+            if let Err(e) = write_run_notice(&mut out, &mut err, path, notice) {
+                written = Err(e);
+            }
+        },
+        Some(&mut aeron),
+    )?;
     written?;
-    Ok(write_line_end(
+    let status = write_line_end(
         &mut io::stdout().lock(),
         &mut io::stderr().lock(),
         path,
         &ended,
-    )?)
+    )?;
+    if let Some(line) = aeron.summary() {
+        println!("{line}");
+    }
+    Ok(status)
 }
 
 fn demo(args: &RunArgs) -> Result<ExitStatus> {

@@ -15,6 +15,8 @@ use clap::{Parser, Subcommand};
 use ticklane_engine::views::{error_text, ExitStatus};
 
 mod account_command;
+mod aeron_publish;
+mod aeron_subscribe;
 mod arg_values;
 mod file_commands;
 mod live_commands;

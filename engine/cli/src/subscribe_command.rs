@@ -18,11 +18,35 @@ use ticklane_feed::resilience::BackoffConfig;
 #[derive(Args, Debug)]
 pub struct SubscribeArgs {
     /// The subscriber server (`ticklane run --serve ADDR`, or `[serve] listen`).
-    #[arg(long, value_name = "ADDR", value_parser = super::arg_values::destination)]
-    pub server: SocketAddr,
-    /// Symbols to follow, comma separated (1 to 8 characters each).
-    #[arg(long, value_delimiter = ',', required = true, value_parser = super::arg_values::symbol)]
+    #[arg(long, value_name = "ADDR", value_parser = super::arg_values::destination,
+          required_unless_present = "aeron", conflicts_with = "aeron")]
+    pub server: Option<SocketAddr>,
+    /// Symbols to follow, comma separated (1 to 8 characters each); with --aeron, every
+    /// symbol when absent.
+    #[arg(long, value_delimiter = ',', required_unless_present = "aeron",
+          value_parser = super::arg_values::symbol)]
     pub symbols: Vec<String>,
+    /// Follow the Aeron stream `run --aeron CHANNEL` publishes instead of a server (a
+    /// build with the `aeron` feature), e.g. `aeron:udp?endpoint=0.0.0.0:40456`.
+    #[arg(long, value_name = "CHANNEL")]
+    pub aeron: Option<String>,
+    /// The Aeron stream id (`[aeron] stream_id`).
+    #[arg(long, default_value_t = 1001, requires = "aeron",
+          value_parser = clap::value_parser!(i32).range(1..))]
+    pub stream: i32,
+    /// A running media driver's directory (default: one embedded in this process).
+    #[arg(long, value_name = "DIR", requires = "aeron")]
+    pub aeron_dir: Option<PathBuf>,
+    /// With --aeron: at the end of the stream (or on Ctrl-C), write the final books here in
+    /// the `replay --book-out` format.
+    #[arg(long, value_name = "PATH", requires = "aeron")]
+    pub book_out: Option<PathBuf>,
+    /// Levels per side in --book-out (the stream carries 10).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10))]
+    pub depth: u64,
+    /// With --aeron: print no updates, only the end's summary.
+    #[arg(long, short)]
+    pub quiet: bool,
     /// The account to log in as (1 to 16 printable ASCII characters). Its password is read
     /// from --password-file or the environment variable TICKLANE_PASSWORD; without either,
     /// the login carries no secret (protocol version 1), which only a server without
@@ -56,6 +80,13 @@ pub struct SubscribeArgs {
 
 /// Runs `ticklane subscribe` until a signal, maintenance, or `--max-attempts`.
 pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
+    if let Some(channel) = &args.aeron {
+        return super::aeron_subscribe::follow(args, channel);
+    }
+    let Some(server) = args.server else {
+        eprintln!("ticklane subscribe: --server or --aeron is needed");
+        return Ok(ExitStatus::Usage);
+    };
     if args.backoff_cap_ms < args.backoff_base_ms {
         eprintln!(
             "ticklane subscribe: --backoff-cap-ms {} is below --backoff-base-ms {}: the cap \
@@ -68,7 +99,7 @@ pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
         let name = args
             .server_name
             .clone()
-            .unwrap_or_else(|| args.server.ip().to_string());
+            .unwrap_or_else(|| server.ip().to_string());
         let server_name = match server_name(&name) {
             Ok(n) => n,
             Err(why) => {
@@ -107,7 +138,7 @@ pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
         },
         max_attempts: args.max_attempts,
         seed: u64::from(std::process::id()),
-        ..ClientConfig::new(args.server, args.symbols.clone())
+        ..ClientConfig::new(server, args.symbols.clone())
     };
     print_subscriber_updates(&config, io::stdout().lock(), &mut io::stderr().lock())
 }

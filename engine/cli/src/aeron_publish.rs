@@ -1,0 +1,156 @@
+//! `run --aeron CHANNEL` and `[aeron]`: the Aeron publisher beside the line. Built with the
+//! `aeron` feature; without it a configured channel is refused (exit 2).
+
+use std::io;
+use std::path::Path;
+
+use ticklane_engine::config::RunConfig;
+use ticklane_engine::live::StreamConsumer;
+use ticklane_engine::overload::SubscriberHub;
+
+/// The publisher, once the line starts it.
+#[derive(Debug, Default)]
+pub struct AeronPublish {
+    /// `--aeron`, over the file's `aeron.channel`.
+    channel: Option<String>,
+    #[cfg_attr(not(feature = "aeron"), allow(dead_code))]
+    state: PublishState,
+}
+
+/// The publisher thread while it runs, and how it ended.
+#[cfg(feature = "aeron")]
+#[derive(Debug, Default)]
+struct PublishState {
+    running: Option<ticklane_aeron::PublisherThread>,
+    end: Option<ticklane_aeron::PublisherEnd>,
+}
+
+/// Nothing runs in a build without the feature.
+#[cfg(not(feature = "aeron"))]
+type PublishState = ();
+
+impl AeronPublish {
+    /// The publisher for `ticklane run`; `channel` is `--aeron`'s.
+    pub fn new(channel: Option<String>) -> Self {
+        AeronPublish {
+            channel,
+            state: PublishState::default(),
+        }
+    }
+
+    fn channel<'a>(&'a self, config: &'a RunConfig) -> Option<&'a str> {
+        self.channel.as_deref().or(config.aeron.channel.as_deref())
+    }
+}
+
+#[cfg(not(feature = "aeron"))]
+impl StreamConsumer for AeronPublish {
+    fn wanted(&self, config: &RunConfig) -> bool {
+        self.channel(config).is_some()
+    }
+
+    fn start(&mut self, _: &RunConfig, _: SubscriberHub, _: &Path) -> io::Result<()> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "aeron.channel (or --aeron): this ticklane was built without the `aeron` feature \
+             (cargo build --release --features aeron)",
+        ))
+    }
+
+    fn line_ended(&mut self) {}
+}
+
+#[cfg(not(feature = "aeron"))]
+impl AeronPublish {
+    /// The run summary's line (none in this build).
+    pub fn summary(&self) -> Option<String> {
+        None
+    }
+}
+
+#[cfg(feature = "aeron")]
+impl StreamConsumer for AeronPublish {
+    fn wanted(&self, config: &RunConfig) -> bool {
+        self.channel(config).is_some()
+    }
+
+    fn start(&mut self, config: &RunConfig, hub: SubscriberHub, snapshot: &Path) -> io::Result<()> {
+        use ticklane_aeron::aeron_link::{AeronNode, DriverPlace};
+        use ticklane_aeron::{BookPublisher, PublisherConfig, PublisherThread, StreamStamp};
+        use ticklane_engine::snapshot::{wall_clock_ns, SnapshotReader};
+
+        let Some(channel) = self.channel(config).map(str::to_owned) else {
+            return Ok(());
+        };
+        let section = &config.aeron;
+        let place = match &section.dir {
+            Some(dir) => DriverPlace::External(dir.clone()),
+            None => DriverPlace::Embedded,
+        };
+        let settings = PublisherConfig {
+            refresh_cycle: section.refresh_cycle,
+            heartbeat: section.heartbeat,
+            trade_queue: TRADE_QUEUE,
+            stamp: StreamStamp::nasdaq_today(),
+        };
+        let (stream, snapshot) = (section.stream_id, snapshot.to_path_buf());
+        let driver = match &place {
+            DriverPlace::Embedded => "embedded media driver".to_owned(),
+            DriverPlace::External(dir) => format!("media driver at {}", dir.display()),
+        };
+        let opened = channel.clone();
+        let running = PublisherThread::start(hub, section.linger, move || {
+            let transport = AeronNode::connect(&place)?.into_publication(&opened, stream)?;
+            let reader = SnapshotReader::open(&snapshot).map_err(io::Error::other)?;
+            Ok(BookPublisher::new(
+                transport,
+                reader,
+                settings,
+                wall_clock_ns(),
+            ))
+        })?;
+        println!("ticklane run: book updates on {channel} stream {stream} ({driver})");
+        self.state.running = Some(running);
+        Ok(())
+    }
+
+    fn line_ended(&mut self) {
+        self.state.end = self
+            .state
+            .running
+            .take()
+            .and_then(ticklane_aeron::PublisherThread::join);
+    }
+}
+
+/// Trades that may wait for the transport: a second of a busy day's trades.
+#[cfg(feature = "aeron")]
+const TRADE_QUEUE: usize = 64 * 1024;
+
+#[cfg(feature = "aeron")]
+impl AeronPublish {
+    /// The run summary's line: what went out on the stream, what was shed.
+    pub fn summary(&self) -> Option<String> {
+        let end = self.state.end?;
+        let c = end.counts;
+        Some(format!(
+            "aeron: {} records ({} changes, {} trades, {} refreshes, {} cycles), {} conflated, \
+             {} back-pressured, {} not connected, {} trades shed, {} rejoined; {}",
+            c.records,
+            c.changes,
+            c.trades,
+            c.refreshes,
+            c.cycles,
+            c.conflated,
+            c.back_pressured,
+            c.not_connected,
+            c.trades_shed,
+            c.rejoined,
+            if end.ended_cleanly {
+                "end of stream sent"
+            } else {
+                "END OF STREAM NOT SENT"
+            }
+        ))
+    }
+}

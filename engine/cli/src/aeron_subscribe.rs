@@ -1,0 +1,136 @@
+//! `ticklane subscribe --aeron CHANNEL`: follows the Aeron stream `run --aeron` publishes,
+//! rebuilds every book (or `--symbols`'), prints each update, and at the end of the stream
+//! (or on Ctrl-C) writes the final depth with `--book-out`. Built with the `aeron` feature;
+//! without it the flag is refused (exit 2).
+
+use anyhow::Result;
+use ticklane_engine::views::ExitStatus;
+
+use crate::subscribe_command::SubscribeArgs;
+
+/// Follows `channel` until the stream ends or a signal.
+#[cfg(not(feature = "aeron"))]
+pub fn follow(_: &SubscribeArgs, _: &str) -> Result<ExitStatus> {
+    eprintln!(
+        "ticklane subscribe: --aeron: this ticklane was built without the `aeron` feature \
+         (cargo build --release --features aeron)"
+    );
+    Ok(ExitStatus::Usage)
+}
+
+/// Follows `channel` until the stream ends or a signal.
+#[cfg(feature = "aeron")]
+pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
+    use std::io::{self, BufWriter, Write};
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    use ticklane_aeron::aeron_link::{AeronNode, DriverPlace};
+    use ticklane_aeron::{FollowedBooks, StreamDecoder};
+
+    let place = match &args.aeron_dir {
+        Some(dir) => DriverPlace::External(dir.clone()),
+        None => DriverPlace::Embedded,
+    };
+    let stop = ticklane_engine::live::install_shutdown()?;
+    let feed = AeronNode::connect(&place)?.into_subscription(channel, args.stream)?;
+    eprintln!(
+        "ticklane subscribe: following {channel} stream {}",
+        args.stream
+    );
+    let symbols = (!args.symbols.is_empty()).then_some(args.symbols.as_slice());
+    let mut books = FollowedBooks::new(symbols);
+    let mut decoder = StreamDecoder::new();
+    let mut out = BufWriter::new(io::stdout().lock());
+    writeln!(
+        out,
+        "ticklane subscribe: following {channel} stream {}",
+        args.stream
+    )?;
+    out.flush()?;
+    let (mut undecodable, mut lost_seen) = (0u64, 0u64);
+    let mut written: io::Result<()> = Ok(());
+    let interrupted = loop {
+        if stop.load(Ordering::Relaxed) {
+            break true;
+        }
+        let polled = feed.poll(256, |message| {
+            let decoded = decoder.decode(message, |record| {
+                if let Some(update) = books.apply(record) {
+                    if !args.quiet && written.is_ok() {
+                        written = writeln!(out, "{update}");
+                    }
+                }
+            });
+            if let Err(e) = decoded {
+                undecodable += 1;
+                if undecodable == 1 {
+                    eprintln!("ticklane subscribe: a message is not the stream's: {e}");
+                }
+            }
+        })?;
+        written
+            .as_ref()
+            .map_err(|e| io::Error::new(e.kind(), e.to_string()))?;
+        if books.has_ended() {
+            break false;
+        }
+        let (_, lost) = feed.images();
+        if lost > lost_seen {
+            lost_seen = lost;
+            eprintln!(
+                "ticklane subscribe: the stream's image went (the publisher stopped, or this \
+                 subscriber fell behind); books stay as last sent until it comes back"
+            );
+        }
+        if polled == 0 {
+            out.flush()?;
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    out.flush()?;
+    drop(out);
+    if let Some(path) = &args.book_out {
+        let file = std::fs::File::create(path)
+            .map_err(|e| io::Error::new(e.kind(), format!("--book-out {}: {e}", path.display())))?;
+        books
+            .write_book_csv(args.depth as usize, BufWriter::new(file))?
+            .flush()?;
+    }
+    let c = books.counts();
+    let (joined, lost) = feed.images();
+    eprintln!(
+        "ticklane subscribe: {} records ({} changes, {} trades, {} refreshes, {} cycles), {} \
+         books; images joined {joined}, lost {lost}; {} undecodable; {}; {}",
+        c.records,
+        c.changes,
+        c.trades,
+        c.refreshes,
+        c.cycles,
+        books.len(),
+        undecodable,
+        if books.is_complete() {
+            "every book sent since it joined"
+        } else {
+            "NOT EVERY BOOK SEEN (no whole refresh cycle since it joined)"
+        },
+        if books.has_ended() {
+            "end of stream"
+        } else {
+            "stopped before the end of the stream"
+        }
+    );
+    let bad = books.maybe_bad();
+    if !bad.is_empty() {
+        eprintln!(
+            "ticklane subscribe: {} books flagged MAYBE_BAD by the publisher: {}",
+            bad.len(),
+            bad.join(",")
+        );
+    }
+    Ok(if interrupted {
+        ExitStatus::Interrupted
+    } else {
+        ExitStatus::Success
+    })
+}

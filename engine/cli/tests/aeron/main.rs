@@ -1,0 +1,210 @@
+//! `run --aeron` and `subscribe --aeron` as processes, over UDP on loopback: a generated day
+//! sent with loss (recovered by retransmission) ends with every subscriber's `--book-out`
+//! byte-identical to a replay of the day, whether it followed the stream from the start or
+//! joined half-way through.
+//!
+//! Built and run only with the `aeron` feature (`cargo test --release --features
+//! ticklane/aeron --test aeron`). Each process has its own embedded media driver, as
+//! separate hosts would; the publisher sends to every subscriber through Aeron's
+//! multi-destination cast (a control endpoint that subscribers register with), so that a
+//! slow subscriber does not hold the others back. Bounded: every wait has a limit.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use ticklane_testkit::process::{free_port, wait_bounded, Watched, READY_WITHIN};
+
+fn ticklane() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ticklane"))
+}
+
+fn utf8(path: &Path) -> &str {
+    path.to_str().expect("utf-8 path")
+}
+
+/// The day, and the replay's book at the stream's depth (10 levels a side).
+fn day_and_replay(dir: &Path, messages: u32, seed: u32) -> (std::path::PathBuf, String) {
+    let day = dir.join("day.itch50");
+    let gen = ticklane()
+        .args(["gen", utf8(&day), "--messages", &messages.to_string()])
+        .args(["--stocks", "12", "--seed", &seed.to_string()])
+        .output()
+        .expect("gen");
+    assert!(gen.status.success(), "gen failed");
+    let replay = dir.join("replay.csv");
+    let out = ticklane()
+        .args([
+            "replay",
+            utf8(&day),
+            "-q",
+            "--depth",
+            "10",
+            "--book-out",
+            utf8(&replay),
+        ])
+        .output()
+        .expect("replay");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let replayed = std::fs::read_to_string(&replay).expect("replay csv");
+    assert!(replayed.lines().count() > 100, "a real book");
+    (day, replayed)
+}
+
+fn write_config(path: &Path, snapshot: &Path, data: u16, request: u16, control: u16) {
+    let toml = format!(
+        "[snapshot]\npath = {snapshot:?}\ndepth = 10\ncapacity = 256\n\n\
+         [engine]\nmax_orders = 262144\nmax_books = 256\nlevels_per_side = 2048\n\n\
+         [feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:{data}\"\n\
+         request_server = \"127.0.0.1:{request}\"\n\
+         silence_timeout_s = 10.0\nretransmit_timeout_ms = 20\nmax_duration_s = 90.0\n\n\
+         [aeron]\nchannel = \"aeron:udp?control=127.0.0.1:{control}|control-mode=dynamic\"\n\
+         stream_id = 77\nrefresh_cycle_ms = 300\nheartbeat_ms = 100\nlinger_ms = 2000\n"
+    );
+    std::fs::write(path, toml).expect("write config");
+}
+
+/// A `subscribe --aeron` process on its own endpoint, registered with the publisher's
+/// control endpoint.
+fn subscriber(control: u16, book_out: &Path) -> Watched {
+    let endpoint = free_port();
+    let channel = format!(
+        "aeron:udp?endpoint=127.0.0.1:{endpoint}|control=127.0.0.1:{control}|control-mode=dynamic"
+    );
+    let mut subscriber = Watched::spawn(
+        ticklane()
+            .args([
+                "subscribe",
+                "--aeron",
+                &channel,
+                "--stream",
+                "77",
+                "--quiet",
+            ])
+            .args(["--book-out", utf8(book_out)]),
+    );
+    subscriber.wait_for_line("ticklane subscribe: following", READY_WITHIN);
+    subscriber
+}
+
+fn sim(day: &Path, data: u16, request: u16, rate: u32) -> Child {
+    ticklane()
+        .args(["sim", utf8(day)])
+        .args(["--udp", &format!("127.0.0.1:{data}")])
+        .args(["--request", &format!("127.0.0.1:{request}")])
+        .args(["--rate", &rate.to_string(), "--drop", "0.01", "--seed", "9"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start sim")
+}
+
+fn assert_ended_exact(subscriber: Watched, book_out: &Path, replayed: &str, who: &str) {
+    let out = subscriber.finish(Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{who}: exit {}:\n{err}", out.status);
+    assert!(err.contains("; end of stream"), "{who}: {err}");
+    assert!(
+        err.contains("every book sent since it joined"),
+        "{who}: {err}"
+    );
+    let followed = std::fs::read_to_string(book_out).expect("subscriber's book");
+    assert!(
+        followed == replayed,
+        "{who}: books differ from the replay\n{err}"
+    );
+}
+
+#[test]
+fn two_subscribers_end_a_lossy_day_with_the_replays_books() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (day, replayed) = day_and_replay(dir.path(), 200_000, 21);
+    let (data, request, control) = (free_port(), free_port(), free_port());
+    let config = dir.path().join("line.toml");
+    write_config(
+        &config,
+        &dir.path().join("books.snap"),
+        data,
+        request,
+        control,
+    );
+    let mut run = Watched::spawn(ticklane().args(["run", "--config", utf8(&config)]));
+    run.wait_for_line("ticklane run: book updates on aeron:udp", READY_WITHIN);
+    run.wait_for_line("ticklane run: ready (", READY_WITHIN);
+    let (a_out, b_out) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    let a = subscriber(control, &a_out);
+    let b = subscriber(control, &b_out);
+    // Both have registered once the publisher sees a subscriber; the refresh cycle makes
+    // good whatever either missed before.
+    std::thread::sleep(Duration::from_millis(500));
+    let sim = sim(&day, data, request, 100_000);
+    let run_out = run.finish(Duration::from_secs(90));
+    let summary = String::from_utf8_lossy(&run_out.stdout);
+    assert!(
+        run_out.status.success(),
+        "run: {summary}\n{}",
+        String::from_utf8_lossy(&run_out.stderr)
+    );
+    assert!(summary.contains("lost 0"), "every gap filled:\n{summary}");
+    assert!(summary.contains("end of stream sent"), "{summary}");
+    wait_bounded(sim, Duration::from_secs(30));
+    assert_ended_exact(a, &a_out, &replayed, "subscriber a");
+    assert_ended_exact(b, &b_out, &replayed, "subscriber b");
+}
+
+#[test]
+fn a_subscriber_that_joins_half_way_ends_with_the_same_books() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (day, replayed) = day_and_replay(dir.path(), 300_000, 22);
+    let (data, request, control) = (free_port(), free_port(), free_port());
+    let config = dir.path().join("line.toml");
+    write_config(
+        &config,
+        &dir.path().join("books.snap"),
+        data,
+        request,
+        control,
+    );
+    let mut run = Watched::spawn(ticklane().args(["run", "--config", utf8(&config)]));
+    run.wait_for_line("ticklane run: ready (", READY_WITHIN);
+    let sim = sim(&day, data, request, 100_000);
+    // About half of the day's 3 s has gone when it joins.
+    std::thread::sleep(Duration::from_millis(1500));
+    let late_out = dir.path().join("late.csv");
+    let late = subscriber(control, &late_out);
+    let run_out = run.finish(Duration::from_secs(90));
+    let summary = String::from_utf8_lossy(&run_out.stdout);
+    assert!(run_out.status.success(), "run: {summary}");
+    wait_bounded(sim, Duration::from_secs(30));
+    assert_ended_exact(late, &late_out, &replayed, "the late subscriber");
+}
+
+#[test]
+fn run_refuses_aeron_without_a_snapshot() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("line.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:{}\"\n",
+            free_port()
+        ),
+    )
+    .expect("write config");
+    let out = ticklane()
+        .args(["run", "--config", utf8(&config), "--aeron", "aeron:ipc"])
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("snapshot.path"), "{err}");
+}
