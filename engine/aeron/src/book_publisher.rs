@@ -2,7 +2,7 @@
 //! transport refuses them. Transport-agnostic ([`Transport`]): Aeron in the process, an
 //! in-memory one in tests.
 //!
-//! It is driven by the line's update stream (a [`Subscription`] of the subscriber hub, which
+//! It is driven by the line's update stream (a `Subscription` of the subscriber hub, which
 //! never waits on this stage) and reads each changed book out of the snapshot, lock-free:
 //!
 //! - a quote, level or refresh event marks its stock dirty ([`DirtySet`]); a dirty stock is

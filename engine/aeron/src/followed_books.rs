@@ -217,6 +217,13 @@ impl FollowedBooks {
         self.len() == 0
     }
 
+    /// The stream's image went and may come back: records were missed, so every book is
+    /// only as good as its latest record until a whole refresh cycle has come again.
+    pub fn image_lost(&mut self) {
+        self.complete = false;
+        self.last_cycle = None;
+    }
+
     /// A subscriber that saw the stream from its very first record (the publisher started
     /// after it) has every book from the start.
     pub fn joined_at_start(&mut self) {

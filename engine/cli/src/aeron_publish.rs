@@ -3,7 +3,9 @@
 
 use std::io;
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
+use ticklane_engine::admin::StageMetrics;
 use ticklane_engine::config::RunConfig;
 use ticklane_engine::live::StreamConsumer;
 use ticklane_engine::overload::SubscriberHub;
@@ -49,7 +51,13 @@ impl StreamConsumer for AeronPublish {
         self.channel(config).is_some()
     }
 
-    fn start(&mut self, _: &RunConfig, _: SubscriberHub, _: &Path) -> io::Result<()> {
+    fn start(
+        &mut self,
+        _: &RunConfig,
+        _: SubscriberHub,
+        _: &Path,
+        _: &OnceLock<Arc<dyn StageMetrics>>,
+    ) -> io::Result<()> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
             "aeron.channel (or --aeron): this ticklane was built without the `aeron` feature \
@@ -74,7 +82,13 @@ impl StreamConsumer for AeronPublish {
         self.channel(config).is_some()
     }
 
-    fn start(&mut self, config: &RunConfig, hub: SubscriberHub, snapshot: &Path) -> io::Result<()> {
+    fn start(
+        &mut self,
+        config: &RunConfig,
+        hub: SubscriberHub,
+        snapshot: &Path,
+        metrics: &OnceLock<Arc<dyn StageMetrics>>,
+    ) -> io::Result<()> {
         use ticklane_aeron::aeron_link::{AeronNode, DriverPlace};
         use ticklane_aeron::{BookPublisher, PublisherConfig, PublisherThread, StreamStamp};
         use ticklane_engine::snapshot::{wall_clock_ns, SnapshotReader};
@@ -109,6 +123,8 @@ impl StreamConsumer for AeronPublish {
                 wall_clock_ns(),
             ))
         })?;
+        let series: Arc<dyn StageMetrics> = Arc::new(PublisherSeries(running.counters()));
+        let _ = metrics.set(series);
         println!("ticklane run: book updates on {channel} stream {stream} ({driver})");
         self.state.running = Some(running);
         Ok(())
@@ -152,5 +168,103 @@ impl AeronPublish {
                 "END OF STREAM NOT SENT"
             }
         ))
+    }
+}
+
+/// The publisher's counters as `/metrics` series.
+#[cfg(feature = "aeron")]
+#[derive(Debug)]
+struct PublisherSeries(Arc<ticklane_aeron::PublisherCounters>);
+
+#[cfg(feature = "aeron")]
+impl StageMetrics for PublisherSeries {
+    fn series(&self) -> Vec<ticklane_engine::admin::StageSeries> {
+        use std::sync::atomic::Ordering;
+        use ticklane_engine::admin::{StageSeries, StageValue};
+        let c = &self.0;
+        let counts = c.load();
+        let counter = |name, help, v| StageSeries {
+            name,
+            help,
+            value: StageValue::Counter(v),
+        };
+        let gauge = |name, help, v: u64| StageSeries {
+            name,
+            help,
+            value: StageValue::Gauge(i64::try_from(v).unwrap_or(i64::MAX)),
+        };
+        vec![
+            counter(
+                "aeron_records_total",
+                "Records the Aeron publisher put on the stream.",
+                counts.records,
+            ),
+            counter(
+                "aeron_bytes_total",
+                "Bytes the Aeron publisher put on the stream.",
+                counts.bytes,
+            ),
+            counter(
+                "aeron_changes_total",
+                "Book records sent for changes.",
+                counts.changes,
+            ),
+            counter("aeron_trades_total", "Trade records sent.", counts.trades),
+            counter(
+                "aeron_refreshes_total",
+                "Refresh records sent (the refresh cycle).",
+                counts.refreshes,
+            ),
+            counter(
+                "aeron_refresh_cycles_total",
+                "Refresh cycles completed.",
+                counts.cycles,
+            ),
+            StageSeries {
+                name: "aeron_refresh_cycle_seconds",
+                help: "How long the last refresh cycle took.",
+                value: StageValue::Seconds(c.cycle_ns.load(Ordering::Relaxed) as f64 / 1e9),
+            },
+            counter(
+                "aeron_conflated_total",
+                "Book changes folded into a later record of the same book.",
+                counts.conflated,
+            ),
+            counter(
+                "aeron_back_pressured_total",
+                "Offers the stream refused because subscribers were behind.",
+                counts.back_pressured,
+            ),
+            gauge(
+                "aeron_back_pressure",
+                "1 while the publisher serves newest first under back pressure.",
+                c.back_pressure.load(Ordering::Relaxed),
+            ),
+            gauge(
+                "aeron_connected",
+                "1 while some subscriber is connected.",
+                c.connected.load(Ordering::Relaxed),
+            ),
+            counter(
+                "aeron_not_connected_total",
+                "Records not sent because no subscriber was connected.",
+                counts.not_connected,
+            ),
+            counter(
+                "aeron_trades_shed_total",
+                "Trades shed because the trade queue was full.",
+                counts.trades_shed,
+            ),
+            counter(
+                "aeron_rejoined_total",
+                "Times the update stream cut the publisher loose (it refreshed every book).",
+                counts.rejoined,
+            ),
+            counter(
+                "aeron_unmapped_total",
+                "Changes for stocks without a snapshot slot.",
+                counts.unmapped,
+            ),
+        ]
     }
 }

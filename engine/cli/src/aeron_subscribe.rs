@@ -78,6 +78,7 @@ pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
         let (_, lost) = feed.images();
         if lost > lost_seen {
             lost_seen = lost;
+            books.image_lost();
             eprintln!(
                 "ticklane subscribe: the stream's image went (the publisher stopped, or this \
                  subscriber fell behind); books stay as last sent until it comes back"

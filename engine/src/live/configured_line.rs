@@ -276,7 +276,7 @@ pub fn run_configured_line(
         (consumer.as_deref_mut(), &hub, &config.snapshot.path)
     {
         consumer
-            .start(config, hub.clone(), path)
+            .start(config, hub.clone(), path, &servers.stage)
             .map_err(|e| match e.kind() {
                 io::ErrorKind::Unsupported => ConfiguredLineError::NotBuilt(e.to_string()),
                 _ => ConfiguredLineError::Consumer(e),

@@ -4,7 +4,9 @@
 
 use std::io;
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
+use crate::admin::StageMetrics;
 use crate::config::RunConfig;
 use crate::overload::SubscriberHub;
 
@@ -15,13 +17,19 @@ pub trait StreamConsumer {
     fn wanted(&self, config: &RunConfig) -> bool;
 
     /// Starts taking the update stream from `hub`, reading books from the snapshot at
-    /// `snapshot`, as `config` says.
+    /// `snapshot`, as `config` says; its series for `/metrics` go into `metrics`.
     ///
     /// # Errors
     ///
     /// If it cannot start (the run then stops with this error); one of kind
     /// [`io::ErrorKind::Unsupported`] says this build leaves it out (a usage error, exit 2).
-    fn start(&mut self, config: &RunConfig, hub: SubscriberHub, snapshot: &Path) -> io::Result<()>;
+    fn start(
+        &mut self,
+        config: &RunConfig,
+        hub: SubscriberHub,
+        snapshot: &Path,
+        metrics: &OnceLock<Arc<dyn StageMetrics>>,
+    ) -> io::Result<()>;
 
     /// The line has ended and its update stream is closed: finish what is pending.
     fn line_ended(&mut self);

@@ -9,6 +9,8 @@
 //! multi-destination cast (a control endpoint that subscribers register with), so that a
 //! slow subscriber does not hold the others back. Bounded: every wait has a limit.
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -91,6 +93,20 @@ fn subscriber(control: u16, book_out: &Path) -> Watched {
     subscriber
 }
 
+/// `GET /metrics` from the admin server at `port`.
+fn metrics(port: u16) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("admin server");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("request");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("answer");
+    answer
+}
+
 fn sim(day: &Path, data: u16, request: u16, rate: u32) -> Child {
     ticklane()
         .args(["sim", utf8(day)])
@@ -132,7 +148,12 @@ fn two_subscribers_end_a_lossy_day_with_the_replays_books() {
         request,
         control,
     );
-    let mut run = Watched::spawn(ticklane().args(["run", "--config", utf8(&config)]));
+    let admin = free_port();
+    let mut run = Watched::spawn(
+        ticklane()
+            .args(["run", "--config", utf8(&config)])
+            .args(["--admin", &format!("127.0.0.1:{admin}")]),
+    );
     run.wait_for_line("ticklane run: book updates on aeron:udp", READY_WITHIN);
     run.wait_for_line("ticklane run: ready (", READY_WITHIN);
     let (a_out, b_out) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
@@ -142,6 +163,15 @@ fn two_subscribers_end_a_lossy_day_with_the_replays_books() {
     // good whatever either missed before.
     std::thread::sleep(Duration::from_millis(500));
     let sim = sim(&day, data, request, 100_000);
+    std::thread::sleep(Duration::from_millis(500));
+    let scraped = metrics(admin);
+    for series in [
+        "ticklane_aeron_records_total ",
+        "ticklane_aeron_connected 1",
+        "ticklane_aeron_refresh_cycles_total ",
+    ] {
+        assert!(scraped.contains(series), "{series} in /metrics:\n{scraped}");
+    }
     let run_out = run.finish(Duration::from_secs(90));
     let summary = String::from_utf8_lossy(&run_out.stdout);
     assert!(

@@ -134,7 +134,7 @@ pub use health_json::health_json;
 pub use http_server::{AdminServer, ServerLimits};
 pub use metrics::{metrics_registry, render_metrics, METRICS_CONTENT_TYPE};
 pub use routes::{route, Response};
-pub use server_metrics::ServerCounters;
+pub use server_metrics::{ServerCounters, StageMetrics, StageSeries, StageValue};
 
 use std::sync::Arc;
 

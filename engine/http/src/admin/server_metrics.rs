@@ -21,6 +21,36 @@ use crate::web_counters::{WebCounters, WebCounts};
 use ticklane_serve::audit::AuditLog;
 use ticklane_serve::{ServeCounters, ServeCounts};
 
+/// One series a stage started beside the line reports (the Aeron publisher), read at each
+/// scrape: a name under the `ticklane_` prefix, its help, and its value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StageSeries {
+    /// The name, without the `ticklane_` prefix (a counter's ends in `_total`, a time's in
+    /// `_seconds`).
+    pub name: &'static str,
+    /// The help line.
+    pub help: &'static str,
+    /// The value now.
+    pub value: StageValue,
+}
+
+/// What a [`StageSeries`] holds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum StageValue {
+    /// A count that only grows.
+    Counter(u64),
+    /// A level now.
+    Gauge(i64),
+    /// A time now, in seconds.
+    Seconds(f64),
+}
+
+/// A stage whose series `/metrics` shows while it runs.
+pub trait StageMetrics: Send + Sync + fmt::Debug {
+    /// Its series now.
+    fn series(&self) -> Vec<StageSeries>;
+}
+
 /// The servers' counters, registered as each server starts.
 #[derive(Debug, Default)]
 pub struct ServerCounters {
@@ -30,6 +60,8 @@ pub struct ServerCounters {
     pub web: OnceLock<Arc<WebCounters>>,
     /// The audit trail both write to.
     pub audit: OnceLock<Arc<AuditLog>>,
+    /// A stage beside the line that reports its own series (the Aeron publisher).
+    pub stage: OnceLock<Arc<dyn StageMetrics>>,
 }
 
 /// One series: its labels and its value.
@@ -126,6 +158,29 @@ pub(super) fn encode_servers(
     )?;
     if let Some(c) = &web {
         encode_web(encoder, c)?;
+    }
+    if let Some(stage) = servers.stage.get() {
+        for s in stage.series() {
+            match s.value {
+                StageValue::Counter(v) => {
+                    family(
+                        encoder,
+                        s.name,
+                        s.help,
+                        None,
+                        vec![(Vec::new(), TextCounter(v))],
+                    )?;
+                }
+                StageValue::Gauge(v) => {
+                    let value = ConstGauge::new(v);
+                    family(encoder, s.name, s.help, None, vec![(Vec::new(), value)])?;
+                }
+                StageValue::Seconds(v) => {
+                    let value = ConstGauge::new(v);
+                    family(encoder, s.name, s.help, None, vec![(Vec::new(), value)])?;
+                }
+            }
+        }
     }
     if let Some(audit) = servers.audit.get() {
         family(
