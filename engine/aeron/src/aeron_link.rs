@@ -115,24 +115,41 @@ impl AeronNode {
     pub fn into_subscription(self, channel: &str, stream_id: i32) -> io::Result<AeronFeed> {
         let uri = c_text("channel", channel)?;
         let images = Arc::new(ImageCounts::default());
-        let (up, down) = (Arc::clone(&images), Arc::clone(&images));
-        let available = Handler::new(move |_: AeronSubscription, _: AeronImage| {
-            up.joined.fetch_add(1, Ordering::Relaxed);
-        });
-        let unavailable = Handler::new(move |_: AeronSubscription, _: AeronImage| {
-            down.lost.fetch_add(1, Ordering::Relaxed);
-        });
-        let subscription = self
-            .aeron
-            .async_add_subscription(&uri, stream_id, Some(&available), Some(&unavailable))
-            .and_then(|add| add.poll_blocking(ADD_TIMEOUT))
-            .map_err(|e| aeron_error(&format!("subscription {channel} stream {stream_id}"), e))?;
+        let subscription = add_subscription(&self.aeron, &uri, stream_id, &images)?;
         Ok(AeronFeed {
-            subscription,
+            subscription: Some(subscription),
+            uri,
+            stream_id,
             images,
-            _node: self,
+            rejoined: 0,
+            node: self,
         })
     }
+}
+
+/// Adds a subscription whose images joining and leaving are counted in `images`.
+fn add_subscription(
+    aeron: &Aeron,
+    uri: &CString,
+    stream_id: i32,
+    images: &Arc<ImageCounts>,
+) -> io::Result<AeronSubscription> {
+    let (up, down) = (Arc::clone(images), Arc::clone(images));
+    let available = Handler::new(move |_: AeronSubscription, _: AeronImage| {
+        up.joined.fetch_add(1, Ordering::Relaxed);
+    });
+    let unavailable = Handler::new(move |_: AeronSubscription, _: AeronImage| {
+        down.lost.fetch_add(1, Ordering::Relaxed);
+    });
+    aeron
+        .async_add_subscription(uri, stream_id, Some(&available), Some(&unavailable))
+        .and_then(|add| add.poll_blocking(ADD_TIMEOUT))
+        .map_err(|e| {
+            aeron_error(
+                &format!("subscription {} stream {stream_id}", uri.to_string_lossy()),
+                e,
+            )
+        })
 }
 
 /// The publisher's side: offers each record as one Aeron message. Holds its client (and
@@ -192,9 +209,13 @@ pub struct ImageCounts {
 
 /// The subscriber's side.
 pub struct AeronFeed {
-    subscription: AeronSubscription,
+    /// `None` only between a rejoin's close and its new subscription.
+    subscription: Option<AeronSubscription>,
+    uri: CString,
+    stream_id: i32,
     images: Arc<ImageCounts>,
-    _node: AeronNode,
+    rejoined: u64,
+    node: AeronNode,
 }
 
 impl std::fmt::Debug for AeronFeed {
@@ -210,10 +231,41 @@ impl AeronFeed {
     ///
     /// If the subscription is closed.
     pub fn poll(&self, limit: usize, mut each: impl FnMut(&[u8])) -> io::Result<usize> {
-        self.subscription
+        let Some(subscription) = &self.subscription else {
+            return Err(aeron_error("poll", "the subscription is closed"));
+        };
+        subscription
             .poll_fn(|bytes, _| each(bytes), limit)
             .map(|n| usize::try_from(n).unwrap_or(0))
             .map_err(|e| aeron_error("poll", e))
+    }
+
+    /// Closes the subscription and adds it again, so that the stream comes from where the
+    /// publisher is now.
+    ///
+    /// This is how a subscriber that fell behind comes back. Once a paused receiver is
+    /// further behind the publisher than its receiver window, every packet that arrives is
+    /// beyond the window and dropped, so no gap is ever seen and NAKed, and the image
+    /// stays (it hears the publisher) without delivering anything: only a new image, which
+    /// joins at the publisher's position, moves again. What it missed comes back through
+    /// the publisher's refresh cycle.
+    ///
+    /// # Errors
+    ///
+    /// As [`AeronNode::into_subscription`].
+    pub fn rejoin(&mut self) -> io::Result<()> {
+        if let Some(old) = self.subscription.take() {
+            old.close()
+                .map_err(|e| aeron_error("closing the subscription", e))?;
+        }
+        self.subscription = Some(add_subscription(
+            &self.node.aeron,
+            &self.uri,
+            self.stream_id,
+            &self.images,
+        )?);
+        self.rejoined += 1;
+        Ok(())
     }
 
     /// Images joined and lost so far.
@@ -224,8 +276,15 @@ impl AeronFeed {
         )
     }
 
+    /// Rejoins so far.
+    pub fn rejoined(&self) -> u64 {
+        self.rejoined
+    }
+
     /// Whether a publisher's stream is connected.
     pub fn is_connected(&self) -> bool {
-        self.subscription.is_connected()
+        self.subscription
+            .as_ref()
+            .is_some_and(AeronSubscription::is_connected)
     }
 }

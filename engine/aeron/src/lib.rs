@@ -45,6 +45,15 @@
 //! a subscriber that has seen two cycle ends in a row (cycles K and K + 1) has been sent
 //! every book since it joined, and holds each as it stood at its latest record.
 //!
+//! **Falling behind.** A subscriber that stops reading for longer than its receiver
+//! window lasts at the publisher's rate is left behind: nothing more reaches it, though
+//! its image stays up (see [`aeron_link::AeronFeed::rejoin`] in a build with the feature).
+//! The heartbeat is what tells it: a stream silent for longer than a few heartbeats while
+//! its image is up has left this subscriber behind, and `ticklane subscribe` then rejoins
+//! (`--silence-ms`, counted as `rejoined`), starting again at two cycle ends. The
+//! publisher and the other subscribers are not held back meanwhile: on multi-destination
+//! and multicast channels Aeron's flow control goes at the fastest receiver.
+//!
 //! # Back pressure and conflation
 //!
 //! The publisher never slows the book thread: it takes the update stream through the

@@ -23,7 +23,7 @@ pub fn follow(_: &SubscribeArgs, _: &str) -> Result<ExitStatus> {
 pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
     use std::io::{self, BufWriter, Write};
     use std::sync::atomic::Ordering;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use ticklane_aeron::aeron_link::{AeronNode, DriverPlace};
     use ticklane_aeron::{FollowedBooks, StreamDecoder};
@@ -33,7 +33,7 @@ pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
         None => DriverPlace::Embedded,
     };
     let stop = ticklane_engine::live::install_shutdown()?;
-    let feed = AeronNode::connect(&place)?.into_subscription(channel, args.stream)?;
+    let mut feed = AeronNode::connect(&place)?.into_subscription(channel, args.stream)?;
     eprintln!(
         "ticklane subscribe: following {channel} stream {}",
         args.stream
@@ -49,6 +49,8 @@ pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
     )?;
     out.flush()?;
     let (mut undecodable, mut lost_seen) = (0u64, 0u64);
+    let silence = Duration::from_millis(args.silence_ms);
+    let mut heard = Instant::now();
     let mut written: io::Result<()> = Ok(());
     let interrupted = loop {
         if stop.load(Ordering::Relaxed) {
@@ -84,8 +86,21 @@ pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
                  subscriber fell behind); books stay as last sent until it comes back"
             );
         }
-        if polled == 0 {
+        if polled > 0 {
+            heard = Instant::now();
+        } else {
             out.flush()?;
+            if heard.elapsed() > silence && feed.is_connected() {
+                eprintln!(
+                    "ticklane subscribe: nothing for {} ms from a connected publisher: this \
+                     subscriber fell behind; rejoining at the publisher's position, the \
+                     refresh cycle brings the books back",
+                    args.silence_ms
+                );
+                feed.rejoin()?;
+                books.image_lost();
+                heard = Instant::now();
+            }
             std::thread::sleep(Duration::from_millis(1));
         }
     };
@@ -102,13 +117,14 @@ pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
     let (joined, lost) = feed.images();
     eprintln!(
         "ticklane subscribe: {} records ({} changes, {} trades, {} refreshes, {} cycles), {} \
-         books; images joined {joined}, lost {lost}; {} undecodable; {}; {}",
+         books; images joined {joined}, lost {lost}; rejoined {}; {} undecodable; {}; {}",
         c.records,
         c.changes,
         c.trades,
         c.refreshes,
         c.cycles,
         books.len(),
+        feed.rejoined(),
         undecodable,
         if books.is_complete() {
             "every book sent since it joined"

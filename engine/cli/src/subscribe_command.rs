@@ -44,6 +44,13 @@ pub struct SubscribeArgs {
     /// Levels per side in --book-out (the stream carries 10).
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10))]
     pub depth: u64,
+    /// With --aeron: a stream silent this long (ms) while the publisher is still there
+    /// means this subscriber fell too far behind to be sent what it missed; it rejoins at
+    /// the publisher's position and the refresh cycle makes its books good. Keep it above
+    /// the publisher's `[aeron] heartbeat_ms`.
+    #[arg(long, default_value_t = 3000, requires = "aeron",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub silence_ms: u64,
     /// With --aeron: print no updates, only the end's summary.
     #[arg(long, short)]
     pub quiet: bool,

@@ -73,6 +73,10 @@ fn write_config(path: &Path, snapshot: &Path, data: u16, request: u16, control: 
 /// A `subscribe --aeron` process on its own endpoint, registered with the publisher's
 /// control endpoint.
 fn subscriber(control: u16, book_out: &Path) -> Watched {
+    subscriber_with(control, book_out, &[])
+}
+
+fn subscriber_with(control: u16, book_out: &Path, extra: &[&str]) -> Watched {
     let endpoint = free_port();
     let channel = format!(
         "aeron:udp?endpoint=127.0.0.1:{endpoint}|control=127.0.0.1:{control}|control-mode=dynamic"
@@ -87,7 +91,8 @@ fn subscriber(control: u16, book_out: &Path) -> Watched {
                 "77",
                 "--quiet",
             ])
-            .args(["--book-out", utf8(book_out)]),
+            .args(["--book-out", utf8(book_out)])
+            .args(extra),
     );
     subscriber.wait_for_line("ticklane subscribe: following", READY_WITHIN);
     subscriber
@@ -119,7 +124,8 @@ fn sim(day: &Path, data: u16, request: u16, rate: u32) -> Child {
         .expect("start sim")
 }
 
-fn assert_ended_exact(subscriber: Watched, book_out: &Path, replayed: &str, who: &str) {
+/// Ends as [`assert_ended_exact`] does; returns its summary.
+fn assert_ended_exact(subscriber: Watched, book_out: &Path, replayed: &str, who: &str) -> String {
     let out = subscriber.finish(Duration::from_secs(60));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{who}: exit {}:\n{err}", out.status);
@@ -133,6 +139,46 @@ fn assert_ended_exact(subscriber: Watched, book_out: &Path, replayed: &str, who:
         followed == replayed,
         "{who}: books differ from the replay\n{err}"
     );
+    err.into_owned()
+}
+
+/// The number before `label` in a summary line (`…, 12 label, …`).
+fn count_before(summary: &str, label: &str) -> u64 {
+    let at = summary
+        .find(label)
+        .unwrap_or_else(|| panic!("`{label}` in {summary}"));
+    let digits: String = summary[..at]
+        .trim_end()
+        .chars()
+        .rev()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits
+        .chars()
+        .rev()
+        .collect::<String>()
+        .parse()
+        .expect("a count")
+}
+
+/// The number after `label` in a summary line (`…, label 3; …`).
+fn count_after(summary: &str, label: &str) -> u64 {
+    let at = summary
+        .find(label)
+        .unwrap_or_else(|| panic!("`{label}` in {summary}"));
+    let digits: String = summary[at + label.len()..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().expect("a count")
+}
+
+fn signal(child: &Child, signal: &str) {
+    let sent = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "kill {signal}");
 }
 
 #[test]
@@ -211,6 +257,57 @@ fn a_subscriber_that_joins_half_way_ends_with_the_same_books() {
     assert!(run_out.status.success(), "run: {summary}");
     wait_bounded(sim, Duration::from_secs(30));
     assert_ended_exact(late, &late_out, &replayed, "the late subscriber");
+}
+
+#[test]
+fn a_subscriber_that_stops_reading_neither_slows_the_others_and_comes_back_exact() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (day, replayed) = day_and_replay(dir.path(), 400_000, 23);
+    let (data, request, control) = (free_port(), free_port(), free_port());
+    let config = dir.path().join("line.toml");
+    write_config(
+        &config,
+        &dir.path().join("books.snap"),
+        data,
+        request,
+        control,
+    );
+    let mut run = Watched::spawn(ticklane().args(["run", "--config", utf8(&config)]));
+    run.wait_for_line("ticklane run: ready (", READY_WITHIN);
+    let (steady_out, slow_out) = (dir.path().join("steady.csv"), dir.path().join("slow.csv"));
+    let steady = subscriber(control, &steady_out);
+    let slow = subscriber_with(control, &slow_out, &["--silence-ms", "500"]);
+    std::thread::sleep(Duration::from_millis(500));
+    let sim = sim(&day, data, request, 100_000);
+    // A second into the day's four, the slow one stops reading (its embedded driver with
+    // it) for a second: the publisher sends on, far past its receiver window.
+    std::thread::sleep(Duration::from_secs(1));
+    signal(&slow.child, "-STOP");
+    std::thread::sleep(Duration::from_secs(1));
+    signal(&slow.child, "-CONT");
+    let run_out = run.finish(Duration::from_secs(90));
+    let summary = String::from_utf8_lossy(&run_out.stdout);
+    assert!(run_out.status.success(), "run: {summary}");
+    assert!(summary.contains("lost 0"), "every gap filled:\n{summary}");
+    // Not held back: a publisher that waited for the stopped subscriber would have been
+    // back pressured for the whole second, at about 30k records a second.
+    let records = count_after(&summary, "aeron: ");
+    let held = count_before(&summary, "back-pressured");
+    assert!(
+        held * 20 < records,
+        "back pressured {held} of {records}:\n{summary}"
+    );
+    wait_bounded(sim, Duration::from_secs(30));
+    let steady_summary = assert_ended_exact(steady, &steady_out, &replayed, "the steady one");
+    assert!(
+        steady_summary.contains("lost 0; rejoined 0;"),
+        "{steady_summary}"
+    );
+    let slow_summary = assert_ended_exact(slow, &slow_out, &replayed, "the slow one");
+    assert!(
+        count_after(&slow_summary, "; rejoined ") >= 1,
+        "it rejoined:\n{slow_summary}"
+    );
 }
 
 #[test]
