@@ -11,7 +11,7 @@ use ticklane_engine::serve::client::{ClientConfig, ClientTls};
 use ticklane_engine::serve::protocol::{Secret, MAX_SECRET};
 use ticklane_engine::serve::tls::{client_config, server_name};
 use ticklane_engine::views::ExitStatus;
-use ticklane_engine::watch::print_subscriber_updates;
+use ticklane_engine::watch::{print_subscriber_updates, BookOut};
 use ticklane_feed::resilience::BackoffConfig;
 
 /// `ticklane subscribe`.
@@ -37,12 +37,13 @@ pub struct SubscribeArgs {
     /// A running media driver's directory (default: one embedded in this process).
     #[arg(long, value_name = "DIR", requires = "aeron")]
     pub aeron_dir: Option<PathBuf>,
-    /// With --aeron: at the end of the stream (or on Ctrl-C), write the final books here in
-    /// the `replay --book-out` format.
-    #[arg(long, value_name = "PATH", requires = "aeron")]
+    /// When it ends (the Aeron stream's end, Ctrl-C, or the server's attempts running
+    /// out), write the final books here in the `replay --book-out` format.
+    #[arg(long, value_name = "PATH")]
     pub book_out: Option<PathBuf>,
-    /// Levels per side in --book-out (the stream carries 10).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10))]
+    /// Levels per side in --book-out (the Aeron stream carries 10; a server's images
+    /// carry its snapshot.depth, and level updates any depth).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub depth: u64,
     /// With --aeron: a stream silent this long (ms) while the publisher is still there
     /// means this subscriber fell too far behind to be sent what it missed; it rejoins at
@@ -147,7 +148,16 @@ pub fn subscribe(args: &SubscribeArgs) -> Result<ExitStatus> {
         seed: u64::from(std::process::id()),
         ..ClientConfig::new(server, args.symbols.clone())
     };
-    print_subscriber_updates(&config, io::stdout().lock(), &mut io::stderr().lock())
+    let book_out = args.book_out.as_ref().map(|path| BookOut {
+        path: path.clone(),
+        depth: args.depth as usize,
+    });
+    print_subscriber_updates(
+        &config,
+        io::stdout().lock(),
+        &mut io::stderr().lock(),
+        book_out.as_ref(),
+    )
 }
 
 /// The password the environment variable names.

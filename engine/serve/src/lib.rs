@@ -98,6 +98,7 @@ pub mod accounts;
 pub mod admission;
 pub mod audit;
 pub mod client;
+pub mod client_books;
 mod client_stream;
 mod connection;
 mod counters;

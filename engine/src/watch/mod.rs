@@ -9,5 +9,5 @@ mod subscribe;
 mod top;
 
 pub use book::{print_book, BookRequest};
-pub use subscribe::print_subscriber_updates;
+pub use subscribe::{print_subscriber_updates, BookOut};
 pub use top::{print_top, TopRequest};

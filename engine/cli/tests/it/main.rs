@@ -27,4 +27,5 @@ mod sim_pacing;
 mod snapshot_cli;
 mod snapshot_kill;
 mod socket_errors;
+mod subscribe_book_out;
 mod subscribe_exits;
