@@ -18,6 +18,7 @@ use rusteron_media_driver::{
 };
 
 use crate::book_publisher::{Offer, Transport};
+use crate::driver_counts::DriverCounts;
 
 /// Which media driver a client uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +28,10 @@ pub enum DriverPlace {
     /// A running driver whose directory (`aeron.dir`) this is.
     External(PathBuf),
 }
+
+/// The type of the driver's system counters (`AERON_SYSTEM_COUNTER_TYPE_ID`); each one's
+/// key is its id.
+const SYSTEM_COUNTER_TYPE_ID: i32 = 0;
 
 /// How long adding a publication or subscription may take before it is an error.
 const ADD_TIMEOUT: Duration = Duration::from_secs(10);
@@ -87,6 +92,29 @@ impl AeronNode {
     /// The driver's directory.
     pub fn dir(&self) -> &str {
         &self.dir
+    }
+
+    /// The driver's loss and repair counters now, from its counters file.
+    pub fn driver_counts(&self) -> DriverCounts {
+        let mut counts = DriverCounts::default();
+        self.aeron
+            .counters_reader()
+            .foreach_counter_fn(|value, _id, type_id, key, _label| {
+                let Some(id) = key.get(..4).and_then(|k| k.try_into().ok()) else {
+                    return;
+                };
+                let id = i32::from_le_bytes(id);
+                if type_id != SYSTEM_COUNTER_TYPE_ID {
+                    return;
+                }
+                if let Some((_, place)) = DriverCounts::SYSTEM_COUNTERS
+                    .iter()
+                    .find(|(wanted, _)| *wanted == id)
+                {
+                    *place(&mut counts) = u64::try_from(value).unwrap_or(0);
+                }
+            });
+        counts
     }
 
     /// A publication on `channel` / `stream_id`, as a [`Transport`].
@@ -182,6 +210,10 @@ impl Transport for AeronTransport {
         }
     }
 
+    fn driver_counts(&self) -> Option<DriverCounts> {
+        Some(self.node.driver_counts())
+    }
+
     fn offer(&mut self, record: &[u8]) -> Offer {
         // An administrative action (a term rotating) clears at once: tried again here.
         for _ in 0..8 {
@@ -274,6 +306,11 @@ impl AeronFeed {
             self.images.joined.load(Ordering::Relaxed),
             self.images.lost.load(Ordering::Relaxed),
         )
+    }
+
+    /// The driver's loss and repair counters now.
+    pub fn driver_counts(&self) -> DriverCounts {
+        self.node.driver_counts()
     }
 
     /// Rejoins so far.

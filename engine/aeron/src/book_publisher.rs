@@ -33,6 +33,7 @@ use ticklane_pipeline::overload::{DirtySet, Event, EventBody};
 use ticklane_snapshot::layout::SLOT_MAYBE_BAD;
 use ticklane_snapshot::SnapshotReader;
 
+use crate::driver_counts::{DriverCounters, DriverCounts};
 use crate::records::{
     record_bytes, BookChange, BookStamp, BookTop, StreamStamp, END_TEXT, HEARTBEAT_TEXT, LEVELS,
     REFRESH_TEXT,
@@ -60,6 +61,11 @@ pub trait Transport {
     /// so that subscribers can read to its end (nothing to do by default).
     fn linger(&mut self, wait: Duration) {
         let _ = wait;
+    }
+
+    /// The media driver's loss and repair counters, where there is a driver.
+    fn driver_counts(&self) -> Option<DriverCounts> {
+        None
     }
 }
 
@@ -109,7 +115,12 @@ pub struct PublisherCounters {
     pub rejoined: AtomicU64,
     /// Changes for stocks the snapshot has no slot for (its capacity was reached).
     pub unmapped: AtomicU64,
+    /// The media driver's loss and repair counters, read every [`DRIVER_READ_EVERY`].
+    pub driver: DriverCounters,
 }
+
+/// How often the publisher copies the driver's counters.
+pub const DRIVER_READ_EVERY: Duration = Duration::from_millis(100);
 
 /// A plain copy of [`PublisherCounters`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -138,6 +149,8 @@ pub struct PublisherCounts {
     pub rejoined: u64,
     /// Changes without a snapshot slot.
     pub unmapped: u64,
+    /// The media driver's loss and repair counters.
+    pub driver: DriverCounts,
 }
 
 impl PublisherCounters {
@@ -157,6 +170,7 @@ impl PublisherCounters {
             trades_shed: l(&self.trades_shed),
             rejoined: l(&self.rejoined),
             unmapped: l(&self.unmapped),
+            driver: self.driver.load(),
         }
     }
 }
@@ -229,6 +243,7 @@ pub struct BookPublisher<T> {
     cycle_began_ns: u64,
     refresh_next: usize,
     last_record_ns: u64,
+    driver_read_ns: u64,
     /// The line state last sent (`None` before the first).
     line_stale: Option<bool>,
     closed: bool,
@@ -264,6 +279,7 @@ impl<T: Transport> BookPublisher<T> {
             cycle_began_ns: now_ns,
             refresh_next: 0,
             last_record_ns: now_ns,
+            driver_read_ns: 0,
             line_stale: None,
             closed: false,
         }
@@ -340,27 +356,30 @@ impl<T: Transport> BookPublisher<T> {
                     .system(dbn::SystemCode::Heartbeat, HEARTBEAT_TEXT, now_ns);
             let _sent = self.offer(record_bytes(&record), now_ns);
         }
+        if now_ns.saturating_sub(self.driver_read_ns) >= nanos(DRIVER_READ_EVERY) {
+            self.read_driver(now_ns);
+        }
         (self.counters.records.load(Ordering::Relaxed) - before) as usize
     }
 
-    /// At the end of the update stream: sends every queued trade and every book that is not
-    /// on the stream as it stands, then the stream's last record, trying until `give_up_ns`
-    /// (on the same clock as `now`) while the transport back-pressures. Returns whether the
-    /// last record went out.
+    /// Copies the driver's counters into [`PublisherCounters::driver`].
+    pub fn read_driver(&mut self, now_ns: u64) {
+        self.driver_read_ns = now_ns;
+        if let Some(counts) = self.transport.driver_counts() {
+            self.counters.driver.store(&counts);
+        }
+    }
+
+    /// At the end of the update stream: sends every queued trade and pending change, then
+    /// every book once more as a refresh (a last cycle, which the end record closes), then
+    /// the stream's last record, trying until `give_up_ns` (on the same clock as `now`)
+    /// while the transport back-pressures. Returns whether the last record went out.
     pub fn finish(&mut self, mut now: impl FnMut() -> u64, give_up_ns: u64) -> bool {
         self.learn_slots();
-        for slot in 0..self.slots_known {
-            if let Some(book) = self.read_slot(slot) {
-                let sent = &self.sent[slot];
-                if !sent.sent || sent.feed_seq != book.feed_seq || sent.top != book.top {
-                    self.dirty
-                        .mark(Locate(book.locate), 0, book.feed_seq, Nanos(0));
-                }
-            }
-        }
+        self.refresh_next = 0;
         loop {
             let t = now();
-            match self.publish_changes(t) {
+            match self.publish_changes(t).and_then(|()| self.last_refresh(t)) {
                 Ok(()) => {
                     let text = format!("{END_TEXT}: {} instruments", self.slots_known);
                     let record = self
@@ -383,6 +402,15 @@ impl<T: Transport> BookPublisher<T> {
                 Err(Stopped::BackPressured) => std::thread::sleep(Duration::from_micros(100)),
             }
         }
+    }
+
+    /// The end's last cycle: every book not yet sent in it.
+    fn last_refresh(&mut self, now_ns: u64) -> Result<(), Stopped> {
+        while self.refresh_next < self.slots_known {
+            self.send_book(self.refresh_next, true, now_ns)?;
+            self.refresh_next += 1;
+        }
+        Ok(())
     }
 
     fn publish_changes(&mut self, now_ns: u64) -> Result<(), Stopped> {
@@ -827,9 +855,25 @@ mod tests {
             Some("end of stream: 2 instruments"),
             "{end:?}"
         );
-        assert!(
-            end.contains(&"book 8".to_owned()),
-            "every book not yet sent: {end:?}"
+        // The last cycle: every book once more, as it stands, then the end.
+        for book in ["refresh 7", "refresh 8"] {
+            assert!(end.iter().any(|k| k == book), "{book}: {end:?}");
+        }
+    }
+
+    #[test]
+    fn the_end_closes_a_last_cycle_of_every_book() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (mut p, t) = publisher(dir.path());
+        p.publish(1);
+        let _ = t.take();
+        assert!(p.finish(|| 2, 10));
+        let end = kinds(t.take());
+        let refreshed = end.iter().filter(|k| k.starts_with("refresh ")).count();
+        assert_eq!(refreshed, 2, "{end:?}");
+        assert_eq!(
+            end.last().map(String::as_str),
+            Some("end of stream: 2 instruments")
         );
     }
 }

@@ -318,7 +318,12 @@ impl FollowedBooks {
             return None;
         }
         if text.starts_with(END_TEXT) {
+            // The end closes a last cycle, in which every book was sent again: a
+            // subscriber that saw the cycle end before it has every book.
             self.ended = true;
+            if self.last_cycle.is_some() {
+                self.complete = true;
+            }
             return None;
         }
         if let Some(rest) = text.strip_prefix(REFRESH_TEXT) {
@@ -396,3 +401,55 @@ fn top_of(r: &Mbp10Msg) -> BookTop {
 }
 
 const _: () = assert!(LEVELS == 10, "a book record is MBP-10");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::{StreamStamp, END_TEXT, REFRESH_TEXT};
+
+    fn said(books: &mut FollowedBooks, text: &str) {
+        let record = StreamStamp::nasdaq_today().system(dbn::SystemCode::EndOfInterval, text, 1);
+        books.apply(StreamRecord::System(&record));
+    }
+
+    fn cycle_end(books: &mut FollowedBooks, cycle: u64) {
+        said(
+            books,
+            &format!("{REFRESH_TEXT}{cycle} complete: 3 instruments"),
+        );
+    }
+
+    #[test]
+    fn a_joiner_has_every_book_after_two_cycle_ends_in_a_row() {
+        let mut books = FollowedBooks::new(None);
+        cycle_end(&mut books, 4);
+        assert!(!books.is_complete(), "it joined inside cycle 4");
+        cycle_end(&mut books, 5);
+        assert!(books.is_complete());
+        books.image_lost();
+        assert!(!books.is_complete(), "records may have gone with the image");
+        cycle_end(&mut books, 9);
+        cycle_end(&mut books, 10);
+        assert!(books.is_complete());
+    }
+
+    #[test]
+    fn the_end_closes_the_last_cycle() {
+        let mut late = FollowedBooks::new(None);
+        cycle_end(&mut late, 7);
+        said(&mut late, &format!("{END_TEXT}: 3 instruments"));
+        assert!(late.has_ended());
+        assert!(
+            late.is_complete(),
+            "the last refresh came whole after cycle 7's end"
+        );
+
+        let mut too_late = FollowedBooks::new(None);
+        said(&mut too_late, &format!("{END_TEXT}: 3 instruments"));
+        assert!(too_late.has_ended());
+        assert!(
+            !too_late.is_complete(),
+            "no cycle end: part of the last refresh was before it"
+        );
+    }
+}

@@ -32,7 +32,7 @@
 //! | `StatusMsg`, line (instrument 0) | the line's state changed | `NOT_AVAILABLE_FOR_TRADING` with reason `RECOVERY_IN_PROCESS` while the feed is down or recovering (every book is its last known state), `NONE` when live |
 //! | `SystemMsg` `HEARTBEAT` | nothing sent for `[aeron] heartbeat_ms` | text `heartbeat` |
 //! | `SystemMsg` `END_OF_INTERVAL` | a refresh cycle ended | text `refresh K complete: N instruments` |
-//! | `SystemMsg` `END_OF_INTERVAL` | the stream's last record | text `end of stream: N instruments` |
+//! | `SystemMsg` `END_OF_INTERVAL` | the stream's last record, after a last refresh of every book | text `end of stream: N instruments` |
 //!
 //! Every `Mbp10Msg` carries `F_LAST` and `F_MBP`; `F_MAYBE_BAD_BOOK` while the book may be
 //! wrong (the line declared messages lost). A book is its latest record: each holds the
@@ -43,16 +43,32 @@
 //! clear: a change or a trade. **Every book seen.** The refresh cycle sends every book
 //! once per `[aeron] refresh_cycle_ms`, spread evenly over it, then its cycle-end record:
 //! a subscriber that has seen two cycle ends in a row (cycles K and K + 1) has been sent
-//! every book since it joined, and holds each as it stood at its latest record.
+//! every book since it joined, and holds each as it stood at its latest record. The end
+//! of the stream closes a last cycle: the publisher sends every book once more, then the
+//! end record, so a subscriber that saw a cycle end before the end record has every book
+//! as it finally stood, however late it joined.
 //!
 //! **Falling behind.** A subscriber that stops reading for longer than its receiver
 //! window lasts at the publisher's rate is left behind: nothing more reaches it, though
-//! its image stays up (see [`aeron_link::AeronFeed::rejoin`] in a build with the feature).
+//! its image stays up (`AeronFeed::rejoin` in a build with the feature says why).
 //! The heartbeat is what tells it: a stream silent for longer than a few heartbeats while
 //! its image is up has left this subscriber behind, and `ticklane subscribe` then rejoins
 //! (`--silence-ms`, counted as `rejoined`), starting again at two cycle ends. The
 //! publisher and the other subscribers are not held back meanwhile: on multi-destination
-//! and multicast channels Aeron's flow control goes at the fastest receiver.
+//! and multicast channels Aeron's flow control goes at the fastest receiver. The same
+//! happens to a receiver whose loss takes longer to repair than its window lasts (a
+//! retransmission lost in turn): its driver counts packets beyond the window
+//! (`flow_control_over_runs`) while nothing is delivered, and the subscriber rejoins after
+//! 100 ms of that rather than the whole silence. Loss that Aeron repairs in time is
+//! NAKed and retransmitted with nothing lost; both drivers' counts are in the summaries
+//! (and the publisher's in `/metrics`).
+//!
+//! **Driver settings.** An embedded driver takes Aeron's own `AERON_*` environment
+//! variables (the C driver's names), for instance `AERON_RCV_INITIAL_WINDOW_LENGTH` with
+//! `AERON_SOCKET_SO_RCVBUF` for a wider receiver window (at most the kernel's
+//! `net.core.rmem_max`), or `AERON_UDP_CHANNEL_INCOMING_INTERCEPTORS=loss` with
+//! `AERON_UDP_CHANNEL_TRANSPORT_BINDINGS_LOSS_ARGS=rate=0.01|recv-msg-mask=0x2` to drop
+//! a share of the data frames it receives, as the tests do.
 //!
 //! # Back pressure and conflation
 //!
@@ -62,6 +78,7 @@
 //! [`book_publisher`].
 
 pub mod book_publisher;
+mod driver_counts;
 pub mod followed_books;
 mod memory_transport;
 mod publisher_thread;
@@ -73,6 +90,7 @@ pub mod aeron_link;
 pub use book_publisher::{
     BookPublisher, Offer, PublisherConfig, PublisherCounters, PublisherCounts, Transport,
 };
+pub use driver_counts::{DriverCounters, DriverCounts};
 pub use followed_books::{FollowCounts, FollowedBooks, Update};
 pub use memory_transport::MemoryTransport;
 pub use publisher_thread::{PublisherEnd, PublisherThread};

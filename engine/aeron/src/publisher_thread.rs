@@ -154,6 +154,7 @@ fn serve<T: Transport>(
             if ended_cleanly {
                 publisher.linger(linger);
             }
+            publisher.read_driver(wall_clock_ns());
             return end(publisher, ended_cleanly);
         }
         let sent = publisher.publish(wall_clock_ns());

@@ -151,7 +151,8 @@ impl AeronPublish {
         let c = end.counts;
         Some(format!(
             "aeron: {} records ({} changes, {} trades, {} refreshes, {} cycles), {} conflated, \
-             {} back-pressured, {} not connected, {} trades shed, {} rejoined; {}",
+             {} back-pressured, {} not connected, {} trades shed, {} rejoined; driver: {} NAKs \
+             received, {} retransmits ({} bytes), {} errors; {}",
             c.records,
             c.changes,
             c.trades,
@@ -162,6 +163,10 @@ impl AeronPublish {
             c.not_connected,
             c.trades_shed,
             c.rejoined,
+            c.driver.naks_received,
+            c.driver.retransmits_sent,
+            c.driver.retransmitted_bytes,
+            c.driver.errors,
             if end.ended_cleanly {
                 "end of stream sent"
             } else {
@@ -264,6 +269,26 @@ impl StageMetrics for PublisherSeries {
                 "aeron_unmapped_total",
                 "Changes for stocks without a snapshot slot.",
                 counts.unmapped,
+            ),
+            counter(
+                "aeron_driver_naks_received_total",
+                "NAKs the media driver received from subscribers (the driver's total).",
+                counts.driver.naks_received,
+            ),
+            counter(
+                "aeron_driver_retransmits_sent_total",
+                "Retransmissions the media driver sent in answer (the driver's total).",
+                counts.driver.retransmits_sent,
+            ),
+            counter(
+                "aeron_driver_retransmitted_bytes_total",
+                "Bytes the media driver retransmitted (the driver's total).",
+                counts.driver.retransmitted_bytes,
+            ),
+            counter(
+                "aeron_driver_errors_total",
+                "Errors the media driver logged.",
+                counts.driver.errors,
             ),
         ]
     }

@@ -18,6 +18,11 @@ pub fn follow(_: &SubscribeArgs, _: &str) -> Result<ExitStatus> {
     Ok(ExitStatus::Usage)
 }
 
+/// How long nothing may come, with the driver counting over-runs, before a subscriber
+/// takes it that it fell behind.
+#[cfg(feature = "aeron")]
+const OVER_RUN_GRACE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Follows `channel` until the stream ends or a signal.
 #[cfg(feature = "aeron")]
 pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
@@ -51,6 +56,10 @@ pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
     let (mut undecodable, mut lost_seen) = (0u64, 0u64);
     let silence = Duration::from_millis(args.silence_ms);
     let mut heard = Instant::now();
+    // Over-runs (packets dropped as beyond the receiver window) while nothing comes mean
+    // it fell behind: it rejoins then, without waiting for the silence.
+    let (mut over_runs_heard, mut driver_read) =
+        (feed.driver_counts().flow_control_over_runs, Instant::now());
     let mut written: io::Result<()> = Ok(());
     let interrupted = loop {
         if stop.load(Ordering::Relaxed) {
@@ -90,18 +99,33 @@ pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
             heard = Instant::now();
         } else {
             out.flush()?;
-            if heard.elapsed() > silence && feed.is_connected() {
+            let quiet = heard.elapsed();
+            let mut over_run = false;
+            if quiet > OVER_RUN_GRACE && driver_read.elapsed() > OVER_RUN_GRACE {
+                driver_read = Instant::now();
+                over_run = feed.driver_counts().flow_control_over_runs > over_runs_heard;
+            }
+            if (over_run || quiet > silence) && feed.is_connected() {
                 eprintln!(
-                    "ticklane subscribe: nothing for {} ms from a connected publisher: this \
+                    "ticklane subscribe: {} for {} ms from a connected publisher: this \
                      subscriber fell behind; rejoining at the publisher's position, the \
                      refresh cycle brings the books back",
-                    args.silence_ms
+                    if over_run {
+                        "packets beyond the receiver window and nothing delivered"
+                    } else {
+                        "nothing"
+                    },
+                    quiet.as_millis()
                 );
                 feed.rejoin()?;
                 books.image_lost();
                 heard = Instant::now();
             }
             std::thread::sleep(Duration::from_millis(1));
+        }
+        if polled > 0 && driver_read.elapsed() > OVER_RUN_GRACE {
+            driver_read = Instant::now();
+            over_runs_heard = feed.driver_counts().flow_control_over_runs;
         }
     };
     out.flush()?;
@@ -115,9 +139,11 @@ pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
     }
     let c = books.counts();
     let (joined, lost) = feed.images();
+    let driver = feed.driver_counts();
     eprintln!(
         "ticklane subscribe: {} records ({} changes, {} trades, {} refreshes, {} cycles), {} \
-         books; images joined {joined}, lost {lost}; rejoined {}; {} undecodable; {}; {}",
+         books; images joined {joined}, lost {lost}; rejoined {}; {} undecodable; driver: {} \
+         NAKs sent, {} gaps filled with padding, {} over-runs; {}; {}",
         c.records,
         c.changes,
         c.trades,
@@ -126,6 +152,9 @@ pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
         books.len(),
         feed.rejoined(),
         undecodable,
+        driver.naks_sent,
+        driver.loss_gap_fills,
+        driver.flow_control_over_runs,
         if books.is_complete() {
             "every book sent since it joined"
         } else {

@@ -1,7 +1,8 @@
 //! `run --aeron` and `subscribe --aeron` as processes, over UDP on loopback: a generated day
 //! sent with loss (recovered by retransmission) ends with every subscriber's `--book-out`
-//! byte-identical to a replay of the day, whether it followed the stream from the start or
-//! joined half-way through.
+//! byte-identical to a replay of the day, whether it followed the stream from the start,
+//! joined half-way through, stopped reading for a second (it rejoins), or lost packets at
+//! its own driver (Aeron's NAKs get them back).
 //!
 //! Built and run only with the `aeron` feature (`cargo test --release --features
 //! ticklane/aeron --test aeron`). Each process has its own embedded media driver, as
@@ -73,10 +74,10 @@ fn write_config(path: &Path, snapshot: &Path, data: u16, request: u16, control: 
 /// A `subscribe --aeron` process on its own endpoint, registered with the publisher's
 /// control endpoint.
 fn subscriber(control: u16, book_out: &Path) -> Watched {
-    subscriber_with(control, book_out, &[])
+    subscriber_with(control, book_out, &[], &[])
 }
 
-fn subscriber_with(control: u16, book_out: &Path, extra: &[&str]) -> Watched {
+fn subscriber_with(control: u16, book_out: &Path, extra: &[&str], env: &[(&str, &str)]) -> Watched {
     let endpoint = free_port();
     let channel = format!(
         "aeron:udp?endpoint=127.0.0.1:{endpoint}|control=127.0.0.1:{control}|control-mode=dynamic"
@@ -92,7 +93,8 @@ fn subscriber_with(control: u16, book_out: &Path, extra: &[&str]) -> Watched {
                 "--quiet",
             ])
             .args(["--book-out", utf8(book_out)])
-            .args(extra),
+            .args(extra)
+            .envs(env.iter().copied()),
     );
     subscriber.wait_for_line("ticklane subscribe: following", READY_WITHIN);
     subscriber
@@ -276,7 +278,7 @@ fn a_subscriber_that_stops_reading_neither_slows_the_others_and_comes_back_exact
     run.wait_for_line("ticklane run: ready (", READY_WITHIN);
     let (steady_out, slow_out) = (dir.path().join("steady.csv"), dir.path().join("slow.csv"));
     let steady = subscriber(control, &steady_out);
-    let slow = subscriber_with(control, &slow_out, &["--silence-ms", "500"]);
+    let slow = subscriber_with(control, &slow_out, &["--silence-ms", "500"], &[]);
     std::thread::sleep(Duration::from_millis(500));
     let sim = sim(&day, data, request, 100_000);
     // A second into the day's four, the slow one stops reading (its embedded driver with
@@ -307,6 +309,55 @@ fn a_subscriber_that_stops_reading_neither_slows_the_others_and_comes_back_exact
     assert!(
         count_after(&slow_summary, "; rejoined ") >= 1,
         "it rejoined:\n{slow_summary}"
+    );
+}
+
+#[test]
+fn loss_at_a_subscribers_driver_is_recovered_by_aeron() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (day, replayed) = day_and_replay(dir.path(), 200_000, 24);
+    let (data, request, control) = (free_port(), free_port(), free_port());
+    let config = dir.path().join("line.toml");
+    write_config(
+        &config,
+        &dir.path().join("books.snap"),
+        data,
+        request,
+        control,
+    );
+    let mut run = Watched::spawn(ticklane().args(["run", "--config", utf8(&config)]));
+    run.wait_for_line("ticklane run: ready (", READY_WITHIN);
+    let (clean_out, lossy_out) = (dir.path().join("clean.csv"), dir.path().join("lossy.csv"));
+    let clean = subscriber(control, &clean_out);
+    // The C media driver's own loss generator, on the lossy subscriber's receiving side:
+    // 1% of data frames dropped as they arrive, retransmissions included.
+    let lossy = subscriber_with(
+        control,
+        &lossy_out,
+        &[],
+        &[
+            ("AERON_UDP_CHANNEL_INCOMING_INTERCEPTORS", "loss"),
+            (
+                "AERON_UDP_CHANNEL_TRANSPORT_BINDINGS_LOSS_ARGS",
+                "rate=0.01|recv-msg-mask=0x2|seed=7",
+            ),
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let sim = sim(&day, data, request, 50_000);
+    let run_out = run.finish(Duration::from_secs(90));
+    let summary = String::from_utf8_lossy(&run_out.stdout);
+    assert!(run_out.status.success(), "run: {summary}");
+    assert!(
+        count_after(&summary, "driver: ") > 0,
+        "the publisher's driver was asked again:\n{summary}"
+    );
+    wait_bounded(sim, Duration::from_secs(30));
+    assert_ended_exact(clean, &clean_out, &replayed, "the clean one");
+    let lossy_summary = assert_ended_exact(lossy, &lossy_out, &replayed, "the lossy one");
+    assert!(
+        count_after(&lossy_summary, "driver: ") > 0,
+        "it asked for what it lost:\n{lossy_summary}"
     );
 }
 
