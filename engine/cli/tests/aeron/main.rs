@@ -362,6 +362,52 @@ fn loss_at_a_subscribers_driver_is_recovered_by_aeron() {
 }
 
 #[test]
+fn an_external_driver_carries_ipc_from_run_to_a_subscriber() {
+    use ticklane_aeron::aeron_link::{AeronNode, DriverPlace};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (day, replayed) = day_and_replay(dir.path(), 200_000, 25);
+    // A media driver of this test's own, outside both processes, as a host's shared
+    // driver would be: the two reach each other through its shared memory.
+    let driver = AeronNode::connect(&DriverPlace::Embedded).expect("a media driver");
+    let aeron_dir = driver.dir().to_owned();
+    let (data, request) = (free_port(), free_port());
+    let config = dir.path().join("line.toml");
+    write_config(&config, &dir.path().join("books.snap"), data, request, 0);
+    let toml = std::fs::read_to_string(&config).expect("config");
+    let (head, _) = toml.split_once("[aeron]").expect("an [aeron] section");
+    std::fs::write(
+        &config,
+        format!(
+            "{head}[aeron]\nchannel = \"aeron:ipc\"\ndir = {aeron_dir:?}\nstream_id = 77\n\
+             refresh_cycle_ms = 300\nheartbeat_ms = 100\n"
+        ),
+    )
+    .expect("write config");
+    let mut run = Watched::spawn(ticklane().args(["run", "--config", utf8(&config)]));
+    let said = run.wait_for_line("ticklane run: book updates on aeron:ipc", READY_WITHIN);
+    assert!(said.contains(&aeron_dir), "{said}");
+    run.wait_for_line("ticklane run: ready (", READY_WITHIN);
+    let book_out = dir.path().join("ipc.csv");
+    let mut subscriber = Watched::spawn(
+        ticklane()
+            .args(["subscribe", "--aeron", "aeron:ipc", "--stream", "77"])
+            .args(["--aeron-dir", &aeron_dir, "--quiet"])
+            .args(["--book-out", utf8(&book_out)]),
+    );
+    subscriber.wait_for_line("ticklane subscribe: following", READY_WITHIN);
+    std::thread::sleep(Duration::from_millis(300));
+    let sim = sim(&day, data, request, 100_000);
+    let run_out = run.finish(Duration::from_secs(90));
+    let summary = String::from_utf8_lossy(&run_out.stdout);
+    assert!(run_out.status.success(), "run: {summary}");
+    assert!(summary.contains("end of stream sent"), "{summary}");
+    wait_bounded(sim, Duration::from_secs(30));
+    assert_ended_exact(subscriber, &book_out, &replayed, "the IPC subscriber");
+    drop(driver);
+}
+
+#[test]
 fn run_refuses_aeron_without_a_snapshot() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("line.toml");
