@@ -81,6 +81,7 @@ pub mod book_publisher;
 mod driver_counts;
 pub mod followed_books;
 mod memory_transport;
+mod publication_guard;
 mod publisher_thread;
 pub mod records;
 
@@ -93,5 +94,6 @@ pub use book_publisher::{
 pub use driver_counts::{DriverCounters, DriverCounts};
 pub use followed_books::{FollowCounts, FollowedBooks, Update};
 pub use memory_transport::MemoryTransport;
+pub use publication_guard::{GuardedTransport, PublicationHandles, PUBLICATION_BREAKER};
 pub use publisher_thread::{PublisherEnd, PublisherThread};
 pub use records::{StreamDecoder, StreamRecord, StreamStamp};

@@ -3,12 +3,12 @@
 
 use std::io;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
 
-use ticklane_engine::admin::StageMetrics;
 use ticklane_engine::config::RunConfig;
-use ticklane_engine::live::StreamConsumer;
+use ticklane_engine::live::{ConsumerHandles, StreamConsumer};
 use ticklane_engine::overload::SubscriberHub;
+#[cfg(feature = "aeron")]
+use {std::sync::Arc, ticklane_engine::admin::StageMetrics};
 
 /// The publisher, once the line starts it.
 #[derive(Debug, Default)]
@@ -56,7 +56,7 @@ impl StreamConsumer for AeronPublish {
         _: &RunConfig,
         _: SubscriberHub,
         _: &Path,
-        _: &OnceLock<Arc<dyn StageMetrics>>,
+        _: ConsumerHandles<'_>,
     ) -> io::Result<()> {
         Err(io::Error::new(
             io::ErrorKind::Unsupported,
@@ -82,15 +82,22 @@ impl StreamConsumer for AeronPublish {
         self.channel(config).is_some()
     }
 
+    fn dependency(&self) -> Option<&'static str> {
+        Some("aeron")
+    }
+
     fn start(
         &mut self,
         config: &RunConfig,
         hub: SubscriberHub,
         snapshot: &Path,
-        metrics: &OnceLock<Arc<dyn StageMetrics>>,
+        handles: ConsumerHandles<'_>,
     ) -> io::Result<()> {
         use ticklane_aeron::aeron_link::{AeronNode, DriverPlace};
-        use ticklane_aeron::{BookPublisher, PublisherConfig, PublisherThread, StreamStamp};
+        use ticklane_aeron::{
+            BookPublisher, GuardedTransport, PublicationHandles, PublisherConfig, PublisherThread,
+            StreamStamp,
+        };
         use ticklane_engine::snapshot::{wall_clock_ns, SnapshotReader};
 
         let Some(channel) = self.channel(config).map(str::to_owned) else {
@@ -113,8 +120,17 @@ impl StreamConsumer for AeronPublish {
             DriverPlace::External(dir) => format!("media driver at {}", dir.display()),
         };
         let opened = channel.clone();
+        let guard = PublicationHandles {
+            dependency: handles.dependency.cloned(),
+            health: Some(Arc::clone(handles.health)),
+        };
+        let heartbeat = section.heartbeat;
         let running = PublisherThread::start(hub, section.linger, move || {
-            let transport = AeronNode::connect(&place)?.into_publication(&opened, stream)?;
+            let transport = GuardedTransport::new(
+                AeronNode::connect(&place)?.into_publication(&opened, stream)?,
+                heartbeat,
+                guard,
+            );
             let reader = SnapshotReader::open(&snapshot).map_err(io::Error::other)?;
             Ok(BookPublisher::new(
                 transport,
@@ -124,7 +140,7 @@ impl StreamConsumer for AeronPublish {
             ))
         })?;
         let series: Arc<dyn StageMetrics> = Arc::new(PublisherSeries(running.counters()));
-        let _ = metrics.set(series);
+        let _ = handles.metrics.set(series);
         println!("ticklane run: book updates on {channel} stream {stream} ({driver})");
         self.state.running = Some(running);
         Ok(())

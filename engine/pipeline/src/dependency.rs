@@ -22,6 +22,13 @@
 //!   in it is a success, a silent interval a fault. Open, it raises `breaker_open` in
 //!   health; the line is still read, since its packets are its only probe.
 //!
+//! - **an Aeron publication** (`{feed}.aeron`): one heartbeat interval of the publisher, once
+//!   some subscriber has been connected: a subscriber connected in it is a success, none a
+//!   fault (and a publication the driver closed is one at once). Open, it raises
+//!   `publication_down` in health; the publisher goes on offering, since offers are its only
+//!   probe. Isolated by hand, it offers nothing (each record counted as refused) until
+//!   closed.
+//!
 //! Manual commands (the admin's `POST /feeds/{name}/isolate` and `/close`) are taken by the
 //! owning reader once per poll loop, and each reader copies its breakers' states and
 //! counters here at most once a millisecond. Health says `breaker_open` while any breaker is
@@ -91,6 +98,8 @@ pub enum DependencyKind {
     Line,
     /// A MoldUDP64 retransmission (request) server.
     RetransmissionServer,
+    /// A publication of the books to other hosts (Aeron).
+    Publication,
 }
 
 impl DependencyKind {
@@ -99,6 +108,7 @@ impl DependencyKind {
         match self {
             DependencyKind::Line => "line",
             DependencyKind::RetransmissionServer => "retransmission",
+            DependencyKind::Publication => "publication",
         }
     }
 }

@@ -17,8 +17,9 @@
 //! Everything else is Degraded (200): a SoupBinTCP line disconnected, reconnecting or whose
 //! server went quiet (a reconnect is under way, and if reconnects run out the line ends), a
 //! line isolated by hand (an operator's choice), an open breaker, declared loss or a late join
-//! (`MAYBE_BAD` books are still the best there are), a contract violation, and publications missed
-//! because the snapshot is full (every book that has a slot still publishes).
+//! (`MAYBE_BAD` books are still the best there are), a contract violation, publications missed
+//! because the snapshot is full (every book that has a slot still publishes), and an Aeron
+//! publication that reaches no subscriber (the books are live here).
 //!
 //! Shared between threads as `Arc<Health>`: every field is an atomic, so raising a condition
 //! from a reader thread never blocks and never allocates. Nothing here is on the per-message
@@ -86,6 +87,10 @@ pub enum Condition {
     ContractViolation,
     /// Publications lost because the snapshot had no free slot. Degraded.
     PublicationsMissed,
+    /// The Aeron publication's breaker is open (no subscriber reached, interval after
+    /// interval, once some had been) or it was isolated by hand: the books are live here,
+    /// the hosts that follow them over Aeron are not getting them. Degraded.
+    PublicationDown,
     /// A line ended in error or went silent past its timeout: nothing more will come.
     /// Unhealthy.
     LineEnded,
@@ -93,7 +98,7 @@ pub enum Condition {
 
 impl Condition {
     /// Every condition, in the order `/health` lists them.
-    pub const ALL: [Condition; 10] = [
+    pub const ALL: [Condition; 11] = [
         Condition::Starting,
         Condition::LineStale,
         Condition::LineSilent,
@@ -103,6 +108,7 @@ impl Condition {
         Condition::JoinedLate,
         Condition::ContractViolation,
         Condition::PublicationsMissed,
+        Condition::PublicationDown,
         Condition::LineEnded,
     ];
 
@@ -116,7 +122,8 @@ impl Condition {
             | Condition::MessagesLost
             | Condition::JoinedLate
             | Condition::ContractViolation
-            | Condition::PublicationsMissed => HealthState::Degraded,
+            | Condition::PublicationsMissed
+            | Condition::PublicationDown => HealthState::Degraded,
             Condition::LineSilent | Condition::LineEnded => HealthState::Unhealthy,
         }
     }
@@ -133,6 +140,7 @@ impl Condition {
             Condition::JoinedLate => "joined_late",
             Condition::ContractViolation => "contract_violation",
             Condition::PublicationsMissed => "publications_missed",
+            Condition::PublicationDown => "publication_down",
             Condition::LineEnded => "line_ended",
         }
     }
@@ -159,6 +167,9 @@ impl Condition {
                 "the input broke the protocol (malformed, wrong length, sequence backwards)"
             }
             Condition::PublicationsMissed => "publications were lost because the snapshot was full",
+            Condition::PublicationDown => {
+                "the Aeron publication reaches no subscriber (its breaker is open or isolated)"
+            }
             Condition::LineEnded => {
                 "the line ended in error or went silent: nothing more will come"
             }

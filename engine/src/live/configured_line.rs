@@ -34,9 +34,10 @@ use crate::web::{WebLimits, WebSecurity, WebServer, WebState};
 use ticklane_feed::net::NetError;
 
 use super::{
-    process_seed, run_served_line, stagger_delay, stagger_start, LineHandles, LineRun, LineSource,
-    StreamConsumer,
+    process_seed, run_served_line, stagger_delay, stagger_start, ConsumerHandles, LineHandles,
+    LineRun, LineSource, StreamConsumer,
 };
+use crate::dependency::{Dependency, DependencyKind};
 
 /// The addresses given on the command line, each over the file's own key.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -215,7 +216,21 @@ pub fn run_configured_line(
     if unrecoverable {
         notice(RunNotice::NoRequestServer);
     }
-    let handles = LineHandles::new(&config.feed_name, &feed);
+    let mut handles = LineHandles::new(&config.feed_name, &feed);
+    // A consumer that is a dependency (the Aeron publication) has its handle from the
+    // start, beside the line's, so that the admin server reports and commands it.
+    let consumer_dependency = consumer
+        .as_deref()
+        .filter(|c| c.wanted(config))
+        .and_then(StreamConsumer::dependency)
+        .map(|suffix| {
+            let dependency = Arc::new(Dependency::new(
+                format!("{}.{suffix}", config.feed_name),
+                DependencyKind::Publication,
+            ));
+            handles.dependencies.push(Arc::clone(&dependency));
+            dependency
+        });
     // Started before the stagger and the line, so that /health says Starting meanwhile; its
     // thread is never one of the pinned stages. Stopped when this returns.
     // The servers' counters reach `/metrics` as each server starts.
@@ -276,7 +291,16 @@ pub fn run_configured_line(
         (consumer.as_deref_mut(), &hub, &config.snapshot.path)
     {
         consumer
-            .start(config, hub.clone(), path, &servers.stage)
+            .start(
+                config,
+                hub.clone(),
+                path,
+                ConsumerHandles {
+                    metrics: &servers.stage,
+                    dependency: consumer_dependency.as_ref(),
+                    health: &health,
+                },
+            )
             .map_err(|e| match e.kind() {
                 io::ErrorKind::Unsupported => ConfiguredLineError::NotBuilt(e.to_string()),
                 _ => ConfiguredLineError::Consumer(e),

@@ -33,4 +33,4 @@ pub use shutdown::{
     SECOND_SIGNAL,
 };
 pub use stagger::{process_seed, stagger_delay, stagger_start, wait_out_stagger};
-pub use stream_consumer::StreamConsumer;
+pub use stream_consumer::{ConsumerHandles, StreamConsumer};

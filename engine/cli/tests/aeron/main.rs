@@ -102,12 +102,19 @@ fn subscriber_with(control: u16, book_out: &Path, extra: &[&str], env: &[(&str, 
 
 /// `GET /metrics` from the admin server at `port`.
 fn metrics(port: u16) -> String {
+    get(port, "/metrics")
+}
+
+/// `GET path` from the admin server at `port`: the whole answer, head and body.
+fn get(port: u16, path: &str) -> String {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("admin server");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("timeout");
     stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
         .expect("request");
     let mut answer = String::new();
     stream.read_to_string(&mut answer).expect("answer");
@@ -217,9 +224,19 @@ fn two_subscribers_end_a_lossy_day_with_the_replays_books() {
         "ticklane_aeron_records_total ",
         "ticklane_aeron_connected 1",
         "ticklane_aeron_refresh_cycles_total ",
+        "ticklane_aeron_driver_naks_received_total ",
     ] {
         assert!(scraped.contains(series), "{series} in /metrics:\n{scraped}");
     }
+    // The publication is a dependency beside the line, its breaker closed.
+    assert!(
+        scraped
+            .lines()
+            .any(|l| l.starts_with("ticklane_dependency_breaker_state{")
+                && l.contains(".aeron\"")
+                && l.ends_with(" 0")),
+        "the publication's breaker in /metrics:\n{scraped}"
+    );
     let run_out = run.finish(Duration::from_secs(90));
     let summary = String::from_utf8_lossy(&run_out.stdout);
     assert!(
@@ -405,6 +422,71 @@ fn an_external_driver_carries_ipc_from_run_to_a_subscriber() {
     wait_bounded(sim, Duration::from_secs(30));
     assert_ended_exact(subscriber, &book_out, &replayed, "the IPC subscriber");
     drop(driver);
+}
+
+#[test]
+fn health_says_when_the_publication_reaches_no_subscriber() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (data, request, control) = (free_port(), free_port(), free_port());
+    let config = dir.path().join("line.toml");
+    write_config(
+        &config,
+        &dir.path().join("books.snap"),
+        data,
+        request,
+        control,
+    );
+    // No feed comes: the line waits out this test, not its usual 10 s of silence.
+    let toml = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        toml.replace("silence_timeout_s = 10.0", "silence_timeout_s = 60.0"),
+    )
+    .expect("write config");
+    let admin = free_port();
+    let mut run = Watched::spawn(
+        ticklane()
+            .args(["run", "--config", utf8(&config)])
+            .args(["--admin", &format!("127.0.0.1:{admin}")]),
+    );
+    run.wait_for_line("ticklane run: ready (", READY_WITHIN);
+    // Nobody yet: nobody lost, nothing raised.
+    let health = get(admin, "/health");
+    assert!(!health.contains("publication_down"), "{health}");
+    let mut gone = subscriber(control, &dir.path().join("gone.csv"));
+    std::thread::sleep(Duration::from_secs(1));
+    gone.child.kill().expect("kill the subscriber");
+    let _ = gone.child.wait();
+    // Its destination times out at the publisher (5 s), then its breaker opens on the
+    // heartbeat intervals without a subscriber.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let down = loop {
+        let health = get(admin, "/health");
+        if health.contains("publication_down") {
+            break health;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never raised:\n{health}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // (The line is silent too here, with no feed: the state is the worse of the two.)
+    assert!(
+        down.contains("\"condition\":\"publication_down\""),
+        "{down}"
+    );
+    let scraped = metrics(admin);
+    assert!(
+        scraped
+            .lines()
+            .any(|l| l.starts_with("ticklane_dependency_breaker_state{")
+                && l.contains(".aeron\"")
+                && l.ends_with(" 1")),
+        "the publication's breaker open in /metrics:\n{scraped}"
+    );
+    signal(&run.child, "-INT");
+    let _ = run.finish(Duration::from_secs(30));
 }
 
 #[test]

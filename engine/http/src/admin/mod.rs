@@ -71,6 +71,7 @@
 //! | `ticklane_sessions{server}` | gauge | logged-in subscribers; logged-in browser sessions |
 //! | `ticklane_web_requests_refused_total{reason}`, `ticklane_web_sessions_ended_total{reason}`, `ticklane_web_books_sent_total` | counter | browser view: refused for `no_session`, `unknown_session` (forged, expired, logged out), `cross_origin`, `over_limit`; sessions ended by `logout`, `expired`, `withdrawn`; book messages sent |
 //! | `ticklane_audit_records_written_total`, `ticklane_audit_records_dropped_total` | counter | audit trail lines written; dropped because its queue was full |
+//! | `ticklane_aeron_*` | counter, gauge | with `[aeron]`: the publication's records, conflation, back pressure, subscribers, refresh cycles and the media driver's NAKs and retransmits, from the stage's own hook (the series and their help are in the command's `aeron_publish.rs`); the publication's breaker is the dependency `{feed}.aeron` |
 //!
 //! The servers' families appear once each server runs, from their own live counters
 //! (`server_metrics`); no account is ever a label (the audit trail names accounts).
@@ -96,7 +97,7 @@
 //! # `POST /feeds/{name}/isolate` and `/close`
 //!
 //! A manual command to the circuit breaker of every dependency of the feed `{name}` (its
-//! line and its retransmission server; the thread that owns each breaker takes it, once per
+//! line, its retransmission server, and an Aeron publication of its books; the thread that owns each breaker takes it, once per
 //! poll loop). An isolated MoldUDP64 line ignores its packets (counted) and flags its books
 //! `STALE` until closed, what it missed then being a gap like any other; an isolated
 //! SoupBinTCP line disconnects and does not reconnect until closed; an isolated
