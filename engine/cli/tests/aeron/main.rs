@@ -18,6 +18,8 @@ use std::time::Duration;
 
 use ticklane_testkit::process::{free_port, wait_bounded, Watched, READY_WITHIN};
 
+mod namespaces;
+
 fn ticklane() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ticklane"))
 }
@@ -121,19 +123,27 @@ fn get(port: u16, path: &str) -> String {
     answer
 }
 
+/// `ticklane sim` sending `day` with 1% loss, recovered through its request server.
 fn sim(day: &Path, data: u16, request: u16, rate: u32) -> Child {
-    ticklane()
+    sim_command(day, data, request, rate)
+        .spawn()
+        .expect("start sim")
+}
+
+fn sim_command(day: &Path, data: u16, request: u16, rate: u32) -> Command {
+    let mut command = ticklane();
+    command
         .args(["sim", utf8(day)])
         .args(["--udp", &format!("127.0.0.1:{data}")])
         .args(["--request", &format!("127.0.0.1:{request}")])
         .args(["--rate", &rate.to_string(), "--drop", "0.01", "--seed", "9"])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start sim")
+        .stderr(Stdio::null());
+    command
 }
 
-/// Ends as [`assert_ended_exact`] does; returns its summary.
+/// Waits for the subscriber's end: it saw the stream's end and every book, and its
+/// `--book-out` is the replay's; returns its summary.
 fn assert_ended_exact(subscriber: Watched, book_out: &Path, replayed: &str, who: &str) -> String {
     let out = subscriber.finish(Duration::from_secs(60));
     let err = String::from_utf8_lossy(&out.stderr);
