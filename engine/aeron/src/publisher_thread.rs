@@ -9,14 +9,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use ticklane_pipeline::overload::{RecvError, SubscriberHub};
+use ticklane_pipeline::{WaitStrategy, Waiter};
 use ticklane_snapshot::wall_clock_ns;
 
 use crate::book_publisher::{BookPublisher, PublisherCounters, PublisherCounts, Transport};
 
 /// Events taken from the hub before the publisher sends (bounds a turn).
 const EVENTS_PER_TURN: usize = 4096;
-/// How long an idle turn sleeps.
-const IDLE: Duration = Duration::from_micros(200);
 
 /// How the publisher thread ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,7 +37,8 @@ pub struct PublisherThread {
 
 impl PublisherThread {
     /// Starts `publisher` on a thread named `ticklane-aeron`, fed by a subscription of
-    /// `hub`. It runs until the update stream closes (the line ended: it then sends what is
+    /// `hub`, waiting as `wait` says when there is nothing to do (the line's stages'
+    /// `engine.wait`). It runs until the update stream closes (the line ended: it then sends what is
     /// pending and the stream's last record, back-pressured for at most `linger`), or
     /// until [`PublisherThread::stop`].
     ///
@@ -49,7 +49,12 @@ impl PublisherThread {
     ///
     /// If the thread cannot be started, or `make` fails (its error, once the thread has
     /// ended).
-    pub fn start<T, F>(hub: SubscriberHub, linger: Duration, make: F) -> io::Result<Self>
+    pub fn start<T, F>(
+        hub: SubscriberHub,
+        linger: Duration,
+        wait: WaitStrategy,
+        make: F,
+    ) -> io::Result<Self>
     where
         T: Transport,
         F: FnOnce() -> io::Result<BookPublisher<T>> + Send + 'static,
@@ -74,7 +79,7 @@ impl PublisherThread {
                             };
                         }
                     };
-                    serve(&mut publisher, &hub, &stop, linger)
+                    serve(&mut publisher, &hub, &stop, linger, wait)
                 })?
         };
         let counters = started
@@ -118,8 +123,10 @@ fn serve<T: Transport>(
     hub: &SubscriberHub,
     stop: &AtomicBool,
     linger: Duration,
+    wait: WaitStrategy,
 ) -> PublisherEnd {
     let mut subscription = hub.subscribe();
+    let mut waiter = Waiter::new(wait);
     let end = |publisher: &BookPublisher<T>, ended_cleanly| PublisherEnd {
         counts: publisher.counters().load(),
         ended_cleanly,
@@ -159,7 +166,9 @@ fn serve<T: Transport>(
         }
         let sent = publisher.publish(wall_clock_ns());
         if events == 0 && sent == 0 {
-            std::thread::sleep(IDLE);
+            waiter.wait();
+        } else {
+            waiter.reset();
         }
     }
 }

@@ -125,7 +125,7 @@ impl StreamConsumer for AeronPublish {
             health: Some(Arc::clone(handles.health)),
         };
         let heartbeat = section.heartbeat;
-        let running = PublisherThread::start(hub, section.linger, move || {
+        let running = PublisherThread::start(hub, section.linger, config.engine.wait, move || {
             let transport = GuardedTransport::new(
                 AeronNode::connect(&place)?.into_publication(&opened, stream)?,
                 heartbeat,
