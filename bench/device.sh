@@ -17,6 +17,8 @@
 #                    rtrb, crossbeam and the disruptor and the cache-line floor, 7 rounds
 #   live/            `latency` at 1 M msg/s, pinned, busy-spin, in-process and UDP sources
 #   storm.txt        `serve_storm`: the veterans' update latency before and during a storm
+#   delivery/        `delivery`: wire to consumer through the snapshot, the subscriber server
+#                    and Aeron IPC and UDP, the engine pinned with busy-spin, at 100 k changes/s
 #   python.txt       bench/python_batches.py, where $PYTHON imports ticklane, itch_book and
 #                    polars (a virtual environment carried along); else it says it skipped
 #   device.log       every step's command, exit status and wall time
@@ -36,12 +38,15 @@ bin="${DEVICE_BIN:-target/device/bin}"
 if [[ "${1:-}" == --build ]]; then
   bin=target/device/bin
   set -e
-  cargo build --profile release-lto -p ticklane
-  cargo build --release -p ticklane-bench --bin latency --bin serve_storm
+  # With Aeron (its C build needs CMake >= 3.30 and libclang here, nothing there).
+  cargo build --profile release-lto -p ticklane --features aeron
+  cargo build --release -p ticklane-bench --features aeron --bin latency --bin serve_storm \
+    --bin delivery
   mkdir -p "$bin"
   strip -o "$bin/ticklane" target/release-lto/ticklane
   strip -o "$bin/latency" target/release/latency
   strip -o "$bin/serve_storm" target/release/serve_storm
+  strip -o "$bin/delivery" target/release/delivery
   du -ch "$bin"/* | tail -n 1
   echo "carry $bin (and a venv with ticklane, itch-book and polars for python.txt), then run: bench/device.sh OUT"
   exit 0
@@ -50,7 +55,7 @@ fi
 out="${1:?usage: bench/device.sh --build | bench/device.sh OUT [--quick]}"
 quick=0
 [[ "${2:-}" == --quick ]] && quick=1
-for b in ticklane latency serve_storm; do
+for b in ticklane latency serve_storm delivery; do
   [[ -x "$bin/$b" ]] || { echo "$bin/$b is missing: run bench/device.sh --build first" >&2; exit 2; }
 done
 mkdir -p "$out"
@@ -134,6 +139,11 @@ else
     --fixed-retry-after-ms 3500 --deadline-s 40)
 fi
 step storm 150 "$bin/serve_storm" "${storm[@]}" > "$out/storm.txt"
+
+# Delivery to other processes: the engine pinned, busy-spin.
+if ((quick)); then delivery=(--quick); else delivery=(--changes 300000 --rate 100000); fi
+step delivery 120 "$bin/delivery" "${delivery[@]}" --ticklane "$bin/ticklane" \
+  --wait busy-spin --cores "$pin" --out "$out/delivery" > "$out/delivery.txt"
 
 # The Python path, where the interpreter has what it needs.
 python="${PYTHON:-.venv/bin/python}"

@@ -58,6 +58,12 @@ struct Args {
     /// Where summary.csv goes.
     #[arg(long, default_value = "target/delivery")]
     out: PathBuf,
+    /// The engine's `engine.wait` (busy-spin on cores to spare; spin-yield, park).
+    #[arg(long, default_value = "spin-yield")]
+    wait: String,
+    /// Pin the engine's reader and book threads: `--cores 2,3` (unpinned by default).
+    #[arg(long, value_delimiter = ',')]
+    cores: Option<Vec<usize>>,
 }
 
 /// The stock every change is in.
@@ -123,6 +129,9 @@ impl Seen {
 
 fn main() -> Result<()> {
     let mut args = Args::parse();
+    if args.cores.as_ref().is_some_and(|c| c.len() != 2) {
+        bail!("--cores takes two cores, the reader's and the book thread's: --cores 2,3");
+    }
     if args.quick {
         args.changes = 2_000 + WARM_UP;
     }
@@ -231,10 +240,16 @@ fn one_run(args: &Args, ticklane: &Path, transport: &Transport) -> Result<Vec<(S
     let dir = tempfile::tempdir()?;
     let snapshot = dir.path().join("books.snap");
     let (data, serve) = (free_port(), free_port());
+    let pinned = match args.cores.as_deref() {
+        Some([reader, book]) => format!("reader_core = {reader}\nbook_core = {book}\n"),
+        _ => String::new(),
+    };
+    let wait = &args.wait;
     #[cfg_attr(not(feature = "aeron"), allow(unused_mut))]
     let mut config = format!(
         "[snapshot]\npath = {snapshot:?}\ndepth = 10\ncapacity = 16\n\n\
-         [engine]\nmax_orders = 4096\nmax_books = 16\nlevels_per_side = 64\n\n\
+         [engine]\nmax_orders = 4096\nmax_books = 16\nlevels_per_side = 64\n\
+         wait = {wait:?}\n{pinned}\n\
          [feed]\nkind = \"moldudp64\"\nbind = \"127.0.0.1:{data}\"\n\
          silence_timeout_s = 30.0\nmax_duration_s = 600.0\n"
     );
