@@ -21,6 +21,7 @@
 //! ticklane-bench --features aeron --bin delivery -- --help`; `--quick` for a smoke run.
 
 use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -271,23 +272,40 @@ fn one_run(args: &Args, ticklane: &Path, transport: &Transport) -> Result<Vec<(S
         .args(["run", "--config"])
         .arg(&config_path)
         .args(["--serve", &format!("127.0.0.1:{serve}")])
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
         .context("starting ticklane run")?;
+    // The traffic starts once the line's socket is open (its `ready` line), so that the
+    // first message is not lost before the engine listens.
+    let (ready, is_ready) = std::sync::mpsc::channel();
+    if let Some(stdout) = child.stdout.take() {
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.starts_with("ticklane run: ready (") {
+                    let _ = ready.send(());
+                }
+            }
+        });
+    }
     #[cfg(feature = "aeron")]
     let aeron_dir = Some(driver.dir().to_owned());
     #[cfg(not(feature = "aeron"))]
     let aeron_dir: Option<String> = None;
-    let result = drive(
-        args,
-        transport,
-        &snapshot,
-        data,
-        serve,
-        aeron_dir.as_deref(),
-        &mut child,
-    );
+    let result = is_ready
+        .recv_timeout(Duration::from_secs(20))
+        .context("ticklane run was not ready within 20 s")
+        .and_then(|()| {
+            drive(
+                args,
+                transport,
+                &snapshot,
+                data,
+                serve,
+                aeron_dir.as_deref(),
+                &mut child,
+            )
+        });
     let _ = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status();

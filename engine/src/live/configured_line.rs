@@ -507,6 +507,7 @@ fn start_subscriber_server(
         ),
         tls_handshake_timeout: keys.tls_handshake_timeout,
         seed,
+        wait: config.engine.wait,
         ..ServeConfig::new(listen)
     };
     let security = ServeSecurity {

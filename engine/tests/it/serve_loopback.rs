@@ -125,17 +125,23 @@ fn read_until(
     }
 }
 
-#[test]
-fn image_then_updates_rebuild_the_engines_book() {
-    let mut f = Fixture::new(ServeConfig::new(loopback(0)));
-    let mut client = Session::connect(f.addr(), "alice", TIMEOUT).unwrap();
-    let id = client.subscribe("AAPL", TIMEOUT).unwrap();
+/// A session logged in as `account` and subscribed to `symbol`, its book the image.
+fn subscribed(f: &Fixture, account: &str, symbol: &str) -> (Session, ModelBook) {
+    let mut client = Session::connect(f.addr(), account, TIMEOUT).unwrap();
+    let id = client.subscribe(symbol, TIMEOUT).unwrap();
     let mut book = ModelBook::default();
     read_until(
         &mut client,
         &mut book,
         |m, _| matches!(m, ServerMessage::BookImage { header, .. } if header.request_id == id),
     );
+    (client, book)
+}
+
+#[test]
+fn image_then_updates_rebuild_the_engines_book() {
+    let mut f = Fixture::new(ServeConfig::new(loopback(0)));
+    let (mut client, mut book) = subscribed(&f, "alice", "AAPL");
     assert_eq!(book, f.model.book(&AAPL), "the image is the book");
     assert_eq!(book.bids.len(), 10);
     for i in 0..2_000 {
@@ -177,6 +183,36 @@ fn image_then_updates_rebuild_the_engines_book() {
     assert_eq!((counts.accepted, counts.requests), (1, 2));
 }
 
+/// With `engine.wait = busy-spin` the loop spins between turns while updates come instead
+/// of sleeping in `poll`: the client rebuilds the same book, and the server still stops
+/// cleanly once the updates have stopped and it sleeps again.
+#[test]
+fn a_spinning_loop_serves_the_same_book() {
+    let mut f = Fixture::new(ServeConfig {
+        wait: ticklane_engine::pipeline::WaitStrategy::BusySpin,
+        ..ServeConfig::new(loopback(0))
+    });
+    let (mut client, mut book) = subscribed(&f, "spin", "AAPL");
+    for i in 0..2_000 {
+        f.random_level(&AAPL, 1 + i);
+    }
+    f.trade(&AAPL, 79);
+    let read = read_until(&mut client, &mut book, |m, _| {
+        matches!(m, ServerMessage::Trade { shares: 79, .. })
+    });
+    assert_eq!(read, 2_001, "every level and the trade");
+    assert_eq!(book, f.model.book(&AAPL));
+    // Quiet long enough to sleep in `poll` again; it still answers.
+    std::thread::sleep(Duration::from_millis(200));
+    let listed = client.symbol_list(TIMEOUT).unwrap();
+    assert!(matches!(
+        client.recv().unwrap(),
+        Received::Message(ServerMessage::SymbolList { request_id, .. }) if request_id == listed
+    ));
+    let counts = f.server.stop().unwrap();
+    assert_eq!(counts.accepted, 1);
+}
+
 /// The snapshot is published after the book thread delivers a batch's events, so an image
 /// can be older than updates the server already sent; such an image is held until the
 /// source catches up, and the new subscriber's book is still the engine's.
@@ -186,14 +222,7 @@ fn an_image_behind_the_update_stream_waits_for_its_source() {
         stale_image_wait: Duration::from_secs(60),
         ..ServeConfig::new(loopback(0))
     });
-    let mut first = Session::connect(f.addr(), "first", TIMEOUT).unwrap();
-    let id = first.subscribe("AAPL", TIMEOUT).unwrap();
-    let mut first_book = ModelBook::default();
-    read_until(
-        &mut first,
-        &mut first_book,
-        |m, _| matches!(m, ServerMessage::BookImage { header, .. } if header.request_id == id),
-    );
+    let (mut first, mut first_book) = subscribed(&f, "first", "AAPL");
     // An update the server sends before the "snapshot" (the model) holds it.
     let late = LevelView {
         price: Price(99_0000),
