@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ticklane_feed::resilience::{Breaker, BreakerConfig, BreakerState, CallOutcome};
-use ticklane_pipeline::dependency::{BreakerMirror, Dependency, DependencyCounts, ManualCommand};
+use ticklane_pipeline::dependency::{Dependency, DependencyCounts, ManualCommand};
 use ticklane_pipeline::health::{Condition, Health};
 use ticklane_snapshot::wall_clock_ns;
 
@@ -150,7 +150,7 @@ impl<T: Transport> GuardedTransport<T> {
         let state = self.breaker.state(now);
         self.counts.breaker_transitions = self.breaker.transitions();
         if let Some(d) = &self.handles.dependency {
-            d.mirror_breaker(mirror(state), self.breaker.transitions());
+            d.mirror_breaker(state.into(), self.breaker.transitions());
             d.store_counts(self.counts);
         }
         let down = matches!(state, BreakerState::Open | BreakerState::Isolated);
@@ -164,15 +164,6 @@ impl<T: Transport> GuardedTransport<T> {
             }
         }
         self.raised = down;
-    }
-}
-
-fn mirror(state: BreakerState) -> BreakerMirror {
-    match state {
-        BreakerState::Closed => BreakerMirror::Closed,
-        BreakerState::Open => BreakerMirror::Open,
-        BreakerState::HalfOpen => BreakerMirror::HalfOpen,
-        BreakerState::Isolated => BreakerMirror::Isolated,
     }
 }
 
@@ -212,6 +203,7 @@ impl<T: Transport> Transport for GuardedTransport<T> {
 mod tests {
     use super::*;
     use crate::MemoryTransport;
+    use ticklane_pipeline::dependency::BreakerMirror;
 
     /// A guard of `t` with 1 ms intervals and a breaker open for 200 ms.
     fn guarded(t: &MemoryTransport) -> (GuardedTransport<MemoryTransport>, PublicationHandles) {

@@ -36,6 +36,8 @@
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
+use ticklane_feed::resilience::BreakerState;
+
 /// A manual breaker command (the admin's `POST /feeds/{name}/isolate` and `/close`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ManualCommand {
@@ -87,6 +89,17 @@ impl BreakerMirror {
             BreakerMirror::Open => "open",
             BreakerMirror::HalfOpen => "half_open",
             BreakerMirror::Isolated => "isolated",
+        }
+    }
+}
+
+impl From<BreakerState> for BreakerMirror {
+    fn from(state: BreakerState) -> Self {
+        match state {
+            BreakerState::Closed => BreakerMirror::Closed,
+            BreakerState::Open => BreakerMirror::Open,
+            BreakerState::HalfOpen => BreakerMirror::HalfOpen,
+            BreakerState::Isolated => BreakerMirror::Isolated,
         }
     }
 }

@@ -21,7 +21,7 @@ use ticklane_feed::moldudp64::{MoldRecovery, RecoveryCounts};
 use ticklane_feed::resilience::{Breaker, BreakerConfig, BreakerState, CallOutcome};
 
 use super::source_end::DropReason;
-use crate::dependency::{BreakerMirror, Dependency, DependencyCounts, ManualCommand};
+use crate::dependency::{Dependency, DependencyCounts, ManualCommand};
 use crate::health::{Condition, Health};
 use ticklane_snapshot::wall_clock_ns;
 
@@ -93,15 +93,6 @@ pub struct LineGuard {
     /// What health was last told, so that a condition is raised or cleared on change only.
     breaker_raised: bool,
     isolated_raised: bool,
-}
-
-fn mirror(state: BreakerState) -> BreakerMirror {
-    match state {
-        BreakerState::Closed => BreakerMirror::Closed,
-        BreakerState::Open => BreakerMirror::Open,
-        BreakerState::HalfOpen => BreakerMirror::HalfOpen,
-        BreakerState::Isolated => BreakerMirror::Isolated,
-    }
 }
 
 impl LineGuard {
@@ -215,7 +206,7 @@ impl LineGuard {
         let now = Duration::from_nanos(now_ns);
         let line_state = self.breaker.state(now);
         if let Some(d) = &self.handles.line {
-            d.mirror_breaker(mirror(line_state), self.breaker.transitions());
+            d.mirror_breaker(line_state.into(), self.breaker.transitions());
             d.store_counts(DependencyCounts {
                 calls: self.calls.calls,
                 distinct: self.calls.distinct,
@@ -229,7 +220,7 @@ impl LineGuard {
         if let (Some(d), Some(r)) = (&self.handles.retransmission, recovery) {
             let s = r.stats();
             d.mirror_breaker(
-                mirror(server_state.unwrap_or(BreakerState::Closed)),
+                server_state.unwrap_or(BreakerState::Closed).into(),
                 s.breaker_transitions,
             );
             d.store_counts(retransmission_counts(&s));
@@ -332,7 +323,7 @@ impl Listening {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dependency::DependencyKind;
+    use crate::dependency::{BreakerMirror, DependencyKind};
     use crate::health::HealthState;
 
     const MS: Duration = Duration::from_millis(1);
