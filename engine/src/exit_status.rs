@@ -27,7 +27,9 @@ pub enum ExitStatus {
     /// 3: the command ran to its end, but messages were declared lost: a MoldUDP64 gap that
     /// retransmission did not fill (or no retransmission server to ask), or a capture whose
     /// sequencer found sequences missing. The summary lists how many and which ranges.
-    /// (SoupBinTCP cannot declare loss: TCP delivers in order or fails.)
+    /// (SoupBinTCP cannot declare loss: TCP delivers in order or fails.) Also an Aeron
+    /// subscriber whose stream ended before it had every book, or with books flagged
+    /// MAYBE_BAD: its summary says which.
     DeclaredLost,
     /// 4: `run --config` was told to stop (SIGTERM or SIGINT) and its drain (stop reading,
     /// drain the ring, close the snapshot) took longer than `engine.shutdown_timeout_s`; the

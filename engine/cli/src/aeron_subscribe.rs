@@ -174,8 +174,12 @@ pub fn follow(args: &SubscribeArgs, channel: &str) -> Result<ExitStatus> {
             bad.join(",")
         );
     }
+    // The stream's end without every book, or with books the publisher's line declared
+    // messages lost for, is declared loss (3), as replay's is; Ctrl-C before the end is 130.
     Ok(if interrupted {
         ExitStatus::Interrupted
+    } else if !books.is_complete() || !bad.is_empty() {
+        ExitStatus::DeclaredLost
     } else {
         ExitStatus::Success
     })

@@ -501,6 +501,42 @@ fn health_says_when_the_publication_reaches_no_subscriber() {
 }
 
 #[test]
+fn a_subscriber_that_never_saw_a_whole_cycle_ends_with_declared_loss() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (day, _) = day_and_replay(dir.path(), 200_000, 27);
+    let (data, request, control) = (free_port(), free_port(), free_port());
+    let config = dir.path().join("line.toml");
+    write_config(
+        &config,
+        &dir.path().join("books.snap"),
+        data,
+        request,
+        control,
+    );
+    // No cycle ends within the day: a subscriber that joins after the start cannot know it
+    // has every book.
+    let toml = std::fs::read_to_string(&config).expect("config");
+    std::fs::write(
+        &config,
+        toml.replace("refresh_cycle_ms = 300", "refresh_cycle_ms = 600000"),
+    )
+    .expect("write config");
+    let mut run = Watched::spawn(ticklane().args(["run", "--config", utf8(&config)]));
+    run.wait_for_line("ticklane run: ready (", READY_WITHIN);
+    let sim = sim(&day, data, request, 100_000);
+    std::thread::sleep(Duration::from_millis(800));
+    let late = subscriber(control, &dir.path().join("late.csv"));
+    let run_out = run.finish(Duration::from_secs(90));
+    assert!(run_out.status.success());
+    wait_bounded(sim, Duration::from_secs(30));
+    let out = late.finish(Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("NOT EVERY BOOK SEEN"), "{err}");
+    assert!(err.contains("; end of stream"), "{err}");
+}
+
+#[test]
 fn run_refuses_aeron_without_a_snapshot() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("line.toml");
