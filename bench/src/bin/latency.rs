@@ -421,6 +421,21 @@ fn main() -> Result<()> {
                     .join(";  ")
             );
         }
+        // The hop goal is per round: ticklane's p50 below each other queue's in the same round.
+        if let Some(ours) = hop_rounds.get(&QueueKind::Ticklane) {
+            for (other, theirs) in hop_rounds
+                .iter()
+                .filter(|(q, _)| **q != QueueKind::Ticklane)
+            {
+                let rounds = ours.len().min(theirs.len());
+                let ahead = (0..rounds).filter(|&i| ours[i].p50 < theirs[i].p50).count();
+                let _ = writeln!(
+                    out,
+                    "  ticklane vs {:<9}: hop ahead at p50 in {ahead}/{rounds} rounds",
+                    other.name()
+                );
+            }
+        }
     }
 
     for (&(source, r, queue), cell) in &cells {
@@ -483,7 +498,7 @@ fn main() -> Result<()> {
     }
 
     // Ticklane against each other queue, round by round, at p50 and p99 end to end.
-    if args.queues.contains(&QueueKind::Ticklane) {
+    if args.queues.contains(&QueueKind::Ticklane) && !cells.is_empty() {
         let _ = writeln!(out, "\nticklane's ring against the others, end to end, round by round (ahead = lower latency):");
         for &source in &args.sources {
             for (r, &rate) in rates.iter().enumerate() {
