@@ -7,7 +7,7 @@ use std::io;
 
 use ticklane_itch::{
     self, AddOrder, AddOrderMpid, DecodeError, Locate, Message, Nanos, OrderCancel, OrderDelete,
-    OrderExecuted, OrderExecutedWithPrice, OrderReplace, Stock,
+    OrderExecuted, OrderExecutedWithPrice, OrderReplace, Stock, WireField,
 };
 
 use super::bbo_row::{BboRow, BboSink};
@@ -226,7 +226,10 @@ impl<S: BboSink> Applier<S> {
             // A change behind the best levels leaves the top as its last row has it (the
             // row was written, or found equal, after the last change that reached it).
             if change.top_moved {
-                Self::track(bbo, &self.books, index, message.timestamp(), change.locate)
+                // Every ITCH 5.0 message has its timestamp at bytes 5..11 (and a decoded one
+                // is longer): read there rather than through a second match on `message`.
+                let timestamp = Nanos::read(&bytes[5..]);
+                Self::track(bbo, &self.books, index, timestamp, change.locate)
                     .map_err(ApplyError::Output)?;
             }
         }

@@ -1,5 +1,5 @@
-//! Derived output written by a thread of its own: the book thread copies each row into a
-//! batch, publishes the batch into an SPSC ring, and never waits on a disk or an encoder; a
+//! Derived output written by a thread of its own: the book thread writes each row straight
+//! into an SPSC ring's next slot and publishes the rows a batch at a time, and never waits on a disk or an encoder; a
 //! writer thread takes the rows out and does whatever its [`RowWriter`] does with them
 //! (format CSV, fill Arrow columns). With two cores the two halves run side by side.
 //!
@@ -34,7 +34,7 @@ use std::thread::{self, JoinHandle};
 
 use ticklane_ring::ring::{Consumer, Producer, Ring};
 
-/// Rows gathered before one publish into the ring (one release store per batch, not per row).
+/// Rows staged in the ring before one publish (one release store per batch, not per row).
 const BATCH: usize = 64;
 /// Rows the writer takes per read, so it releases slots to the producer as it goes.
 const READ_BATCH: usize = 1024;
@@ -109,8 +109,11 @@ impl From<WriterThreadPanicked> for io::Error {
 /// `Send` (it may be built on one thread and used on another) but not meant to be shared.
 pub struct WriterThread<T, W: RowWriter<T>> {
     name: &'static str,
+    /// Rows are staged in the ring's slots ([`Producer::stage`]) and published every
+    /// [`BATCH`]: each row is copied once, into the slot the writer reads.
     producer: Producer<T>,
-    batch: Vec<T>,
+    /// Rows staged since the last publish.
+    staged: usize,
     writer: JoinHandle<Result<W::Output, W::Error>>,
 }
 
@@ -129,7 +132,7 @@ impl<T: Copy + Send + 'static, W: RowWriter<T>> WriterThread<T, W> {
         Ok(WriterThread {
             name,
             producer,
-            batch: Vec::with_capacity(BATCH),
+            staged: 0,
             writer,
         })
     }
@@ -142,28 +145,40 @@ impl<T: Copy + Send + 'static, W: RowWriter<T>> WriterThread<T, W> {
     /// [`WriterThread::finish`] returns).
     #[inline(always)]
     pub fn push(&mut self, row: T) -> Result<(), WriterStopped> {
-        self.batch.push(row);
-        if self.batch.len() == BATCH {
-            self.publish()?;
+        if let Err(full) = self.producer.stage(row) {
+            return self.push_into_full(full.into_inner());
+        }
+        self.staged += 1;
+        if self.staged == BATCH {
+            self.publish();
         }
         Ok(())
     }
 
-    fn publish(&mut self) -> Result<(), WriterStopped> {
-        let mut sent = 0;
+    #[inline(always)]
+    fn publish(&mut self) {
+        self.producer.publish_staged();
+        self.staged = 0;
+    }
+
+    /// The ring is full: publishes what is staged and waits for the writer to free a slot.
+    #[cold]
+    fn push_into_full(&mut self, mut row: T) -> Result<(), WriterStopped> {
+        self.publish();
         let mut idle = 0u32;
-        while sent < self.batch.len() {
-            let n = self.producer.push_slice(&self.batch[sent..]);
-            sent += n;
-            if n == 0 {
-                if self.writer.is_finished() {
-                    return Err(WriterStopped { name: self.name });
+        loop {
+            match self.producer.stage(row) {
+                Ok(()) => {
+                    self.staged = 1;
+                    return Ok(());
                 }
-                wait(&mut idle);
+                Err(full) => row = full.into_inner(),
             }
+            if self.writer.is_finished() {
+                return Err(WriterStopped { name: self.name });
+            }
+            wait(&mut idle);
         }
-        self.batch.clear();
-        Ok(())
     }
 
     /// Publishes the last rows, waits for the writer to write them and finish, and returns
@@ -171,24 +186,18 @@ impl<T: Copy + Send + 'static, W: RowWriter<T>> WriterThread<T, W> {
     ///
     /// # Errors
     ///
-    /// The writer's own error if it stopped on one (it comes first: a full ring is only its
-    /// symptom), or [`WriterThreadPanicked`] as `W::Error`.
+    /// The writer's own error if it stopped on one, or [`WriterThreadPanicked`] as
+    /// `W::Error`.
     pub fn finish(mut self) -> Result<W::Output, W::Error> {
-        let published = self.publish();
+        self.publish();
         // Dropping the producer tells the writer that no more rows come.
         drop(self.producer);
         let name = self.name;
-        let written = self
-            .writer
+        // Every row is in the ring by now (a row is staged or refused, never held here), so
+        // the writer's own result is the whole answer.
+        self.writer
             .join()
-            .unwrap_or_else(|_| Err(WriterThreadPanicked { name }.into()));
-        match (written, published) {
-            (Err(e), _) => Err(e),
-            // The writer finished cleanly but the last rows could not be handed over: only
-            // possible if it returned early without an error, which `drain` never does.
-            (Ok(_), Err(_)) => Err(WriterThreadPanicked { name }.into()),
-            (Ok(out), Ok(())) => Ok(out),
-        }
+            .unwrap_or_else(|_| Err(WriterThreadPanicked { name }.into()))
     }
 }
 

@@ -386,6 +386,53 @@ impl<T> Producer<T> {
         Ok(())
     }
 
+    /// Moves `value` into the next slot without making it visible: the consumer sees it, with
+    /// every value staged before it, at the next [`Producer::publish_staged`], at the end of the
+    /// next push or batch (each publishes the producer's whole head), or when the producer is
+    /// dropped.
+    ///
+    /// For a producer that gathers items one call at a time and hands them over in batches (one
+    /// release store per batch) without first copying them into a batch of its own. Staged slots
+    /// count as taken: a ring full of staged items refuses the next until they are published
+    /// and read.
+    ///
+    /// # Errors
+    ///
+    /// [`PushError::Full`], carrying `value` back, if every slot is taken.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use ticklane_ring::ring::Ring;
+    ///
+    /// let (mut producer, mut consumer) = Ring::new(4);
+    /// producer.stage(1).unwrap();
+    /// producer.stage(2).unwrap();
+    /// assert!(consumer.is_empty()); // staged, not yet published
+    /// producer.publish_staged();
+    /// assert_eq!(consumer.read_batch(usize::MAX).collect::<Vec<_>>(), [1, 2]);
+    /// ```
+    #[inline(always)]
+    pub fn stage(&mut self, value: T) -> Result<(), PushError<T>> {
+        if self.free_at_least(1) == 0 {
+            return Err(PushError::Full(value));
+        }
+        self.next_zeroed = false;
+        // SAFETY: we are the producer and `free_at_least` found the slot at `head` free; it
+        // stays ours until a publish covers it, since the consumer reads only below the
+        // published head.
+        unsafe { self.ring.write(self.head, value) };
+        self.head = self.head.wrapping_add(1);
+        Ok(())
+    }
+
+    /// Publishes every staged value (one Release store of the head); a no-op cost of one store
+    /// when nothing is staged.
+    #[inline(always)]
+    pub fn publish_staged(&mut self) {
+        self.publish();
+    }
+
     /// Copies as many items from the front of `items` as there are free slots, and publishes
     /// them all with one store. Returns how many were copied.
     ///
@@ -1243,6 +1290,29 @@ mod tests {
     }
 
     #[test]
+    fn staged_items_wait_for_a_publish_and_fill_the_ring() {
+        let (mut producer, mut consumer) = Ring::new(4);
+        for i in 0..4 {
+            assert_eq!(producer.stage(i), Ok(()));
+        }
+        // Staged slots are taken, though the consumer sees none of them yet.
+        assert_eq!(producer.stage(4), Err(PushError::Full(4)));
+        assert_eq!(consumer.pop(), Err(PopError::Empty));
+        producer.publish_staged();
+        assert_eq!(consumer.read_batch(2).collect::<Vec<_>>(), [0, 1]);
+        // A push publishes what was staged before it, in order.
+        producer.stage(4).unwrap();
+        assert_eq!(consumer.len(), 2);
+        producer.push(5).unwrap();
+        let popped: Vec<_> = std::iter::from_fn(|| consumer.pop().ok()).collect();
+        assert_eq!(popped, [2, 3, 4, 5]);
+        // Dropping the producer publishes what is staged.
+        producer.stage(6).unwrap();
+        drop(producer);
+        assert_eq!(consumer.read_batch(usize::MAX).collect::<Vec<_>>(), [6]);
+    }
+
+    #[test]
     fn full_and_empty() {
         let (mut producer, mut consumer) = Ring::new(4);
         assert!(producer.is_empty() && consumer.is_empty());
@@ -1692,6 +1762,34 @@ mod loom_tests {
                     hint::spin_loop();
                 } else {
                     got.extend(batch);
+                }
+            }
+            assert_eq!(got, [1, 2, 3]);
+            writer.join().unwrap();
+        });
+    }
+
+    #[test]
+    fn loom_staged_items_arrive_in_order_only_once_published() {
+        loom::model(|| {
+            let (mut producer, mut consumer) = Ring::<u32>::new(2);
+            let writer = thread::spawn(move || {
+                // Two staged then published, then a third through a full ring.
+                producer.stage(1).unwrap();
+                producer.stage(2).unwrap();
+                producer.publish_staged();
+                let mut item = 3;
+                while let Err(PushError::Full(back)) = producer.stage(item) {
+                    item = back;
+                    hint::spin_loop();
+                }
+                producer.publish_staged();
+            });
+            let mut got = Vec::new();
+            while got.len() < 3 {
+                match consumer.pop() {
+                    Ok(value) => got.push(value),
+                    Err(PopError::Empty) => hint::spin_loop(),
                 }
             }
             assert_eq!(got, [1, 2, 3]);
