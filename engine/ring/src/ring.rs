@@ -315,13 +315,7 @@ impl<T> Producer<T> {
     /// ```
     #[inline]
     pub fn push(&mut self, value: T) -> Result<(), PushError<T>> {
-        if self.free_at_least(1) == 0 {
-            return Err(PushError::Full(value));
-        }
-        self.next_zeroed = false;
-        // SAFETY: we are the producer and `free_at_least` found the slot at `head` free.
-        unsafe { self.ring.write(self.head, value) };
-        self.head = self.head.wrapping_add(1);
+        self.stage(value)?;
         self.publish();
         Ok(())
     }

@@ -60,7 +60,11 @@ fn day_and_replay(dir: &Path, messages: u32, seed: u32) -> (std::path::PathBuf, 
     (day, replayed)
 }
 
-fn write_config(path: &Path, snapshot: &Path, data: u16, request: u16, control: u16) {
+/// Writes `dir/line.toml`, a line on loopback publishing to Aeron (snapshot in
+/// `dir/books.snap`), and returns its path.
+fn line_config(dir: &Path, data: u16, request: u16, control: u16) -> std::path::PathBuf {
+    let path = dir.join("line.toml");
+    let snapshot = dir.join("books.snap");
     let toml = format!(
         "[snapshot]\npath = {snapshot:?}\ndepth = 10\ncapacity = 256\n\n\
          [engine]\nmax_orders = 262144\nmax_books = 256\nlevels_per_side = 2048\n\n\
@@ -70,7 +74,22 @@ fn write_config(path: &Path, snapshot: &Path, data: u16, request: u16, control: 
          [aeron]\nchannel = \"aeron:udp?control=127.0.0.1:{control}|control-mode=dynamic\"\n\
          stream_id = 77\nrefresh_cycle_ms = 300\nheartbeat_ms = 100\nlinger_ms = 2000\n"
     );
-    std::fs::write(path, toml).expect("write config");
+    std::fs::write(&path, toml).expect("write config");
+    path
+}
+
+/// Changes one setting of the config at `path`; `from` must be in it.
+fn edit_config(path: &Path, from: &str, to: &str) {
+    let toml = std::fs::read_to_string(path).expect("config");
+    assert!(toml.contains(from), "the config has {from:?}");
+    std::fs::write(path, toml.replace(from, to)).expect("write config");
+}
+
+/// Replaces the `[aeron]` section of the config at `path` with `section` (its lines).
+fn replace_aeron_section(path: &Path, section: &str) {
+    let toml = std::fs::read_to_string(path).expect("config");
+    let (head, _) = toml.split_once("[aeron]").expect("an [aeron] section");
+    std::fs::write(path, format!("{head}[aeron]\n{section}")).expect("write config");
 }
 
 /// A `subscribe --aeron` process on its own endpoint, registered with the publisher's
@@ -205,14 +224,7 @@ fn two_subscribers_end_a_lossy_day_with_the_replays_books() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (day, replayed) = day_and_replay(dir.path(), 200_000, 21);
     let (data, request, control) = (free_port(), free_port(), free_port());
-    let config = dir.path().join("line.toml");
-    write_config(
-        &config,
-        &dir.path().join("books.snap"),
-        data,
-        request,
-        control,
-    );
+    let config = line_config(dir.path(), data, request, control);
     let admin = free_port();
     let mut run = Watched::spawn(
         ticklane()
@@ -266,14 +278,7 @@ fn a_subscriber_that_joins_half_way_ends_with_the_same_books() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (day, replayed) = day_and_replay(dir.path(), 300_000, 22);
     let (data, request, control) = (free_port(), free_port(), free_port());
-    let config = dir.path().join("line.toml");
-    write_config(
-        &config,
-        &dir.path().join("books.snap"),
-        data,
-        request,
-        control,
-    );
+    let config = line_config(dir.path(), data, request, control);
     let mut run = Watched::spawn(ticklane().args(["run", "--config", utf8(&config)]));
     run.wait_for_line("ticklane run: ready (", READY_WITHIN);
     let sim = sim(&day, data, request, 100_000);
@@ -293,14 +298,7 @@ fn a_subscriber_that_stops_reading_neither_slows_the_others_and_comes_back_exact
     let dir = tempfile::tempdir().expect("tempdir");
     let (day, replayed) = day_and_replay(dir.path(), 400_000, 23);
     let (data, request, control) = (free_port(), free_port(), free_port());
-    let config = dir.path().join("line.toml");
-    write_config(
-        &config,
-        &dir.path().join("books.snap"),
-        data,
-        request,
-        control,
-    );
+    let config = line_config(dir.path(), data, request, control);
     let mut run = Watched::spawn(ticklane().args(["run", "--config", utf8(&config)]));
     run.wait_for_line("ticklane run: ready (", READY_WITHIN);
     let (steady_out, slow_out) = (dir.path().join("steady.csv"), dir.path().join("slow.csv"));
@@ -344,14 +342,7 @@ fn loss_at_a_subscribers_driver_is_recovered_by_aeron() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (day, replayed) = day_and_replay(dir.path(), 200_000, 24);
     let (data, request, control) = (free_port(), free_port(), free_port());
-    let config = dir.path().join("line.toml");
-    write_config(
-        &config,
-        &dir.path().join("books.snap"),
-        data,
-        request,
-        control,
-    );
+    let config = line_config(dir.path(), data, request, control);
     let mut run = Watched::spawn(ticklane().args(["run", "--config", utf8(&config)]));
     run.wait_for_line("ticklane run: ready (", READY_WITHIN);
     let (clean_out, lossy_out) = (dir.path().join("clean.csv"), dir.path().join("lossy.csv"));
@@ -400,18 +391,14 @@ fn an_external_driver_carries_ipc_from_run_to_a_subscriber() {
     let driver = AeronNode::connect(&DriverPlace::Embedded).expect("a media driver");
     let aeron_dir = driver.dir().to_owned();
     let (data, request) = (free_port(), free_port());
-    let config = dir.path().join("line.toml");
-    write_config(&config, &dir.path().join("books.snap"), data, request, 0);
-    let toml = std::fs::read_to_string(&config).expect("config");
-    let (head, _) = toml.split_once("[aeron]").expect("an [aeron] section");
-    std::fs::write(
+    let config = line_config(dir.path(), data, request, 0);
+    replace_aeron_section(
         &config,
-        format!(
-            "{head}[aeron]\nchannel = \"aeron:ipc\"\ndir = {aeron_dir:?}\nstream_id = 77\n\
+        &format!(
+            "channel = \"aeron:ipc\"\ndir = {aeron_dir:?}\nstream_id = 77\n\
              refresh_cycle_ms = 300\nheartbeat_ms = 100\n"
         ),
-    )
-    .expect("write config");
+    );
     let mut run = Watched::spawn(ticklane().args(["run", "--config", utf8(&config)]));
     let said = run.wait_for_line("ticklane run: book updates on aeron:ipc", READY_WITHIN);
     assert!(said.contains(&aeron_dir), "{said}");
@@ -439,21 +426,13 @@ fn an_external_driver_carries_ipc_from_run_to_a_subscriber() {
 fn health_says_when_the_publication_reaches_no_subscriber() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (data, request, control) = (free_port(), free_port(), free_port());
-    let config = dir.path().join("line.toml");
-    write_config(
-        &config,
-        &dir.path().join("books.snap"),
-        data,
-        request,
-        control,
-    );
+    let config = line_config(dir.path(), data, request, control);
     // No feed comes: the line waits out this test, not its usual 10 s of silence.
-    let toml = std::fs::read_to_string(&config).expect("config");
-    std::fs::write(
+    edit_config(
         &config,
-        toml.replace("silence_timeout_s = 10.0", "silence_timeout_s = 60.0"),
-    )
-    .expect("write config");
+        "silence_timeout_s = 10.0",
+        "silence_timeout_s = 60.0",
+    );
     let admin = free_port();
     let mut run = Watched::spawn(
         ticklane()
@@ -505,22 +484,14 @@ fn a_subscriber_that_never_saw_a_whole_cycle_ends_with_declared_loss() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (day, _) = day_and_replay(dir.path(), 200_000, 27);
     let (data, request, control) = (free_port(), free_port(), free_port());
-    let config = dir.path().join("line.toml");
-    write_config(
-        &config,
-        &dir.path().join("books.snap"),
-        data,
-        request,
-        control,
-    );
+    let config = line_config(dir.path(), data, request, control);
     // No cycle ends within the day: a subscriber that joins after the start cannot know it
     // has every book.
-    let toml = std::fs::read_to_string(&config).expect("config");
-    std::fs::write(
+    edit_config(
         &config,
-        toml.replace("refresh_cycle_ms = 300", "refresh_cycle_ms = 600000"),
-    )
-    .expect("write config");
+        "refresh_cycle_ms = 300",
+        "refresh_cycle_ms = 600000",
+    );
     let mut run = Watched::spawn(ticklane().args(["run", "--config", utf8(&config)]));
     run.wait_for_line("ticklane run: ready (", READY_WITHIN);
     let sim = sim(&day, data, request, 100_000);

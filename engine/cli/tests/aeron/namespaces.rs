@@ -10,7 +10,9 @@ use std::time::Duration;
 use ticklane_testkit::process::{free_port, wait_bounded, Watched, READY_WITHIN};
 use ticklane_testkit::skip;
 
-use super::{assert_ended_exact, day_and_replay, sim_command, utf8, write_config};
+use super::{
+    assert_ended_exact, day_and_replay, line_config, replace_aeron_section, sim_command, utf8,
+};
 
 /// Two namespaces and the veth pair between them; removed on drop.
 struct Hosts {
@@ -109,21 +111,17 @@ fn hosts_joined_by_a_veth_pair_follow_the_books_by_multicast() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (day, replayed) = day_and_replay(dir.path(), 200_000, 26);
     let (data, request, port) = (free_port(), free_port(), free_port());
-    let config = dir.path().join("line.toml");
-    write_config(&config, &dir.path().join("books.snap"), data, request, 0);
-    let toml = std::fs::read_to_string(&config).expect("config");
-    let (head, _) = toml.split_once("[aeron]").expect("an [aeron] section");
+    let config = line_config(dir.path(), data, request, 0);
     // Aeron's multicast data address is odd; its control address is the next one.
     let group = format!("239.255.31.1:{port}");
     let (publisher_ip, subscriber_ip) = &hosts.addresses;
-    std::fs::write(
+    replace_aeron_section(
         &config,
-        format!(
-            "{head}[aeron]\nchannel = \"aeron:udp?endpoint={group}|interface={publisher_ip}\"\n\
+        &format!(
+            "channel = \"aeron:udp?endpoint={group}|interface={publisher_ip}\"\n\
              stream_id = 77\nrefresh_cycle_ms = 300\nheartbeat_ms = 100\nlinger_ms = 2000\n"
         ),
-    )
-    .expect("write config");
+    );
     let mut run_command = super::ticklane();
     run_command.args(["run", "--config", utf8(&config)]);
     let mut run = Watched::spawn(&mut Hosts::inside(&hosts.publisher, &run_command));
