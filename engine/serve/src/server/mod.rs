@@ -793,8 +793,8 @@ impl Server {
         }
     }
 
-    /// Takes events from the hub and queues each for the clients subscribed to it.
-    /// Delivers the hub's waiting updates (at most a turn's); returns how many came.
+    /// Takes the hub's waiting events (at most a turn's) and queues each for the clients
+    /// subscribed to it; returns how many came.
     fn fan_out(&mut self, now: u64) -> usize {
         for taken in 0..EVENTS_PER_TURN {
             let Some(subscription) = self.subscription.as_mut() else {
