@@ -14,10 +14,49 @@ use memmap2::{Advice, Mmap};
 pub struct MappedInput(Arc<Mmap>);
 
 impl MappedInput {
+    /// Shares `map` and starts populating its page tables on a helper thread.
     pub(crate) fn new(map: Mmap) -> Self {
-        MappedInput(Arc::new(map))
+        let input = MappedInput(Arc::new(map));
+        input.populate_ahead();
+        input
     }
 
+    /// Maps the input's pages into the page tables ahead of the reader, on a short-lived
+    /// thread that holds a clone (so the mapping outlives it). Without it the reader takes
+    /// a page fault every 64 KiB (the kernel's fault-around); with it those faults mostly
+    /// become one populate call per chunk on another core, and a file not yet in the page
+    /// cache is read ahead of the reader as well. Only for an input of at most a quarter of
+    /// the machine's memory: a larger one, read in ahead of a reader that cannot keep up,
+    /// could push its own unread pages out of the page cache. Only a hint: an older kernel
+    /// that lacks `MADV_POPULATE_READ`, or a thread that cannot be started, changes
+    /// nothing but speed.
+    fn populate_ahead(&self) {
+        #[cfg(target_os = "linux")]
+        {
+            const CHUNK: usize = 4 << 20;
+            let len = self.0.len();
+            if memory_total().is_none_or(|total| len as u64 > total / 4) {
+                return;
+            }
+            let input = self.clone();
+            let _ = std::thread::Builder::new()
+                .name("populate".into())
+                .spawn(move || {
+                    let mut offset = 0;
+                    while offset < len {
+                        let chunk = CHUNK.min(len - offset);
+                        if input
+                            .0
+                            .advise_range(Advice::PopulateRead, offset, chunk)
+                            .is_err()
+                        {
+                            return;
+                        }
+                        offset += chunk;
+                    }
+                });
+        }
+    }
     /// The input's bytes.
     #[inline(always)]
     pub fn bytes(&self) -> &[u8] {
@@ -32,6 +71,15 @@ impl MappedInput {
         let start = (part.as_ptr() as usize).checked_sub(base)?;
         (start.checked_add(part.len())? <= self.0.len()).then_some(start)
     }
+}
+
+/// The machine's memory in bytes (`MemTotal` in `/proc/meminfo`), if it can be read.
+#[cfg(target_os = "linux")]
+fn memory_total() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// Maps `file` read-only and tells the kernel it will be read front to back.
