@@ -10,11 +10,12 @@ use std::io;
 
 use ticklane_itch::{Locate, Message, OrderRef, Price, Stock};
 
-use super::ladder::{LadderView, Level, PriceLadder, Touched};
+use super::ladder::{LadderFull, LadderView, Level, PriceLadder, Touched};
 use super::order_table::{InsertError, Order, OrderTable, Side};
 use super::parked::{Parked, ParkedOrder};
 use super::prefetch::{prefetch, Touches, TouchesAhead};
 use super::top_of_book::TopOfBook;
+use super::zeroed_pages::ZeroedPages;
 
 /// Every locate a 16-bit field can name.
 pub(super) const LOCATES: usize = 1 << 16;
@@ -112,13 +113,33 @@ pub struct BookChange {
     pub top_moved: bool,
 }
 
-/// Per-book state besides the levels.
+/// Per-book state besides the levels. 32 bytes, aligned, so a prefetch of it is one line.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(32))]
 struct BookState {
-    locate: Locate,
-    /// Live levels per side: `[bid, ask]`, each at most `levels_per_side`.
+    /// Live levels per side: `[bid, ask]`, each at most `capacity`.
     depth: [u32; 2],
+    /// Where each side's window starts in the level arena.
+    start: [u32; 2],
+    /// Levels each side's window holds: 0 until the side's first level, then
+    /// [`FIRST_WINDOW`] doubling up to `levels_per_side` (see [`Books::grow_window`]).
+    capacity: [u32; 2],
+    locate: Locate,
     crossed: bool,
+}
+
+const _: () = assert!(core::mem::size_of::<BookState>() == 32);
+
+/// Levels in a side's first window: 16 levels, 256 bytes, so sixteen sides share a page.
+const FIRST_WINDOW: u32 = 16;
+
+/// The window sizes one side takes in turn, up to `levels_per_side`: `FIRST_WINDOW`,
+/// doubling, the last one `levels_per_side` itself.
+fn window_sizes(levels_per_side: u32) -> impl Iterator<Item = u32> {
+    let first = FIRST_WINDOW.min(levels_per_side);
+    std::iter::successors(Some(first), move |&size| {
+        (size < levels_per_side).then(|| size.saturating_mul(2).min(levels_per_side))
+    })
 }
 
 /// All books, the live-order table, each locate's symbol and trading state.
@@ -131,9 +152,12 @@ pub struct Books {
     book_of: Box<[u32; LOCATES]>,
     /// Opened books; capacity `max_books`, never reallocated.
     books: Vec<BookState>,
-    /// `max_books * 2 * levels_per_side` levels: book `b`'s side `s` owns the window
-    /// starting at `(2 * b + s) * levels_per_side`.
-    levels: Vec<Level>,
+    /// The level arena: each side's window of levels, handed out from the front as sides
+    /// open and grow (`grow_window`), so the levels of a day's books lie together in as
+    /// many pages as they fill, not one page or more per side.
+    levels: ZeroedPages<Level>,
+    /// Levels handed out so far.
+    levels_used: usize,
     /// Latest `R` symbol per locate (spaces when none seen).
     symbols: Box<[Stock; LOCATES]>,
     /// Latest `H` trading state per locate (0 when none seen).
@@ -167,18 +191,24 @@ impl Books {
         let config = BookConfig {
             max_orders: config.max_orders.max(1),
             max_books: config.max_books.clamp(1, LOCATES),
-            levels_per_side: config.levels_per_side.clamp(1, u32::MAX as usize),
+            levels_per_side: config.levels_per_side.clamp(1, u32::MAX as usize / 2),
         };
-        let level_count = config
-            .max_books
-            .checked_mul(2 * config.levels_per_side)
-            .ok_or_else(|| io::Error::other("level capacity overflows the address space"))?;
+        // Every side may grow through every window size; a window it grew out of is not
+        // reused, so each side needs at most the sum of the sizes.
+        let per_side: u64 = window_sizes(config.levels_per_side as u32)
+            .map(u64::from)
+            .sum();
+        let level_count = (config.max_books as u64)
+            .checked_mul(2 * per_side)
+            .filter(|&n| n <= u64::from(u32::MAX))
+            .ok_or_else(|| io::Error::other("level capacity overflows the level arena"))?;
         Ok(Books {
             config,
             orders: OrderTable::with_capacity(config.max_orders)?,
             book_of: per_locate(NO_BOOK),
             books: Vec::with_capacity(config.max_books),
-            levels: bytemuck::zeroed_vec(level_count),
+            levels: ZeroedPages::new(level_count as usize)?,
+            levels_used: 0,
             symbols: per_locate(Stock::default()),
             trading_states: per_locate(0),
             counters: BookCounts::default(),
@@ -558,8 +588,10 @@ impl Books {
         }
         let index = self.books.len();
         self.books.push(BookState {
-            locate,
             depth: [0, 0],
+            start: [0, 0],
+            capacity: [0, 0],
+            locate,
             crossed: false,
         });
         *slot = index as u32;
@@ -569,21 +601,56 @@ impl Books {
     #[inline(always)]
     fn ladder(&mut self, book: usize, side: Side) -> PriceLadder<'_> {
         let s = side_index(side);
-        let per_side = self.config.levels_per_side;
-        let base = (2 * book + s) * per_side;
+        let state = &mut self.books[book];
+        let start = state.start[s] as usize;
+        let capacity = state.capacity[s] as usize;
         PriceLadder::new(
             side,
-            &mut self.levels[base..base + per_side],
-            &mut self.books[book].depth[s],
+            &mut self.levels.as_mut_slice()[start..start + capacity],
+            &mut state.depth[s],
         )
     }
 
     #[inline(always)]
     fn view(&self, book: usize, side: Side) -> LadderView<'_> {
         let s = side_index(side);
-        let base = (2 * book + s) * self.config.levels_per_side;
-        let depth = self.books[book].depth[s] as usize;
-        LadderView::new(side, &self.levels[base..base + depth])
+        let state = &self.books[book];
+        let start = state.start[s] as usize;
+        let depth = state.depth[s] as usize;
+        LadderView::new(side, &self.levels.as_slice()[start..start + depth])
+    }
+
+    /// Moves a full side into the next window size from the arena's front; false if it
+    /// already has `levels_per_side` levels (the side is full). The arena is sized for
+    /// every side growing through every size, so it cannot run out.
+    #[cold]
+    #[inline(never)]
+    fn grow_window(&mut self, book: usize, side: Side) -> bool {
+        let s = side_index(side);
+        let per_side = self.config.levels_per_side as u32;
+        let state = self.books[book];
+        let size = match state.capacity[s] {
+            0 => FIRST_WINDOW.min(per_side),
+            full if full >= per_side => return false,
+            now => now.saturating_mul(2).min(per_side),
+        };
+        let start = self.levels_used;
+        let Some(end) = start
+            .checked_add(size as usize)
+            .filter(|&end| end <= self.levels.len())
+        else {
+            debug_assert!(false, "invariant: the arena holds every window");
+            return false;
+        };
+        let (from, depth) = (state.start[s] as usize, state.depth[s] as usize);
+        self.levels
+            .as_mut_slice()
+            .copy_within(from..from + depth, start);
+        self.levels_used = end;
+        let state = &mut self.books[book];
+        state.start[s] = start as u32;
+        state.capacity[s] = size;
+        true
     }
 
     #[inline(always)]
@@ -626,7 +693,14 @@ impl Books {
                 return None;
             }
         }
-        let Ok(touched) = self.ladder(book, side).add(price, shares) else {
+        let touched = match self.ladder(book, side).add(price, shares) {
+            Ok(touched) => Some(touched),
+            Err(LadderFull) if self.grow_window(book, side) => {
+                self.ladder(book, side).add(price, shares).ok()
+            }
+            Err(LadderFull) => None,
+        };
+        let Some(touched) = touched else {
             self.orders.remove(order_ref);
             self.reject(|c| &mut c.rejected_level_capacity);
             return None;
@@ -782,13 +856,11 @@ impl Books {
         let Some(state) = self.books.get(book) else {
             return;
         };
-        let best = (2 * book + s) * self.config.levels_per_side + state.depth[s] as usize;
-        let levels = self.levels.as_ptr();
+        let best = state.start[s] as usize + state.depth[s] as usize;
         // The walk from the touch reads up to 16 levels: 256 bytes, four or five lines.
-        prefetch(levels.wrapping_add(best.wrapping_sub(1)));
-        prefetch(levels.wrapping_add(best.wrapping_sub(5)));
-        prefetch(levels.wrapping_add(best.wrapping_sub(9)));
-        prefetch(levels.wrapping_add(best.wrapping_sub(13)));
+        for behind in [1, 5, 9, 13] {
+            prefetch(self.levels.address_of(best.wrapping_sub(behind)));
+        }
     }
 
     #[inline(always)]
@@ -852,6 +924,26 @@ impl Books {
             let (qty, n) = e.or_default();
             *qty += u64::from(order.shares);
             *n += 1;
+        }
+        let mut windows: Vec<(usize, usize)> = Vec::new();
+        for state in &self.books {
+            for s in 0..2 {
+                let (start, capacity) = (state.start[s] as usize, state.capacity[s] as usize);
+                if state.depth[s] as usize > capacity
+                    || capacity > self.config.levels_per_side
+                    || start + capacity > self.levels_used
+                {
+                    return Err(format!(
+                        "book at {:?}: side {s} outgrew its window",
+                        state.locate
+                    ));
+                }
+                windows.push((start, start + capacity));
+            }
+        }
+        windows.sort_unstable();
+        if windows.windows(2).any(|w| w[0].1 > w[1].0) {
+            return Err("two sides' level windows overlap".to_string());
         }
         let mut actual = BTreeMap::new();
         for locate in self.locates() {
@@ -1020,5 +1112,57 @@ mod tests {
             1,
             "a clean symbol counts nothing"
         );
+    }
+
+    #[test]
+    fn sides_grow_through_their_windows_and_keep_their_levels() {
+        // 100 levels per side: windows of 16, 32, 64 and then 100. Two books' sides grow
+        // in turns, so each window lands after the other book's and every move copies.
+        let config = BookConfig {
+            max_orders: 512,
+            max_books: 2,
+            levels_per_side: 100,
+        };
+        let mut books = Books::new(config).expect("tables");
+        for k in 0..100u32 {
+            for (i, (locate, side)) in [(1, b'B'), (2, b'S'), (1, b'S')].into_iter().enumerate() {
+                let order_ref = OrderRef(u64::from(k) * 3 + i as u64);
+                // Prices that arrive out of order, so new levels open inside the ladder.
+                let price = Price(1_000 + (k * 37) % 100);
+                assert!(books
+                    .add(Locate(locate), side, order_ref, k + 1, price)
+                    .is_some());
+            }
+        }
+        for (locate, side) in [(1, Side::Bid), (2, Side::Ask), (1, Side::Ask)] {
+            let view = books.side(Locate(locate), side).expect("a book");
+            let prices: Vec<u32> = view.best_first().map(|l| l.price.0).collect();
+            let mut expect: Vec<u32> = (1_000..1_100).collect();
+            if side == Side::Bid {
+                expect.reverse();
+            }
+            assert_eq!(prices, expect, "{locate} {side:?}");
+            let k_at = |price: u32| (0..100u32).find(|k| 1_000 + (k * 37) % 100 == price);
+            for level in view.best_first() {
+                let k = k_at(level.price.0).expect("a price added");
+                assert_eq!((level.qty, level.orders), (u64::from(k + 1), 1));
+            }
+        }
+        let before = books.counters().rejected_level_capacity;
+        assert!(books
+            .add(Locate(1), b'B', OrderRef(9_999), 1, Price(5))
+            .is_none());
+        assert_eq!(
+            books.counters().rejected_level_capacity,
+            before + 1,
+            "a full side"
+        );
+        assert!(
+            books
+                .add(Locate(1), b'B', OrderRef(9_999), 1, Price(1_050))
+                .is_some(),
+            "a full side still takes orders at its levels"
+        );
+        assert_eq!(books.check_invariants(), Ok(()));
     }
 }

@@ -1,4 +1,5 @@
-//! One side of one book as price levels: a sorted array in a window fixed at start-up.
+//! One side of one book as price levels: a sorted array in a window of the books' level
+//! arena (the books move a full window into a larger one; see `Books::grow_window`).
 //!
 //! Levels are kept sorted by a key that puts the best price last on both sides (the bid's
 //! key is its price, the ask's is the price's bitwise complement), so the touch is at the

@@ -59,8 +59,8 @@ impl fmt::Display for Place {
 /// Two keys whose values are each in range but cannot be used together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Conflict {
-    /// `engine.max_books * 2 * engine.levels_per_side` price levels, allocated whole at
-    /// start-up, exceed the level table's limit.
+    /// `engine.max_books * 2 * engine.levels_per_side` price levels, reserved at start-up,
+    /// exceed the level table's limit.
     LevelTable {
         /// `engine.max_books`.
         max_books: u64,

@@ -45,8 +45,10 @@ pub const LEVELS_PER_SIDE: Allowed = Allowed::Integer {
 /// Bytes of one price level in the books' level table.
 pub const LEVEL_BYTES: u64 = core::mem::size_of::<Level>() as u64;
 
-/// Most bytes of price levels, `max_books * 2 * levels_per_side * 16`: the table is allocated
-/// whole at start-up (16 GiB; the defaults take 512 MiB).
+/// Most bytes of price levels, `max_books * 2 * levels_per_side * 16` (16 GiB; the defaults
+/// take 512 MiB). The books reserve address space for up to twice that at start-up (a side's
+/// window of levels grows by doubling, and the window it grew out of is not reused); only the
+/// levels in use become resident.
 pub const MAX_LEVEL_TABLE_BYTES: u64 = 16 << 30;
 
 /// `snapshot.depth`: levels per side in each slot, within the snapshot layout's limit.

@@ -513,8 +513,9 @@ pub fn available_cores() -> Vec<usize> {
     }
 }
 
-/// Refuses a level table over its limit: `max_books * 2 * levels_per_side` levels are
-/// allocated whole at start-up.
+/// Refuses a level table over its limit: address space for `max_books * 2 * levels_per_side`
+/// levels (and up to as much again, see `limits::MAX_LEVEL_TABLE_BYTES`) is reserved at
+/// start-up.
 pub fn level_table(max_books: usize, levels_per_side: usize) -> Result<(), Conflict> {
     let bytes =
         (max_books as u128) * 2 * (levels_per_side as u128) * u128::from(limits::LEVEL_BYTES);

@@ -7,7 +7,7 @@
 //! engine's code. It covers the cases the independent oracle cannot: reference 0, adds onto
 //! a live reference, zero-share adds, unknown sides, replaces onto live references.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use proptest::prelude::*;
 use ticklane_engine::book::{BookConfig, Books, Side};
@@ -21,8 +21,9 @@ struct ModelOrder {
     shares: u32,
 }
 
-#[derive(Default)]
 struct Model {
+    /// The engine's `levels_per_side`: an add that would open one more level is rejected.
+    levels_per_side: usize,
     orders: HashMap<u64, ModelOrder>,
     unknown_refs: u64,
     rejected: u64,
@@ -30,8 +31,34 @@ struct Model {
 }
 
 impl Model {
+    fn new(levels_per_side: usize) -> Self {
+        Model {
+            levels_per_side,
+            orders: HashMap::new(),
+            unknown_refs: 0,
+            rejected: 0,
+            clamped: 0,
+        }
+    }
+
+    /// Whether an order at `price` would open a level its side has no room for.
+    fn side_full(&self, locate: u16, side: u8, price: u32) -> bool {
+        let on_side = |o: &&ModelOrder| o.locate == locate && o.side == side;
+        let prices: HashSet<u32> = self
+            .orders
+            .values()
+            .filter(on_side)
+            .map(|o| o.price)
+            .collect();
+        !prices.contains(&price) && prices.len() >= self.levels_per_side
+    }
+
     fn add(&mut self, locate: u16, side: u8, r: u64, shares: u32, price: u32) -> bool {
-        if (side != b'B' && side != b'S') || shares == 0 || self.orders.contains_key(&r) {
+        if (side != b'B' && side != b'S')
+            || shares == 0
+            || self.orders.contains_key(&r)
+            || self.side_full(locate, side, price)
+        {
             self.rejected += 1;
             return false;
         }
@@ -134,9 +161,15 @@ fn engine_levels(books: &Books) -> BTreeMap<(u16, u8), BTreeMap<u32, (u64, u32)>
 /// One random message over a small reference and price space, so collisions, reuse,
 /// unknown references and clamping all happen often.
 fn message() -> impl Strategy<Value = owned::Message> {
-    let r = 0u64..24;
-    let locate = 1u16..4;
-    let price = prop_oneof![8 => 1u32..12, 1 => Just(u32::MAX), 1 => Just(0u32)];
+    message_over(24, 4, 12)
+}
+
+/// One random message with references below `refs`, locates from 1 below `locates` and
+/// ordinary prices from 1 below `prices` (and the extreme prices now and then).
+fn message_over(refs: u64, locates: u16, prices: u32) -> impl Strategy<Value = owned::Message> {
+    let r = 0u64..refs;
+    let locate = 1u16..locates;
+    let price = prop_oneof![8 => 1u32..prices, 1 => Just(u32::MAX), 1 => Just(0u32)];
     let shares = prop_oneof![6 => 1u32..400, 1 => Just(0u32), 2 => (u32::MAX - 3)..=u32::MAX];
     let side = prop_oneof![10 => Just(b'B'), 10 => Just(b'S'), 1 => Just(b'X')];
     prop_oneof![
@@ -184,39 +217,77 @@ fn message() -> impl Strategy<Value = owned::Message> {
     ]
 }
 
+/// Applies `messages` to books of `config` and to the naive model, and checks after each
+/// message that both hold the same levels, tops of book and counters.
+fn books_follow_the_model(
+    config: BookConfig,
+    messages: &[owned::Message],
+) -> Result<(), TestCaseError> {
+    let mut books = Books::new(config).expect("books fit");
+    let mut model = Model::new(config.levels_per_side);
+    let mut buf = [0u8; 64];
+    for (i, m) in messages.iter().enumerate() {
+        let len = m.encode(&mut buf);
+        let view = itch::decode(&buf[..len]).expect("encoded messages decode");
+        let changed = books.apply(&view);
+        let model_changed = model.apply(m);
+        prop_assert_eq!(
+            changed.map(|l| l.0),
+            model_changed,
+            "changed locate, message {}",
+            i
+        );
+        let expected = model.levels();
+        prop_assert_eq!(
+            &engine_levels(&books),
+            &expected,
+            "levels after message {}: {:?}",
+            i,
+            m
+        );
+        for ((locate, side), levels) in &expected {
+            let top = books.top_of_book(Locate(*locate));
+            let best = if *side == b'B' {
+                levels.iter().next_back()
+            } else {
+                levels.iter().next()
+            };
+            let (price, (qty, orders)) = best.expect("model keeps no empty sides");
+            let level = if *side == b'B' { top.bid } else { top.ask };
+            prop_assert_eq!(
+                (level.price.0, level.qty, level.orders),
+                (*price, *qty, *orders)
+            );
+        }
+        let c = books.counters();
+        prop_assert_eq!(
+            (c.unknown_refs, c.rejected, c.clamped),
+            (model.unknown_refs, model.rejected, model.clamped),
+            "counters after message {}",
+            i
+        );
+        prop_assert_eq!(books.live_orders(), model.orders.len());
+    }
+    prop_assert_eq!(books.check_invariants(), Ok(()));
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn books_equal_the_naive_model(messages in prop::collection::vec(message(), 1..300)) {
         let config = BookConfig { max_orders: 64, max_books: 8, levels_per_side: 64 };
-        let mut books = Books::new(config).expect("books fit");
-        let mut model = Model::default();
-        let mut buf = [0u8; 64];
-        for (i, m) in messages.iter().enumerate() {
-            let len = m.encode(&mut buf);
-            let view = itch::decode(&buf[..len]).expect("encoded messages decode");
-            let changed = books.apply(&view);
-            let model_changed = model.apply(m);
-            prop_assert_eq!(changed.map(|l| l.0), model_changed, "changed locate, message {}", i);
-            let expected = model.levels();
-            prop_assert_eq!(&engine_levels(&books), &expected, "levels after message {}: {:?}", i, m);
-            for ((locate, side), levels) in &expected {
-                let top = books.top_of_book(Locate(*locate));
-                let best = if *side == b'B' { levels.iter().next_back() } else { levels.iter().next() };
-                let (price, (qty, orders)) = best.expect("model keeps no empty sides");
-                let level = if *side == b'B' { top.bid } else { top.ask };
-                prop_assert_eq!((level.price.0, level.qty, level.orders), (*price, *qty, *orders));
-            }
-            let c = books.counters();
-            prop_assert_eq!(
-                (c.unknown_refs, c.rejected, c.clamped),
-                (model.unknown_refs, model.rejected, model.clamped),
-                "counters after message {}", i
-            );
-            prop_assert_eq!(books.live_orders(), model.orders.len());
-        }
-        prop_assert_eq!(books.check_invariants(), Ok(()));
+        books_follow_the_model(config, &messages)?;
+    }
+
+    /// Deep sides: enough live orders at enough prices that sides grow out of their first
+    /// level window (16 levels) into the 24 of `levels_per_side` and fill, with the two
+    /// books' windows interleaved in the arena as they grow.
+    #[test]
+    fn deep_books_equal_the_naive_model(messages in prop::collection::vec(message_over(200, 3, 60), 1..800)) {
+        let config = BookConfig { max_orders: 256, max_books: 4, levels_per_side: 24 };
+        books_follow_the_model(config, &messages)?;
     }
 }
 
