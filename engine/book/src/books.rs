@@ -133,12 +133,20 @@ const _: () = assert!(core::mem::size_of::<BookState>() == 32);
 /// Levels in a side's first window: 16 levels, 256 bytes, so sixteen sides share a page.
 const FIRST_WINDOW: u32 = 16;
 
-/// The window sizes one side takes in turn, up to `levels_per_side`: `FIRST_WINDOW`,
-/// doubling, the last one `levels_per_side` itself.
+/// The window a side of `now` levels (0 before its first) moves into: `FIRST_WINDOW`, then
+/// doubling, the last one `levels_per_side` itself; `None` once it holds `levels_per_side`.
+fn next_window(now: u32, levels_per_side: u32) -> Option<u32> {
+    match now {
+        0 => Some(FIRST_WINDOW.min(levels_per_side)),
+        full if full >= levels_per_side => None,
+        now => Some(now.saturating_mul(2).min(levels_per_side)),
+    }
+}
+
+/// Every window size one side takes in turn, smallest first.
 fn window_sizes(levels_per_side: u32) -> impl Iterator<Item = u32> {
-    let first = FIRST_WINDOW.min(levels_per_side);
-    std::iter::successors(Some(first), move |&size| {
-        (size < levels_per_side).then(|| size.saturating_mul(2).min(levels_per_side))
+    std::iter::successors(next_window(0, levels_per_side), move |&size| {
+        next_window(size, levels_per_side)
     })
 }
 
@@ -627,12 +635,9 @@ impl Books {
     #[inline(never)]
     fn grow_window(&mut self, book: usize, side: Side) -> bool {
         let s = side_index(side);
-        let per_side = self.config.levels_per_side as u32;
         let state = self.books[book];
-        let size = match state.capacity[s] {
-            0 => FIRST_WINDOW.min(per_side),
-            full if full >= per_side => return false,
-            now => now.saturating_mul(2).min(per_side),
+        let Some(size) = next_window(state.capacity[s], self.config.levels_per_side as u32) else {
+            return false;
         };
         let start = self.levels_used;
         let Some(end) = start

@@ -57,6 +57,7 @@ impl MappedInput {
                 });
         }
     }
+
     /// The input's bytes.
     #[inline(always)]
     pub fn bytes(&self) -> &[u8] {
