@@ -202,7 +202,10 @@ impl Books {
             levels_per_side: config.levels_per_side.clamp(1, u32::MAX as usize / 2),
         };
         // Every side may grow through every window size; a window it grew out of is not
-        // reused, so each side needs at most the sum of the sizes.
+        // reused, so each side needs at most the sum of the sizes (about twice
+        // `levels_per_side`). A day fills a small part of that, so the arena is mapped
+        // sparse: the configured limit on the level table, not this bound, decides what
+        // starts.
         let per_side: u64 = window_sizes(config.levels_per_side as u32)
             .map(u64::from)
             .sum();
@@ -215,7 +218,7 @@ impl Books {
             orders: OrderTable::with_capacity(config.max_orders)?,
             book_of: per_locate(NO_BOOK),
             books: Vec::with_capacity(config.max_books),
-            levels: ZeroedPages::new(level_count as usize)?,
+            levels: ZeroedPages::sparse(level_count as usize)?,
             levels_used: 0,
             symbols: per_locate(Stock::default()),
             trading_states: per_locate(0),

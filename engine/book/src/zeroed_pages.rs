@@ -16,7 +16,7 @@ use std::io;
 use std::marker::PhantomData;
 
 use bytemuck::Pod;
-use memmap2::{Advice, MmapMut};
+use memmap2::{Advice, MmapMut, MmapOptions};
 
 /// The smallest page size Linux maps on any architecture ticklane builds for.
 const PAGE: usize = 4096;
@@ -40,11 +40,31 @@ impl<T: Pod> ZeroedPages<T> {
     ///
     /// If the size overflows or the kernel refuses the mapping.
     pub fn new(len: usize) -> io::Result<Self> {
+        Self::map(len, false)
+    }
+
+    /// Maps `len` zeroed values without reserving swap for all of them (`MAP_NORESERVE`):
+    /// for a table sized for a worst case far above what it fills, so that the worst case
+    /// alone does not exceed the machine's commit limit at start-up.
+    ///
+    /// # Errors
+    ///
+    /// If the size overflows or the kernel refuses the mapping.
+    pub fn sparse(len: usize) -> io::Result<Self> {
+        Self::map(len, true)
+    }
+
+    fn map(len: usize, sparse: bool) -> io::Result<Self> {
         let bytes = len
             .checked_mul(core::mem::size_of::<T>())
             .ok_or_else(|| io::Error::other("table size overflows the address space"))?;
         const { assert!(core::mem::align_of::<T>() <= PAGE) };
-        let map = MmapMut::map_anon(bytes.max(1))?;
+        let mut options = MmapOptions::new();
+        options.len(bytes.max(1));
+        if sparse {
+            options.no_reserve_swap();
+        }
+        let map = options.map_anon()?;
         // Only a hint: without huge pages the table works the same, just with more faults.
         let _ = map.advise(Advice::HugePage);
         Ok(ZeroedPages {
