@@ -13,7 +13,7 @@ use ticklane_itch::{
 use super::bbo_row::{BboRow, BboSink};
 use super::books::{per_locate, LOCATES};
 use super::type_counts::TypeCounts;
-use super::{BookConfig, Books, TopOfBook, TouchesAhead};
+use super::{BookChange, BookConfig, Books, TopOfBook, TouchesAhead};
 
 /// Why one message could not be applied.
 #[derive(Debug)]
@@ -136,6 +136,40 @@ impl<S: BboSink> Applier<S> {
         bytes: &'m [u8],
         before: impl FnOnce(&Books, &Message<'m>),
     ) -> Result<Applied<'m>, ApplyError> {
+        Ok(match self.apply_message(index, bytes, before)? {
+            Some((message, change)) => Applied {
+                message: Some(message),
+                changed: change.map(|c| c.locate),
+                placed: self.books.take_placed(),
+            },
+            None => Applied {
+                message: None,
+                changed: None,
+                placed: false,
+            },
+        })
+    }
+
+    /// [`Applier::step`] for a caller that wants only whether the message went through (a
+    /// replay with no output but the top-of-book stream): nothing is built for it to read.
+    ///
+    /// # Errors
+    ///
+    /// As [`Applier::step`].
+    #[inline(always)]
+    pub fn apply(&mut self, index: u64, bytes: &[u8]) -> Result<(), ApplyError> {
+        self.apply_message(index, bytes, |_, _| {}).map(drop)
+    }
+
+    /// The apply step: the message decoded and applied, with the change it made, or `None`
+    /// for a type ITCH 5.0 does not define (counted and skipped).
+    #[inline(always)]
+    fn apply_message<'m>(
+        &mut self,
+        index: u64,
+        bytes: &'m [u8],
+        before: impl FnOnce(&Books, &Message<'m>),
+    ) -> Result<Option<(Message<'m>, Option<BookChange>)>, ApplyError> {
         let Some(&tag) = bytes.first() else {
             return Err(ApplyError::Decode(DecodeError::Empty));
         };
@@ -207,11 +241,7 @@ impl<S: BboSink> Applier<S> {
                     Err(DecodeError::UnknownType { .. }) => {
                         self.messages += 1;
                         self.unknown_types += 1;
-                        return Ok(Applied {
-                            message: None,
-                            changed: None,
-                            placed: false,
-                        });
+                        return Ok(None);
                     }
                     Err(e) => return Err(ApplyError::Decode(e)),
                 };
@@ -233,11 +263,7 @@ impl<S: BboSink> Applier<S> {
                     .map_err(ApplyError::Output)?;
             }
         }
-        Ok(Applied {
-            message: Some(message),
-            changed: change.map(|c| c.locate),
-            placed: self.books.take_placed(),
-        })
+        Ok(Some((message, change)))
     }
 
     #[inline(always)]

@@ -1,40 +1,47 @@
-//! A book thread of `replay --threads N`: the one-thread apply step over the messages of
-//! its own stocks, batch by batch, answering each batch with what every message did and
-//! the outputs' rows and records it made, for the merge thread (`merge_thread`) to place
-//! in input order.
+//! A book thread of `replay --threads N`: reads the whole input with a reader of its own,
+//! checks and frames every message (so every thread stops at the same message with the same
+//! error), applies with the one-thread apply step only the messages of its own stocks, and
+//! answers each epoch with what each of them did and the outputs' rows and records it made,
+//! for the merge (`merge`, on the calling thread) to place in input order. The first thread also
+//! sends the epoch's route (which thread owns each message, in input order), counts the
+//! messages of undefined types and keeps the reader's report.
 //!
 //! The outputs are made here by the one-thread code, so they are the same bytes: the
 //! top-of-book rows by the tracker in [`Applier`] (formatted as `--bbo-out` lines, kept
 //! typed for Parquet), DBN records by the schema writers ([`DbnOut`]) into a
 //! [`RecordBatch`], and MBP-10 records for Parquet by a second schema writer into a typed
 //! batch, as one thread feeds its Parquet writer. `--symbols`/`--between` are applied here
-//! with the one-thread code. A capture's declared loss reaches this thread as the index of
-//! the first message after it ([`InBatch::lost_from`]): the DBN writers mark their records
-//! `F_MAYBE_BAD_BOOK` from that message on, as one thread's do. With `--sample`, the reader
-//! runs the boundary clock and sends every book thread the sample points of the epoch
-//! ([`SamplePoint`]: before which message, which boundaries); a book thread captures its
-//! stocks' depths just before its first message at or past the point, or at the end of the
-//! batch if it has none (its books cannot change in between), and the merge thread writes
-//! every thread's stocks in locate order, boundary by boundary.
+//! with the one-thread code. A capture's declared loss is seen by every thread's reader at
+//! the same message: the DBN writers mark their records `F_MAYBE_BAD_BOOK` from the first
+//! message after it on, as one thread's do. With `--sample`, every thread runs the boundary
+//! clock over every message's timestamp, so all find the same sample points ([`SamplePoint`]:
+//! before which message, which boundaries); each captures its own stocks' depths at each
+//! point, and the merge writes every thread's stocks in locate order, boundary by
+//! boundary.
 
+use std::cell::Cell;
 use std::io;
 use std::mem;
+use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, SyncSender};
+use std::time::Instant;
 
 use dbn::Mbp10Msg;
-use ticklane_feed::capture::MappedInput;
-use ticklane_feed::itch::Nanos;
+use ticklane_feed::capture::{CaptureReader, RawMessage};
+use ticklane_feed::itch::{DecodeError, Nanos};
 
-use super::run::ReplayError;
-use super::threaded::EPOCH;
+use super::each_message::{each_message, Next};
+use super::fault::ReplayFault;
+use super::partition::LocatePartition;
+use super::run::{progress_line, ReplayError, PROGRESS_EVERY};
+use super::threaded::{check, timestamp_of, EPOCH};
 use crate::book::{
-    Applier, ApplyError, BboRow, BboSink, BookConfig, Books, Touches, TouchesAhead, TypeCounts,
-    PREFETCH_FAR, PREFETCH_MID, PREFETCH_NEAR,
+    Applier, ApplyError, BboRow, BboSink, BookConfig, Books, TouchesAhead, TypeCounts,
 };
 use crate::csv::BboRowBytes;
 use crate::dbn_out::{DbnOut, DbnOutOptions, FeedStamp, RecordBatch};
 use crate::output_filter::OutputFilter;
-use crate::sample::{Boundaries, CapturedDepths};
+use crate::sample::{Boundaries, BoundaryClock, CapturedDepths};
 
 /// Where the sampled depth is taken: just before message `before`, for `boundaries`.
 #[derive(Clone, Copy, Debug)]
@@ -43,56 +50,24 @@ pub(super) struct SamplePoint {
     pub boundaries: Boundaries,
 }
 
-/// One message in a batch: its index and where its bytes lie, in the mapped input or in
-/// the batch's own buffer.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Frame {
-    pub index: u64,
-    /// The first byte's position in the mapped input, or in [`InBatch::bytes`].
-    pub at: u64,
-    pub len: u16,
-    pub in_batch: bool,
-    /// The capture's sequence number and time, for the DBN records' `sequence` and
-    /// `ts_recv`.
-    pub feed: FeedStamp,
-}
+/// The first message after a declared loss, while none was declared.
+const NO_LOSS: u64 = u64::MAX;
 
-/// The messages of one epoch for one book thread: where they lie, and the bytes of those
-/// not in the mapped input.
-#[derive(Debug)]
-pub(super) struct InBatch {
-    pub bytes: Vec<u8>,
-    pub frames: Vec<Frame>,
-    /// The first message the capture's sequencer declared a loss before ([`NO_LOSS`] if
-    /// none yet): DBN records from it on are marked `F_MAYBE_BAD_BOOK`.
-    pub lost_from: u64,
-    /// The epoch's sample points, in order (every book thread gets them all).
-    pub samples: Vec<SamplePoint>,
-}
-
-/// [`InBatch::lost_from`] when no loss was declared.
-pub(super) const NO_LOSS: u64 = u64::MAX;
-
-impl InBatch {
-    /// An empty batch with room for a share of an epoch among `threads` (a quarter over the
-    /// even share, as the partition balances activity, not counts), so a new batch is not
-    /// grown message by message while the first ones are still on their way back.
-    pub fn for_share(threads: usize) -> Self {
-        InBatch {
-            bytes: Vec::new(),
-            frames: Vec::with_capacity(EPOCH / threads.max(1) * 5 / 4),
-            lost_from: NO_LOSS,
-            samples: Vec::new(),
-        }
-    }
-
-    /// Frame `f`'s bytes: in `mapped` (the shared input; empty when there is none) or in
-    /// this batch.
-    #[inline(always)]
-    fn message<'a>(&'a self, mapped: &'a [u8], f: Frame) -> &'a [u8] {
-        let source = if f.in_batch { &self.bytes[..] } else { mapped };
-        &source[f.at as usize..][..usize::from(f.len)]
-    }
+/// What one book thread reads, and which of it is its own.
+pub(super) struct BookInput {
+    /// A reader of the whole input, from its start.
+    pub reader: CaptureReader,
+    /// The input's path, for a decode error.
+    pub path: PathBuf,
+    /// Which thread owns each locate, and this thread's number in it.
+    pub partition: LocatePartition,
+    pub thread: usize,
+    /// Whether the capture can declare losses the DBN records must be marked with.
+    pub can_lose: bool,
+    /// `--sample`'s clock: every thread runs one over every message.
+    pub clock: Option<BoundaryClock>,
+    /// Progress lines on stderr (the first thread only, on a terminal).
+    pub progress: Option<Instant>,
 }
 
 /// What one message did, in one byte: bit 0, a top-of-book row was kept (made, and kept by
@@ -119,12 +94,14 @@ impl Effect {
     }
 }
 
-/// One book thread's answer to one [`InBatch`].
+/// One book thread's answer to one epoch of the input.
 #[derive(Debug, Default)]
 pub(super) struct OutBatch {
-    /// One per message of the batch, in batch order.
+    /// The first thread's only: the owner of each of the epoch's messages, in input order.
+    pub route: Vec<u8>,
+    /// One per message of this thread's, in input order.
     pub effects: Vec<Effect>,
-    /// The rows kept, in batch order, as `--bbo-out` lines (if a CSV is written).
+    /// The rows kept, in input order, as `--bbo-out` lines (if a CSV is written).
     pub rows: BboRowBytes,
     /// The same rows, typed (if a Parquet top-of-book view is written).
     pub typed_rows: Vec<BboRow>,
@@ -162,6 +139,11 @@ pub(super) struct BookPart {
     pub bbo_rows: u64,
     /// The last message the DBN schema writers saw: index and `ts_event`.
     pub dbn_last: (u64, u64),
+    /// The reader at the end, with its counts; what stopped the replay, if anything; and
+    /// the messages of undefined types (the same for every thread: the first one's count).
+    pub reader: CaptureReader,
+    pub error: Option<ReplayFault>,
+    pub unknown_types: u64,
 }
 
 /// A book thread's top-of-book rows: those `filter` keeps, formatted and typed as asked.
@@ -200,8 +182,8 @@ impl BboSink for KeptRows {
     }
 }
 
-/// The reader checked type and length, and rows go to memory: an apply error is
-/// unreachable unless those checks and `itch::decode` part ways.
+/// Type and length were checked before the apply step, and rows go to memory: an apply
+/// error is unreachable unless those checks and `itch::decode` part ways.
 fn unreachable(index: u64, e: ApplyError) -> ReplayError {
     ReplayError::Output {
         path: "(book thread)".into(),
@@ -209,17 +191,38 @@ fn unreachable(index: u64, e: ApplyError) -> ReplayError {
     }
 }
 
-/// The book thread: the one-thread apply step over each batch, answering with effects,
-/// rows and records. Ends when the reader hangs up, or early if the merge thread has gone.
+/// Empties `out` for the next epoch, keeping its buffers.
+fn clear(out: &mut OutBatch) {
+    out.route.clear();
+    out.effects.clear();
+    out.rows.clear();
+    out.typed_rows.clear();
+    out.records.clear();
+    out.mbp10.clear();
+    out.points.clear();
+    out.depths.clear();
+}
+
+/// The book thread: reads every message, applies its own, answers epoch by epoch with
+/// effects, rows and records. Ends at the input's end or its first fault, or early if the
+/// merge has gone.
 pub(super) fn book_thread(
     config: BookConfig,
     outputs: BookOutputs,
-    mapped: Option<MappedInput>,
-    input: Receiver<InBatch>,
-    recycle_in: SyncSender<InBatch>,
+    input: BookInput,
     output: SyncSender<OutBatch>,
     recycled_out: Receiver<OutBatch>,
 ) -> Result<BookPart, ReplayError> {
+    let BookInput {
+        mut reader,
+        path,
+        partition,
+        thread: me,
+        can_lose,
+        mut clock,
+        progress,
+    } = input;
+    let first = me == 0;
     let rows = (outputs.csv || outputs.parquet_bbo).then(|| KeptRows {
         rows: BboRowBytes::default(),
         typed: Vec::new(),
@@ -237,103 +240,154 @@ pub(super) fn book_thread(
         DbnOut::with_sink(o, RecordBatch::<Mbp10Msg>::default()).with_filter(filter.clone())
     });
     let records = dbn.is_some() || mbp10.is_some();
+    let sample_depth = outputs.sample_depth;
     let mut marked = false;
-    let mapped = mapped.as_ref().map_or(&[][..], MappedInput::bytes);
-    for batch in input {
-        let mut out = recycled_out.try_recv().unwrap_or_default();
-        out.effects.clear();
-        out.rows.clear();
-        out.typed_rows.clear();
-        out.records.clear();
-        out.mbp10.clear();
-        out.depths.clear();
-        out.points.clone_from(&batch.samples);
-        swap_outputs(&mut applier, &mut dbn, &mut mbp10, &mut out);
-        // The next sample point to capture.
-        let mut point = 0;
-        // This thread's books decide, batch by batch, whether looking ahead pays.
-        let look_ahead = applier.books().worth_prefetching();
-        for (k, &frame) in batch.frames.iter().enumerate() {
-            if look_ahead {
-                let ahead = |d: usize| match batch.frames.get(k + d) {
-                    Some(&f) => Touches::of_itch(batch.message(mapped, f)),
-                    None => Touches::Nothing,
-                };
-                applier.prefetch(TouchesAhead {
-                    far: ahead(PREFETCH_FAR),
-                    mid: ahead(PREFETCH_MID),
-                    near: ahead(PREFETCH_NEAR),
-                });
+    let mut lost_from = NO_LOSS;
+    let mut out = OutBatch::default();
+    swap_outputs(&mut applier, &mut dbn, &mut mbp10, &mut out);
+    let mut in_epoch = 0usize;
+    let mut flowing = true;
+    let mut unknown_types = 0u64;
+    let mut error = None;
+    let look_ahead = Cell::new(false);
+    // Sends the epoch's answer and starts the next; false if the merge has gone.
+    let send = |applier: &mut Applier<KeptRows>,
+                dbn: &mut Option<DbnOut<RecordBatch>>,
+                mbp10: &mut Option<DbnOut<RecordBatch<Mbp10Msg>>>,
+                out: &mut OutBatch|
+     -> bool {
+        let mut next = recycled_out.try_recv().unwrap_or_default();
+        clear(&mut next);
+        swap_outputs(applier, dbn, mbp10, out);
+        let done = mem::replace(out, next);
+        swap_outputs(applier, dbn, mbp10, out);
+        output.send(done).is_ok()
+    };
+    let mut copy = Vec::new();
+    let ended = each_message(
+        &mut reader,
+        can_lose.then_some(&mut copy),
+        &look_ahead,
+        #[inline(always)]
+        |raw: RawMessage<'_>, lost: bool, ahead: TouchesAhead| -> Result<Next, ReplayError> {
+            let (index, bytes) = (raw.index, raw.bytes);
+            if lost && lost_from == NO_LOSS {
+                lost_from = index;
             }
-            if let Some(depth) = outputs.sample_depth {
-                while point < batch.samples.len() && batch.samples[point].before <= frame.index {
-                    out.depths
-                        .capture(point as u32, applier.books(), depth, &filter);
-                    point += 1;
+            let locate = match check(bytes) {
+                Ok(locate) => locate,
+                Err(DecodeError::UnknownType { .. }) => {
+                    unknown_types += 1;
+                    return Ok(Next::Continue);
+                }
+                Err(e) => {
+                    error = Some(ReplayFault::Decode {
+                        path: path.clone(),
+                        offset: raw.offset,
+                        index,
+                        error: e,
+                    });
+                    return Ok(Next::Stop);
+                }
+            };
+            applier.prefetch(ahead);
+            if let Some(clock) = &mut clock {
+                if let Some(boundaries) = clock.passes(timestamp_of(bytes)) {
+                    let point = out.points.len() as u32;
+                    out.points.push(SamplePoint {
+                        before: index,
+                        boundaries,
+                    });
+                    if let Some(depth) = sample_depth {
+                        out.depths.capture(point, applier.books(), depth, &filter);
+                    }
                 }
             }
-            let bytes = batch.message(mapped, frame);
-            let live = applier.books().live_orders();
-            let kept = applier.sink_mut().map_or(0, |s| s.kept);
-            if !records {
-                applier
-                    .step(frame.index, bytes)
-                    .map_err(|e| unreachable(frame.index, e))?;
-            } else {
-                if !marked && frame.index >= batch.lost_from {
-                    marked = true;
-                    if let Some(out) = &mut dbn {
-                        out.mark_maybe_bad_book();
-                    }
-                    if let Some(out) = &mut mbp10 {
-                        out.mark_maybe_bad_book();
-                    }
-                }
-                let applied = applier
-                    .step_with(frame.index, bytes, |books, m| {
+            let owner = partition.owner(locate);
+            if first {
+                out.route.push(owner as u8);
+            }
+            if owner == me {
+                let live = applier.books().live_orders();
+                let kept = applier.sink_mut().map_or(0, |s| s.kept);
+                if !records {
+                    applier
+                        .apply(index, bytes)
+                        .map_err(|e| unreachable(index, e))?;
+                } else {
+                    let feed = FeedStamp {
+                        seq: raw.seq,
+                        capture_ns: raw.capture_ns,
+                    };
+                    if !marked && index >= lost_from {
+                        marked = true;
                         if let Some(out) = &mut dbn {
-                            out.before(books, m);
+                            out.mark_maybe_bad_book();
                         }
                         if let Some(out) = &mut mbp10 {
-                            out.before(books, m);
+                            out.mark_maybe_bad_book();
                         }
-                    })
-                    .map_err(|e| unreachable(frame.index, e))?;
-                if let Some(message) = &applied.message {
-                    let (index, changed, books) = (frame.index, applied.changed, applier.books());
+                    }
+                    let applied = applier
+                        .step_with(index, bytes, |books, m| {
+                            if let Some(out) = &mut dbn {
+                                out.before(books, m);
+                            }
+                            if let Some(out) = &mut mbp10 {
+                                out.before(books, m);
+                            }
+                        })
+                        .map_err(|e| unreachable(index, e))?;
+                    if let Some(message) = &applied.message {
+                        let (changed, books) = (applied.changed, applier.books());
+                        if let Some(out) = &mut dbn {
+                            out.after(index, message, changed, books, feed)?;
+                        }
+                        if let Some(out) = &mut mbp10 {
+                            out.after(index, message, changed, books, feed)?;
+                        }
+                    }
+                    // Every message closes its part, so the merge finds message `k`'s.
                     if let Some(out) = &mut dbn {
-                        out.after(index, message, changed, books, frame.feed)?;
+                        out.sink_mut().end_message();
                     }
                     if let Some(out) = &mut mbp10 {
-                        out.after(index, message, changed, books, frame.feed)?;
+                        out.sink_mut().end_message();
                     }
                 }
-                // Every message closes its part, so the merge thread finds message `k`'s.
-                if let Some(out) = &mut dbn {
-                    out.sink_mut().end_message();
-                }
-                if let Some(out) = &mut mbp10 {
-                    out.sink_mut().end_message();
+                let live_change = applier.books().live_orders() as i64 - live as i64;
+                let row = applier.sink_mut().map_or(0, |s| s.kept) != kept;
+                out.effects.push(Effect::new(row, live_change));
+                look_ahead.set(applier.books().worth_prefetching());
+            }
+            in_epoch += 1;
+            if in_epoch == EPOCH {
+                in_epoch = 0;
+                if !send(&mut applier, &mut dbn, &mut mbp10, &mut out) {
+                    flowing = false;
+                    return Ok(Next::Stop);
                 }
             }
-            let live_change = applier.books().live_orders() as i64 - live as i64;
-            let row = applier.sink_mut().map_or(0, |s| s.kept) != kept;
-            out.effects.push(Effect::new(row, live_change));
-        }
-        // The points after this thread's last message of the batch: its books are as they
-        // will be at those points (its next messages come in later epochs).
-        if let Some(depth) = outputs.sample_depth {
-            for p in point..batch.samples.len() {
-                out.depths
-                    .capture(p as u32, applier.books(), depth, &filter);
+            Ok(Next::Continue)
+        },
+        |reader, index| {
+            if let Some(started) = progress {
+                if index & (PROGRESS_EVERY - 1) == 0 {
+                    progress_line(reader, index, started);
+                }
             }
-        }
-        swap_outputs(&mut applier, &mut dbn, &mut mbp10, &mut out);
-        // A full recycling queue means the reader holds spares already: drop this one.
-        let _ = recycle_in.try_send(batch);
-        if output.send(out).is_err() {
-            break;
-        }
+        },
+    );
+    match ended {
+        Ok(None) => {}
+        Ok(Some(e)) => error = Some(ReplayFault::Input(e)),
+        Err(e) => return Err(e),
+    }
+    if progress.is_some() {
+        eprint!("\r{:60}\r", "");
+    }
+    if flowing && in_epoch > 0 {
+        send(&mut applier, &mut dbn, &mut mbp10, &mut out);
     }
     let (messages, by_type, bbo_rows) =
         (applier.messages(), *applier.by_type(), applier.bbo_rows());
@@ -348,6 +402,9 @@ pub(super) fn book_thread(
         by_type,
         bbo_rows,
         dbn_last,
+        reader,
+        error,
+        unknown_types,
     })
 }
 

@@ -9,7 +9,7 @@ mod dbn_session;
 mod demo_day;
 mod each_message;
 mod fault;
-mod merge_thread;
+mod merge;
 mod output_paths;
 mod paced;
 mod partition;

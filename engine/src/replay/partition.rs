@@ -22,9 +22,8 @@
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::Path;
 
-use ticklane_feed::capture::{detect, CaptureReader, InputFormat, ReadOptions};
+use ticklane_feed::capture::{CaptureReader, InputFormat, ReadOptions};
 use ticklane_feed::itch::message_len;
 
 /// Messages read by the pre-pass that weighs the locates.
@@ -67,24 +66,27 @@ impl LocatePartition {
         LocatePartition { owner, threads }
     }
 
-    /// Weighs the locates over the first `WINDOW` (2,097,152) messages of the input at
-    /// `path`, then places them as [`LocatePartition::balanced`] does. A read error or a
-    /// frame that cannot be a message ends the window early: the replay itself meets the
-    /// same fault and reports it.
-    pub fn weighed(path: &Path, read: ReadOptions, threads: usize) -> Self {
+    /// Weighs the locates over the first `WINDOW` (2,097,152) messages of the input
+    /// `reader` reads (from its start, whatever it has read), then places them as
+    /// [`LocatePartition::balanced`] does. A mapped BinaryFILE is scanned where it lies; a
+    /// read error or a frame that cannot be a message ends the window early: the replay
+    /// itself meets the same fault and reports it.
+    pub fn weighed(reader: &CaptureReader, read: ReadOptions, threads: usize) -> Self {
         let mut counts = vec![0u64; LOCATES];
-        if let Ok(mut file) = File::open(path) {
-            let mut head = [0u8; 4];
-            let got = read_up_to(&mut file, &mut head).unwrap_or(0);
-            if detect(&head[..got]) == InputFormat::Itch50 {
-                count_binary_file(
-                    io::Cursor::new(&head[..got]).chain(file),
-                    read.recover_lengths,
-                    WINDOW,
-                    &mut counts,
-                );
-            } else if let Ok(reader) = CaptureReader::open(path, read) {
-                count_framed(reader, WINDOW, &mut counts);
+        let mapped = reader.mapped_input();
+        match (reader.format(), &mapped) {
+            (InputFormat::Itch50, Some(map)) => {
+                scan(map.bytes(), read.recover_lengths, WINDOW, &mut counts);
+            }
+            (InputFormat::Itch50, None) => {
+                if let Ok(file) = File::open(reader.path()) {
+                    count_binary_file(file, read.recover_lengths, WINDOW, &mut counts);
+                }
+            }
+            _ => {
+                if let Ok(reader) = reader.reopen(read) {
+                    count_framed(reader, WINDOW, &mut counts);
+                }
             }
         }
         Self::balanced(&counts, threads)
@@ -127,40 +129,64 @@ const SCAN_BUFFER: usize = 1 << 20;
 /// recovering lengths, ends the count, as does a truncated frame or a read error.
 fn count_binary_file(mut input: impl Read, recover_lengths: bool, window: u64, counts: &mut [u64]) {
     let mut buf = vec![0u8; SCAN_BUFFER];
-    let (mut at, mut have, mut seen) = (0usize, 0usize, 0u64);
+    let (mut have, mut seen) = (0usize, 0u64);
     loop {
-        while seen < window {
-            let Some(&[hi, lo, tag, locate_hi, locate_lo]) = buf[at..have].get(..5) else {
-                break;
-            };
-            let len = if recover_lengths {
-                match message_len(tag) {
-                    Some(len) => len,
-                    None => return,
-                }
-            } else {
-                usize::from(u16::from_be_bytes([hi, lo]))
-            };
-            if len < 3 {
-                return;
-            }
-            if at + 2 + len > have {
-                break;
-            }
-            counts[usize::from(u16::from_be_bytes([locate_hi, locate_lo]))] += 1;
-            at += 2 + len;
-            seen += 1;
-        }
-        if seen >= window {
+        let scanned = scan(&buf[..have], recover_lengths, window - seen, counts);
+        seen += scanned.messages;
+        if scanned.stopped || seen >= window {
             return;
         }
-        buf.copy_within(at..have, 0);
-        have -= at;
-        at = 0;
+        buf.copy_within(scanned.bytes..have, 0);
+        have -= scanned.bytes;
         match read_up_to(&mut input, &mut buf[have..]) {
             Ok(0) | Err(_) => return,
             Ok(n) => have += n,
         }
+    }
+}
+
+/// How far [`scan`] got.
+struct Scanned {
+    /// Bytes of whole frames counted.
+    bytes: usize,
+    messages: u64,
+    /// A frame that cannot be a message ended the count for good.
+    stopped: bool,
+}
+
+/// Counts per locate the whole frames at the start of `bytes`, at most `budget` of them, as
+/// [`count_binary_file`] reads them; a frame cut off by the end of `bytes` is left.
+fn scan(bytes: &[u8], recover_lengths: bool, budget: u64, counts: &mut [u64]) -> Scanned {
+    let (mut at, mut seen) = (0usize, 0u64);
+    let stopped = loop {
+        if seen == budget {
+            break false;
+        }
+        let Some(&[hi, lo, tag, locate_hi, locate_lo]) = bytes.get(at..at + 5) else {
+            break false;
+        };
+        let len = if recover_lengths {
+            match message_len(tag) {
+                Some(len) => len,
+                None => break true,
+            }
+        } else {
+            usize::from(u16::from_be_bytes([hi, lo]))
+        };
+        if len < 3 {
+            break true;
+        }
+        if at + 2 + len > bytes.len() {
+            break false;
+        }
+        counts[usize::from(u16::from_be_bytes([locate_hi, locate_lo]))] += 1;
+        at += 2 + len;
+        seen += 1;
+    };
+    Scanned {
+        bytes: at,
+        messages: seen,
+        stopped,
     }
 }
 
@@ -320,8 +346,13 @@ mod tests {
         let mut scanned = vec![0u64; LOCATES];
         count_binary_file(Trickle(&day), false, u64::MAX, &mut scanned);
         assert!(scanned == framed, "per-locate counts differ");
-        // And the partition built from the file path is the one from those counts.
-        let p = LocatePartition::weighed(&path, ReadOptions::default(), 3);
+        // The scan of the mapped file agrees, and the partition weighed from the file is the
+        // one from those counts.
+        let mut mapped = vec![0u64; LOCATES];
+        scan(&day, false, u64::MAX, &mut mapped);
+        assert!(mapped == framed, "per-locate counts differ");
+        let reader = CaptureReader::open(&path, ReadOptions::default()).expect("open");
+        let p = LocatePartition::weighed(&reader, ReadOptions::default(), 3);
         let q = LocatePartition::balanced(&framed, 3);
         assert!((0..=u16::MAX).all(|l| p.owner(l) == q.owner(l)));
     }

@@ -503,7 +503,7 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             #[inline(always)]
             |raw, _, ahead| {
                 applier.prefetch(ahead);
-                let step = applier.step(raw.index, raw.bytes).map(drop);
+                let step = applier.apply(raw.index, raw.bytes);
                 look_ahead.set(applier.books().worth_prefetching());
                 stop_on(step, &mut error, opts, &raw)
             },

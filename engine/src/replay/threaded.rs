@@ -1,25 +1,25 @@
 //! `ticklane replay FILE --threads N`: the stocks spread over N book threads, with the
 //! outputs of one thread.
 //!
-//! The shape: the calling thread reads the input once, frames each message, checks its
-//! type and length (the checks `itch::decode` makes, so a corrupt input stops at the same
-//! message with the same error as on one thread) and routes it, with its message index, to
-//! the batch of the book thread that owns its locate ([`LocatePartition`]). An uncompressed
-//! input is mapped by the reader and shared with the book threads, so a message is routed
-//! as its position in the input (no copy of its bytes); a gzip input, or a message a capture
-//! split, is copied into the batch. Every [`EPOCH`] messages it sends each book thread its
-//! batch (empty ones too) and the merge thread the epoch's route: which thread got each
-//! message, in input order. Each book thread (`book_thread`) runs the one-thread apply step
-//! and output writers on its own books and answers with what every message did and the
-//! rows and records it made; the merge thread (`merge_thread`) walks the route, so visits
-//! every message in input order, and places each answer in the outputs where one thread
-//! would have written it. A capture's declared losses are noted here, at the first message
-//! after one, and every batch carries that index to its book thread.
+//! The shape: N threads, no more. The calling thread opens the input, weighs its locates
+//! ([`LocatePartition`]) and starts N book threads; each reads the whole input with a reader
+//! of its own (over the one mapping of an uncompressed input; a gzip input is decompressed
+//! by each), frames and checks every message (the checks `itch::decode` makes, so a corrupt
+//! input stops every thread at the same message with the same error as on one thread), and
+//! applies with the one-thread apply step and output writers only the messages whose locate
+//! it owns. Framing costs a few tens of instructions a message, so no thread routes for the
+//! others. Every [`EPOCH`] messages each book thread (`book_thread`) answers with what each
+//! of its messages did and the rows and records it made; the first one's answer also
+//! carries the epoch's route (which thread owns each message, in input order). The calling
+//! thread then merges (`merge`): it walks the route, so visits every message in input order,
+//! and places each answer in the outputs where one thread would have written it, a copy
+//! each.
 //!
 //! Buffers travel in a loop and come back for reuse: after the first few epochs nothing is
-//! allocated per message or per batch. The channels are bounded ([`IN_FLIGHT`] epochs), so
-//! a slow stage holds the reader back instead of letting memory grow; every stage takes
-//! epochs in the same order, so no stage can wait on one that waits on it.
+//! allocated per message or per epoch. The channels are bounded ([`IN_FLIGHT`] epochs), so
+//! a book thread ahead of the merge waits instead of letting memory grow; the merge takes
+//! the threads' answers in the same order every epoch, so none can wait on one that waits
+//! on it.
 //!
 //! Where the outputs can differ from one thread: only on input that breaks ITCH's own
 //! rules. A modification whose locate is not its order's, or an add reusing a reference
@@ -36,42 +36,36 @@
 //! (`tests/tests/it/replay_threads.rs` checks N = 1..4, a lossy pcap included). System events
 //! (locate 0) go to the owner of locate 0, where they are counted. Each book thread formats
 //! its own top-of-book rows and makes its own DBN and Parquet records with the one-thread
-//! writers; the merge thread copies them into the files in message order, with the DBN
-//! tickers and the metadata's room taken at the same messages as on one thread. A capture's
-//! declared loss is noted at the first message after it, and every book thread marks its
-//! DBN records `F_MAYBE_BAD_BOOK` from that message on. Not with `--pace`; a DBN input
-//! replays on one thread. On a machine with fewer cores than threads (the reader, N book
-//! threads, the merge) the wall clock measures the wait for a core; `bench/README.md` has
-//! the per-thread instruction counts that say what cores to spare would give.
+//! writers; the merge copies them into the files in message order, with the DBN tickers and
+//! the metadata's room taken at the same messages as on one thread. Every book thread's
+//! reader sees a capture's declared loss at the same message, and every book thread marks
+//! its DBN records `F_MAYBE_BAD_BOOK` from the first message after it on. Not with
+//! `--pace`; a DBN input replays on one thread. The calling thread's merge is the N+1st
+//! busy thread, as one thread's replay has its writer beside the book thread; on a machine
+//! with fewer cores than that the wall clock measures the wait for a core, and
+//! `bench/README.md` has the per-thread instruction counts that say what cores to spare
+//! would give.
 
-use std::cell::Cell;
-use std::convert::Infallible;
 use std::io;
-use std::mem;
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
 use ticklane_feed::capture::InputFormat;
-use ticklane_feed::capture::{CaptureReader, RawMessage, ReadOptions};
+use ticklane_feed::capture::{CaptureReader, ReadOptions};
 use ticklane_feed::itch::{self, DecodeError};
 
-use super::book_thread::{
-    book_thread, BookOutputs, BookPart, Frame, InBatch, SamplePoint, NO_LOSS,
-};
-use super::each_message::{each_message, Next};
-use super::fault::ReplayFault;
-use super::merge_thread::{merge_thread, MergeOutputs};
+use super::book_thread::{book_thread, BookInput, BookOutputs};
+use super::merge::{merge, MergeOutputs};
 use super::partition::{locate_of, LocatePartition};
 use super::run::{
-    end_of_input, finish_sample, finish_sample_unless_kept, open_sample_writer, output,
-    progress_line, provenance, with_failure_summary, write_output_file, write_summary_json,
-    ReplayError, ReplayOptions, PROGRESS_EVERY,
+    end_of_input, finish_sample, finish_sample_unless_kept, open_sample_writer, output, provenance,
+    with_failure_summary, write_output_file, write_summary_json, ReplayError, ReplayOptions,
 };
 use super::summary::{PacketCounts, ReplaySummary};
 use crate::book::{BookCounts, Books, TypeCounts};
 use crate::csv::{write_partitioned_book_csv, CsvBuffer, BBO_HEADER};
-use crate::dbn_out::{DbnOutOptions, DbnSchema, FeedStamp, InputEnd, ItchDataset, MergedDbnOut};
+use crate::dbn_out::{DbnOutOptions, DbnSchema, InputEnd, ItchDataset, MergedDbnOut};
 use crate::parquet_out::{BboParquet, Mbp10Parquet, ParquetOutError, ParquetSchema};
 use crate::row_chunks::ChunkSink;
 use crate::sample::BoundaryClock;
@@ -115,13 +109,6 @@ pub fn replay_file_threaded(
     with_failure_summary(opts, |opts| replay_partitioned(opts, threads))
 }
 
-/// A book thread's ends of its channels, as the reader and the merge thread see them.
-struct BookLane {
-    input: SyncSender<InBatch>,
-    recycled: Receiver<InBatch>,
-    thread: JoinHandle<Result<BookPart, ReplayError>>,
-}
-
 /// A thread that panicked (a bug), as the replay's error.
 fn panicked(what: &str) -> ReplayError {
     ReplayError::Output {
@@ -146,25 +133,25 @@ fn spawn<T: Send + 'static>(
 /// The timestamp of a message `check` passed: bytes 5..11 of every ITCH 5.0 message, ns
 /// since midnight.
 #[inline(always)]
-fn timestamp_of(bytes: &[u8]) -> u64 {
+pub(super) fn timestamp_of(bytes: &[u8]) -> u64 {
     bytes[5..11]
         .iter()
         .fold(0, |ns, &b| (ns << 8) | u64::from(b))
 }
 
 /// The checks `itch::decode` makes before it reads a field, giving the same error; the
-/// message's locate when they pass.
+/// message's locate when they pass. Every book thread makes them on every message.
 #[inline(always)]
-fn check(bytes: &[u8]) -> Result<u16, DecodeError> {
+pub(super) fn check(bytes: &[u8]) -> Result<u16, DecodeError> {
     let Some(&tag) = bytes.first() else {
         return Err(DecodeError::Empty);
     };
-    match itch::message_len(tag) {
-        None => Err(DecodeError::UnknownType { tag }),
-        Some(len) if len == bytes.len() => {
+    match usize::from(itch::MESSAGE_LENS[usize::from(tag)]) {
+        0 => Err(DecodeError::UnknownType { tag }),
+        len if len == bytes.len() => {
             Ok(locate_of(bytes).expect("invariant: every ITCH 5.0 type is at least 12 bytes"))
         }
-        Some(expected) => Err(DecodeError::WrongLength {
+        expected => Err(DecodeError::WrongLength {
             tag,
             expected,
             actual: bytes.len(),
@@ -201,9 +188,8 @@ fn replay_partitioned(
     let read = ReadOptions {
         recover_lengths: opts.recover_lengths,
     };
-    let mut reader = CaptureReader::open(&opts.input, read)?;
-    let mapped = reader.mapped_input();
-    let partition = LocatePartition::weighed(&opts.input, read, threads);
+    let reader = CaptureReader::open(&opts.input, read)?;
+    let partition = LocatePartition::weighed(&reader, read, threads);
     let threads = partition.threads();
     let csv = match &opts.bbo_out {
         Some(path) => {
@@ -254,11 +240,6 @@ fn replay_partitioned(
         },
         sample: opts.sample.as_ref().map(open_sample_writer).transpose()?,
     };
-    // The sampling clock reads only timestamps: it runs here, in message order.
-    let mut clock = opts
-        .sample
-        .as_ref()
-        .map(|o| BoundaryClock::new(o.interval.nanos(), opts.filter.between()));
     let book_outputs = BookOutputs {
         csv: opts.bbo_out.is_some(),
         // The rows in chunks are the typed rows the Parquet output takes.
@@ -269,193 +250,72 @@ fn replay_partitioned(
         filter: opts.filter.clone(),
     };
 
-    let mut lanes = Vec::with_capacity(threads);
-    let mut outputs = Vec::with_capacity(threads);
-    let mut recycle_out = Vec::with_capacity(threads);
-    for t in 0..threads {
-        let (input_tx, input_rx) = mpsc::sync_channel(IN_FLIGHT);
-        let (recycle_in_tx, recycle_in_rx) = mpsc::sync_channel(IN_FLIGHT + 2);
-        let (output_tx, output_rx) = mpsc::sync_channel(IN_FLIGHT);
-        let (recycle_out_tx, recycle_out_rx) = mpsc::sync_channel(IN_FLIGHT + 2);
-        let (config, made, shared) = (opts.books, book_outputs.clone(), mapped.clone());
-        let thread = spawn(format!("book-{t}"), move || {
-            book_thread(
-                config,
-                made,
-                shared,
-                input_rx,
-                recycle_in_tx,
-                output_tx,
-                recycle_out_rx,
-            )
-        })?;
-        lanes.push(BookLane {
-            input: input_tx,
-            recycled: recycle_in_rx,
-            thread,
-        });
-        outputs.push(output_rx);
-        recycle_out.push(recycle_out_tx);
-    }
-    let (route_tx, route_rx) = mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT);
-    let (recycle_route_tx, recycle_route_rx) = mpsc::sync_channel(IN_FLIGHT + 2);
-    let merge = spawn("merge".into(), move || {
-        merge_thread(
-            route_rx,
-            recycle_route_tx,
-            outputs,
-            recycle_out,
-            merge_outputs,
-        )
-    })?;
-
     let show_progress = opts.progress && io::IsTerminal::is_terminal(&io::stderr());
-    let mut batches: Vec<InBatch> = (0..threads).map(|_| InBatch::for_share(threads)).collect();
-    let mut route: Vec<u8> = Vec::with_capacity(EPOCH);
-    let mut unknown_types = 0u64;
-    let mut error = None;
     // Whether the capture can declare losses that the DBN records must be marked with.
     let can_lose = (opts.dbn_out.is_some() || book_outputs.mbp10.is_some())
         && matches!(reader.format(), InputFormat::Pcap | InputFormat::PcapNg);
-    let mut lost_from = NO_LOSS;
-    // Sends the epoch gathered so far; false if a stage downstream has stopped.
-    let send_epoch = |batches: &mut Vec<InBatch>, route: &mut Vec<u8>, lost_from: u64| -> bool {
-        let next_route = recycle_route_rx
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(EPOCH));
-        if route_tx.send(mem::replace(route, next_route)).is_err() {
-            return false;
-        }
-        route.clear();
-        for (lane, batch) in lanes.iter().zip(batches.iter_mut()) {
-            let mut next = lane
-                .recycled
-                .try_recv()
-                .unwrap_or_else(|_| InBatch::for_share(threads));
-            next.bytes.clear();
-            next.frames.clear();
-            next.samples.clear();
-            batch.lost_from = lost_from;
-            if lane.input.send(mem::replace(batch, next)).is_err() {
-                return false;
-            }
-        }
-        true
-    };
-    let mut flowing = true;
-    // Routes one message; stops the replay at it on a decode error (in `error`) or when a
-    // book thread is gone.
-    let mut route_one = |raw: RawMessage<'_>, lost: bool| -> Next {
-        let (index, offset, bytes) = (raw.index, raw.offset, raw.bytes);
-        let feed = FeedStamp {
-            seq: raw.seq,
-            capture_ns: raw.capture_ns,
+    // The sampling clock reads only timestamps: every book thread runs its own.
+    let clock = opts
+        .sample
+        .as_ref()
+        .map(|o| BoundaryClock::new(o.interval.nanos(), opts.filter.between()));
+    let mut lanes = Vec::with_capacity(threads);
+    let mut answers = Vec::with_capacity(threads);
+    let mut recycle_out = Vec::with_capacity(threads);
+    // The first thread takes the reader opened here; the others read the same mapping.
+    let mut readers = Vec::with_capacity(threads);
+    for _ in 1..threads {
+        readers.push(reader.reopen(read)?);
+    }
+    readers.insert(0, reader);
+    for (t, own) in readers.into_iter().enumerate() {
+        let (output_tx, output_rx) = mpsc::sync_channel(IN_FLIGHT);
+        let (recycle_out_tx, recycle_out_rx) = mpsc::sync_channel(IN_FLIGHT + 2);
+        let input = BookInput {
+            reader: own,
+            path: opts.input.clone(),
+            partition: partition.clone(),
+            thread: t,
+            can_lose,
+            clock: clock.clone(),
+            progress: (t == 0 && show_progress).then_some(started),
         };
-        if lost && lost_from == NO_LOSS {
-            lost_from = index;
-        }
-        match check(bytes) {
-            Ok(locate) => {
-                if let Some(clock) = &mut clock {
-                    if let Some(boundaries) = clock.passes(timestamp_of(bytes)) {
-                        let point = SamplePoint {
-                            before: index,
-                            boundaries,
-                        };
-                        batches.iter_mut().for_each(|b| b.samples.push(point));
-                    }
-                }
-                let t = partition.owner(locate);
-                let batch = &mut batches[t];
-                // `check` passed: the length is an ITCH 5.0 type's, at most 50.
-                let len = bytes.len() as u16;
-                let frame = match mapped.as_ref().and_then(|m| m.position(bytes)) {
-                    Some(at) => Frame {
-                        index,
-                        at: at as u64,
-                        len,
-                        in_batch: false,
-                        feed,
-                    },
-                    None => {
-                        let at = batch.bytes.len() as u64;
-                        batch.bytes.extend_from_slice(bytes);
-                        Frame {
-                            index,
-                            at,
-                            len,
-                            in_batch: true,
-                            feed,
-                        }
-                    }
-                };
-                batch.frames.push(frame);
-                route.push(t as u8);
-                if route.len() == EPOCH && !send_epoch(&mut batches, &mut route, lost_from) {
-                    flowing = false;
-                    return Next::Stop;
-                }
-                Next::Continue
-            }
-            Err(DecodeError::UnknownType { .. }) => {
-                unknown_types += 1;
-                Next::Continue
-            }
-            Err(e) => {
-                error = Some(ReplayFault::Decode {
-                    path: opts.input.clone(),
-                    offset,
-                    index,
-                    error: e,
-                });
-                Next::Stop
-            }
-        }
-    };
-    let progress = |reader: &CaptureReader, index: u64| {
-        if show_progress && index & (PROGRESS_EVERY - 1) == 0 {
-            progress_line(reader, index, started);
-        }
-    };
-    let mut copy = Vec::new();
-    let ended = each_message(
-        &mut reader,
-        can_lose.then_some(&mut copy),
-        &Cell::new(false),
-        |raw, lost, _| Ok::<_, Infallible>(route_one(raw, lost)),
-        progress,
-    );
-    if let Ok(Some(e)) = ended {
-        error = Some(ReplayFault::Input(e));
+        let (config, made) = (opts.books, book_outputs.clone());
+        let thread = spawn(format!("book-{t}"), move || {
+            book_thread(config, made, input, output_tx, recycle_out_rx)
+        })?;
+        lanes.push(thread);
+        answers.push(output_rx);
+        recycle_out.push(recycle_out_tx);
     }
-    if show_progress {
-        eprint!("\r{:60}\r", "");
-    }
-    if flowing && !route.is_empty() {
-        send_epoch(&mut batches, &mut route, lost_from);
-    }
-    let _ = send_epoch;
-    drop(route_tx);
+    // The calling thread merges: it writes the files, in input order, as the book threads
+    // answer. An output's error ends the merge, which lets go of the answers, so every book
+    // thread stops at its next epoch.
+    let merged = merge(answers, recycle_out, merge_outputs);
     let mut parts = Vec::with_capacity(threads);
     let mut failure = None;
     for lane in lanes {
-        drop(lane.input);
-        match lane.thread.join() {
+        match lane.join() {
             Ok(Ok(part)) => parts.push(part),
             Ok(Err(why)) => failure = failure.or(Some(why)),
             Err(_) => failure = failure.or(Some(panicked("a book thread"))),
         }
     }
-    // A book thread's failure first: the merge thread's is then only that it stopped.
-    let merged = match (failure, merge.join()) {
-        (Some(why), _) => return Err(why),
-        (None, Ok(merged)) => merged?,
-        (None, Err(_)) => return Err(panicked("the merge thread")),
+    // A book thread's failure first: the merge's is then only that it stopped.
+    let merged = match failure {
+        Some(why) => return Err(why),
+        None => merged?,
     };
 
-    let format = reader.format();
-    let packets = PacketCounts::of_capture(format, &reader.stats());
-    let (error, no_messages) = end_of_input(opts, error, &reader);
+    // Every thread read the same input and stopped at the same message: the first one's
+    // reader and fault stand for all.
+    let Some(first) = parts.first_mut() else {
+        return Err(panicked("every book thread"));
+    };
+    let unknown_types = first.unknown_types;
+    let format = first.reader.format();
+    let packets = PacketCounts::of_capture(format, &first.reader.stats());
+    let (error, no_messages) = end_of_input(opts, first.error.take(), &first.reader);
     let mut by_type = TypeCounts::default();
     for part in &parts {
         for (sum, n) in by_type.0.iter_mut().zip(part.by_type.0) {

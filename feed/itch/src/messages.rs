@@ -173,6 +173,15 @@ macro_rules! itch_messages {
             }
         }
 
+        /// [`message_len`] as a table by type byte, 0 for a type ITCH 5.0 does not define (every
+        /// length is below 256; the longest, `I`, is 50): one load on a hot path, where the
+        /// `match` is a jump or a chain of compares.
+        pub const MESSAGE_LENS: [u8; 256] = {
+            let mut table = [0u8; 256];
+            $( table[$tag as usize] = $len; )*
+            table
+        };
+
         /// Every type byte ITCH 5.0 defines, in the spec's order.
         pub const ALL_TAGS: &[u8] = &[$($tag),*];
 

@@ -11,27 +11,12 @@
 //! at the same byte offset and message index.
 
 use super::RawMessage;
-use crate::itch::message_len;
+use crate::itch::MESSAGE_LENS;
 
 /// The most bytes one block hands out before the reader is told how far it got: keeps the
 /// reader's `bytes_consumed` (progress lines) close to the truth on a mapped file, whose
 /// whole input is one window, at the cost of one slow-path message per block.
 pub(crate) const BLOCK_LEN: usize = 256 << 10;
-
-/// Spec length (type byte included) per type byte, 0 for a type ITCH 5.0 does not define:
-/// one load where a `match` on the type would be a jump or a chain of compares.
-const SPEC_LEN: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut tag = 0;
-    while tag < 256 {
-        if let Some(len) = message_len(tag as u8) {
-            // Every ITCH 5.0 length is below 256 (the longest, `I`, is 50).
-            table[tag] = len as u8;
-        }
-        tag += 1;
-    }
-    table
-};
 
 /// Whole ITCH 5.0 frames out of a reader's buffered block, in input order; from
 /// [`CaptureReader::frames`](super::CaptureReader::frames). Hand [`Frames::read`] back to
@@ -113,7 +98,7 @@ impl<'a> Iterator for Frames<'a> {
             return None;
         };
         let len = usize::from(u16::from_be_bytes([hi, lo]));
-        let spec = usize::from(SPEC_LEN[usize::from(tag)]);
+        let spec = usize::from(MESSAGE_LENS[usize::from(tag)]);
         // The spec length for a known type; anything but 0 for another.
         if len == 0 || (spec != len && spec != 0) {
             return None;
@@ -171,7 +156,7 @@ mod tests {
     use crate::itch::ALL_TAGS;
 
     #[test]
-    fn spec_len_table_agrees_with_the_spec_list() {
+    fn the_length_table_agrees_with_the_spec_list() {
         // The lengths as the specification lists them (the table in `itch`'s module docs),
         // not from `message_len`.
         let spec: &[(u8, u8)] = &[
@@ -202,7 +187,7 @@ mod tests {
         assert_eq!(spec.len(), ALL_TAGS.len());
         for tag in 0..=255u8 {
             let want = spec.iter().find(|(t, _)| *t == tag).map_or(0, |(_, l)| *l);
-            assert_eq!(SPEC_LEN[usize::from(tag)], want, "type 0x{tag:02x}");
+            assert_eq!(MESSAGE_LENS[usize::from(tag)], want, "type 0x{tag:02x}");
         }
     }
 

@@ -302,7 +302,7 @@ impl CaptureReader {
         file.seek(SeekFrom::Start(0)).map_err(io(IoOp::Seek))?;
         let format = detect(&head[..got]);
 
-        let (mut window, bytes_total) = match format {
+        let (window, bytes_total) = match format {
             InputFormat::GzipItch50 => (
                 Window::new(
                     gzip::decoder(file).map_err(io(IoOp::Decompress))?,
@@ -322,6 +322,43 @@ impl CaptureReader {
                 Window::new(Box::new(file), buffer_len, IoOp::Read),
                 Some(len),
             ),
+        };
+        Self::over(path, format, window, bytes_total, opts)
+    }
+
+    /// A second reader of the same input from its start: over this one's mapping when it
+    /// has one (no second map, no second populate), else the file opened again (a gzip
+    /// input is decompressed again). `replay --threads N` gives each book thread its own.
+    ///
+    /// # Errors
+    ///
+    /// As [`CaptureReader::open`].
+    pub fn reopen(&self, opts: ReadOptions) -> Result<Self, CaptureError> {
+        match self.mapped_input() {
+            Some(map) => Self::over(
+                &self.path,
+                self.format,
+                Window::mapped(map),
+                self.bytes_total,
+                opts,
+            ),
+            None => Self::open(&self.path, opts),
+        }
+    }
+
+    /// A reader of `format` over `window`, from its start.
+    fn over(
+        path: &Path,
+        format: InputFormat,
+        mut window: Window,
+        bytes_total: Option<u64>,
+        opts: ReadOptions,
+    ) -> Result<Self, CaptureError> {
+        let fail = |offset, kind| CaptureError {
+            path: path.to_path_buf(),
+            offset,
+            index: 1,
+            kind,
         };
         let inner = match format {
             InputFormat::Itch50 | InputFormat::GzipItch50 => {

@@ -1,6 +1,6 @@
-//! The merge thread of `replay --threads N`: every message in input order, by the reader's
-//! route (which book thread got it), each book thread's answer placed in the outputs where
-//! one thread would have written it: a row's `--bbo-out` line and its typed Parquet row,
+//! The merge of `replay --threads N`, on the calling thread: every message in input order,
+//! by the first book thread's route (which book thread owns it), each book thread's answer
+//! placed in the outputs where one thread would have written it: a row's `--bbo-out` line and its typed Parquet row,
 //! a message's DBN records, tickers and metadata request, its MBP-10 records for Parquet;
 //! and after each epoch, the sampled depth of its sample points: at each boundary, every
 //! thread's stocks in locate order, as one thread writes them. It also keeps the
@@ -58,10 +58,9 @@ struct At {
     mbp10: BatchCursor,
 }
 
-/// Walks every epoch's route; ends when the reader hangs up, or at an output's error.
-pub(super) fn merge_thread(
-    routes: Receiver<Vec<u8>>,
-    recycle_route: SyncSender<Vec<u8>>,
+/// Walks every epoch's route (the first book thread's answer carries it); ends when the
+/// book threads hang up, or at an output's error.
+pub(super) fn merge(
     answers: Vec<Receiver<OutBatch>>,
     recycle_out: Vec<SyncSender<OutBatch>>,
     mut outputs: MergeOutputs,
@@ -74,15 +73,22 @@ pub(super) fn merge_thread(
     let mut stocks: Vec<(usize, CapturedStock)> = Vec::new();
     let mut cursors = vec![0usize; threads];
     let (mut live, mut peak) = (0i64, 0i64);
-    for route in routes {
+    'epochs: loop {
         for (t, answer) in answers.iter().enumerate() {
-            batches[t] = answer.recv().map_err(|_| ReplayError::Output {
-                path: "(merge thread)".into(),
-                source: io::Error::other("a book thread stopped early"),
-            })?;
+            batches[t] = match answer.recv() {
+                Ok(batch) => batch,
+                // Every thread answers every epoch: the first one's end is the input's.
+                Err(_) if t == 0 => break 'epochs,
+                Err(_) => {
+                    return Err(ReplayError::Output {
+                        path: "(merge)".into(),
+                        source: io::Error::other("a book thread stopped early"),
+                    })
+                }
+            };
         }
         at.fill(At::default());
-        for &t in &route {
+        for &t in &batches[0].route {
             let t = usize::from(t);
             let (at, batch) = (&mut at[t], &batches[t]);
             let k = at.effect;
@@ -110,7 +116,6 @@ pub(super) fn merge_thread(
         for (t, batch) in batches.iter_mut().enumerate() {
             let _ = recycle_out[t].try_send(mem::take(batch));
         }
-        let _ = recycle_route.try_send(route);
     }
     if let Some((csv, path)) = outputs.csv.take() {
         csv.finish()
