@@ -269,7 +269,10 @@ pub(super) fn book_thread(
         can_lose.then_some(&mut copy),
         &look_ahead,
         #[inline(always)]
-        |raw: RawMessage<'_>, lost: bool, ahead: TouchesAhead| -> Result<Next, ReplayError> {
+        |raw: RawMessage<'_>,
+         lost: bool,
+         ahead: Option<TouchesAhead>|
+         -> Result<Next, ReplayError> {
             let (index, bytes) = (raw.index, raw.bytes);
             if lost && lost_from == NO_LOSS {
                 lost_from = index;
@@ -290,7 +293,9 @@ pub(super) fn book_thread(
                     return Ok(Next::Stop);
                 }
             };
-            applier.prefetch(ahead);
+            if let Some(ahead) = ahead {
+                applier.prefetch(ahead);
+            }
             if let Some(clock) = &mut clock {
                 if let Some(boundaries) = clock.passes(timestamp_of(bytes)) {
                     let point = out.points.len() as u32;

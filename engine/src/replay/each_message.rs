@@ -25,8 +25,8 @@ pub(super) enum Next {
 
 /// Hands every message of `reader` to `handle` with whether the capture's sequencer declared
 /// a loss before it and, while `look_ahead` holds true, what the messages a few places on in
-/// the block framed at once will touch (nothing otherwise, and for messages read one by
-/// one), until
+/// the block framed at once will touch (`None` otherwise, and for messages read one by
+/// one, so a handler skips the prefetch whole), until
 /// the input ends, `handle` says [`Next::Stop`] or fails, or the
 /// reader fails; `progress` sees the reader after each message.
 ///
@@ -46,7 +46,7 @@ pub(super) fn each_message<E>(
     reader: &mut CaptureReader,
     mut losses: Option<&mut Vec<u8>>,
     look_ahead: &Cell<bool>,
-    mut handle: impl FnMut(RawMessage<'_>, bool, TouchesAhead) -> Result<Next, E>,
+    mut handle: impl FnMut(RawMessage<'_>, bool, Option<TouchesAhead>) -> Result<Next, E>,
     mut progress: impl FnMut(&CaptureReader, u64),
 ) -> Result<Option<CaptureError>, E> {
     loop {
@@ -55,9 +55,7 @@ pub(super) fn each_message<E>(
         let mut ended = None;
         for raw in frames.by_ref() {
             let index = raw.index;
-            let touches = ahead
-                .as_mut()
-                .map_or_else(TouchesAhead::default, Lookahead::step);
+            let touches = ahead.as_mut().map(Lookahead::step);
             match handle(raw, false, touches) {
                 Ok(Next::Continue) => progress(reader, index),
                 Ok(Next::Stop) => {
@@ -87,9 +85,9 @@ pub(super) fn each_message<E>(
                 copy.extend_from_slice(raw.bytes);
                 let raw = RawMessage { bytes: copy, ..raw };
                 let lost = reader.stats().gaps > 0;
-                handle(raw, lost, TouchesAhead::default())?
+                handle(raw, lost, None)?
             }
-            None => handle(raw, false, TouchesAhead::default())?,
+            None => handle(raw, false, None)?,
         };
         if next == Next::Stop {
             return Ok(None);
@@ -178,6 +176,7 @@ mod tests {
             None,
             &Cell::new(true),
             |raw, _, up| {
+                let up = up.unwrap_or_default();
                 let at = |t: Touches| match t {
                     Touches::Order(r) => u8::try_from(r.0).ok(),
                     _ => None,
@@ -216,7 +215,7 @@ mod tests {
             None,
             &switch,
             |raw, _, up| {
-                looked.push(up.mid != Touches::Nothing);
+                looked.push(up.is_some_and(|up| up.mid != Touches::Nothing));
                 switch.set((10_000..25_000).contains(&raw.index));
                 Ok::<_, ()>(Next::Continue)
             },

@@ -35,8 +35,9 @@ const LOCATES: usize = 1 << 16;
 /// The book thread of every locate.
 #[derive(Clone, Debug)]
 pub struct LocatePartition {
-    /// Thread of each locate, in `0 .. threads`.
-    owner: Vec<u8>,
+    /// Thread of each locate, in `0 .. threads` (a whole table, so a lookup has no bounds
+    /// check: every book thread looks up every message's locate).
+    owner: Box<[u8; LOCATES]>,
     threads: usize,
 }
 
@@ -45,7 +46,10 @@ impl LocatePartition {
     /// locate) over `threads` threads (1 ..= 255); unweighed locates go to `locate % threads`.
     pub fn balanced(counts: &[u64], threads: usize) -> Self {
         let threads = threads.clamp(1, usize::from(u8::MAX));
-        let mut owner: Vec<u8> = (0..LOCATES).map(|l| (l % threads) as u8).collect();
+        let mut owner = Box::new([0u8; LOCATES]);
+        for (l, o) in owner.iter_mut().enumerate() {
+            *o = (l % threads) as u8;
+        }
         let mut weighed: Vec<(u64, u16)> = counts
             .iter()
             .enumerate()

@@ -502,7 +502,9 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             &look_ahead,
             #[inline(always)]
             |raw, _, ahead| {
-                applier.prefetch(ahead);
+                if let Some(ahead) = ahead {
+                    applier.prefetch(ahead);
+                }
                 let step = applier.apply(raw.index, raw.bytes);
                 look_ahead.set(applier.books().worth_prefetching());
                 stop_on(step, &mut error, opts, &raw)
@@ -521,13 +523,15 @@ fn replay_unreported(opts: &ReplayOptions) -> Result<ReplayOutcome, ReplayError>
             // Inlined at both call sites in the read loop: a call per message, passing the
             // message and the lookahead by value, cost ~50 instructions a message.
             #[inline(always)]
-            |raw: RawMessage<'_>, lost: bool, ahead: TouchesAhead| -> Result<Next, Halt> {
+            |raw: RawMessage<'_>, lost: bool, ahead: Option<TouchesAhead>| -> Result<Next, Halt> {
                 let index = raw.index;
                 let feed = FeedStamp {
                     seq: raw.seq,
                     capture_ns: raw.capture_ns,
                 };
-                applier.prefetch(ahead);
+                if let Some(ahead) = ahead {
+                    applier.prefetch(ahead);
+                }
                 // `--dbn-out` and `--sample` see the books before each message (a sampling
                 // boundary is the state just before the first message at or past it).
                 if lost {
