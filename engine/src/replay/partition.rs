@@ -162,9 +162,7 @@ struct Scanned {
 /// [`count_binary_file`] reads them; a frame cut off by the end of `bytes` is left.
 fn scan(bytes: &[u8], recover_lengths: bool, budget: u64, counts: &mut [u64]) -> Scanned {
     // As a whole table, so counting a locate checks no bound.
-    let counts: &mut [u64; LOCATES] = counts
-        .try_into()
-        .expect("invariant: one count per locate");
+    let counts: &mut [u64; LOCATES] = counts.try_into().expect("invariant: one count per locate");
     let (mut at, mut seen) = (0usize, 0u64);
     let stopped = loop {
         if seen == budget {

@@ -715,6 +715,46 @@ mod tests {
     }
 
     #[test]
+    fn a_reopened_reader_reads_the_input_again_from_its_start_over_the_same_mapping() {
+        // Three hand-laid frames: `S`, `D`, `S`, each after its 2-byte prefix.
+        let mut bytes = Vec::new();
+        for (tag, len) in [(b'S', 12usize), (b'D', 19), (b'S', 12)] {
+            bytes.extend_from_slice(&(len as u16).to_be_bytes());
+            bytes.push(tag);
+            bytes.resize(bytes.len() + len - 1, 0);
+        }
+        let all = |reader: &mut CaptureReader| {
+            let mut seen = Vec::new();
+            while let Some(m) = reader.next_message().expect("valid") {
+                seen.push((m.bytes[0], m.offset, m.index));
+            }
+            seen
+        };
+        let plain = write_temp(&bytes);
+        use std::io::Write as _;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&bytes).expect("in memory");
+        let gz = write_temp(&gz.finish().expect("in memory"));
+        for file in [&plain, &gz] {
+            let mut first = CaptureReader::open(file.path(), ReadOptions::default()).expect("open");
+            // Half-way through the first, the second starts from the first message.
+            assert!(first.next_message().expect("valid").is_some());
+            let mut again = first.reopen(ReadOptions::default()).expect("reopen");
+            assert_eq!(again.format(), first.format());
+            let whole = all(&mut again);
+            assert_eq!(whole, [(b'S', 0, 1), (b'D', 14, 2), (b'S', 35, 3)]);
+            assert_eq!(all(&mut first), whole[1..]);
+            match (first.mapped_input(), again.mapped_input()) {
+                (Some(a), Some(b)) => {
+                    assert_eq!(a.bytes().as_ptr(), b.bytes().as_ptr(), "one mapping");
+                }
+                (None, None) => assert_eq!(first.format(), InputFormat::GzipItch50),
+                _ => panic!("one reader mapped, the other not"),
+            }
+        }
+    }
+
+    #[test]
     fn reader_is_send() {
         fn assert_send<T: Send>() {}
         assert_send::<CaptureReader>();
