@@ -152,6 +152,8 @@ impl<S: BboSink> Applier<S> {
 
     /// [`Applier::step`] for a caller that wants only whether the message went through (a
     /// replay with no output but the top-of-book stream): nothing is built for it to read.
+    /// Nor is [`Applied::placed`] taken, so an applier is fed by this or by
+    /// [`Applier::step_with`] throughout, never both.
     ///
     /// # Errors
     ///

@@ -28,13 +28,14 @@ use std::time::Instant;
 
 use dbn::Mbp10Msg;
 use ticklane_feed::capture::{CaptureReader, RawMessage};
-use ticklane_feed::itch::{DecodeError, Nanos};
+use ticklane_feed::itch::{self, DecodeError, Nanos};
 
 use super::each_message::{each_message, Next};
 use super::fault::ReplayFault;
+use super::partition::locate_of;
 use super::partition::LocatePartition;
 use super::run::{progress_line, ReplayError, PROGRESS_EVERY};
-use super::threaded::{check, timestamp_of, EPOCH};
+use super::threaded::EPOCH;
 use crate::book::{
     Applier, ApplyError, BboRow, BboSink, BookConfig, Books, TouchesAhead, TypeCounts,
 };
@@ -48,6 +49,35 @@ use crate::sample::{Boundaries, BoundaryClock, CapturedDepths};
 pub(super) struct SamplePoint {
     pub before: u64,
     pub boundaries: Boundaries,
+}
+
+/// The timestamp of a message `check` passed: bytes 5..11 of every ITCH 5.0 message, ns
+/// since midnight.
+#[inline(always)]
+fn timestamp_of(bytes: &[u8]) -> u64 {
+    bytes[5..11]
+        .iter()
+        .fold(0, |ns, &b| (ns << 8) | u64::from(b))
+}
+
+/// The checks `itch::decode` makes before it reads a field, giving the same error; the
+/// message's locate when they pass. Every book thread makes them on every message.
+#[inline(always)]
+fn check(bytes: &[u8]) -> Result<u16, DecodeError> {
+    let Some(&tag) = bytes.first() else {
+        return Err(DecodeError::Empty);
+    };
+    match usize::from(itch::MESSAGE_LENS[usize::from(tag)]) {
+        0 => Err(DecodeError::UnknownType { tag }),
+        len if len == bytes.len() => {
+            Ok(locate_of(bytes).expect("invariant: every ITCH 5.0 type is at least 12 bytes"))
+        }
+        expected => Err(DecodeError::WrongLength {
+            tag,
+            expected,
+            actual: bytes.len(),
+        }),
+    }
 }
 
 /// The first message after a declared loss, while none was declared.
@@ -444,6 +474,21 @@ mod tests {
                 let e = Effect::new(row, change);
                 assert_eq!((e.row(), e.live_change()), (row, change));
             }
+        }
+    }
+
+    #[test]
+    fn the_book_threads_checks_give_decode_s_errors() {
+        // Hand-laid: a 19-byte D with locate 0x0102, then the same cut short, then empty,
+        // then an undefined type.
+        let mut delete = [0u8; 19];
+        delete[0] = b'D';
+        delete[1..3].copy_from_slice(&[1, 2]);
+        assert_eq!(check(&delete), Ok(0x0102));
+        assert!(itch::decode(&delete).is_ok());
+        for bytes in [&delete[..18], &[][..], &b"z\x00\x01"[..]] {
+            let expected = itch::decode(bytes).map(|_| ()).expect_err("invalid");
+            assert_eq!(check(bytes).map(|_| ()), Err(expected));
         }
     }
 }

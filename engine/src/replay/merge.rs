@@ -27,7 +27,7 @@ use crate::parquet_out::{BboParquet, Mbp10Parquet};
 use crate::row_chunks::ChunkSink;
 use crate::sample::{CapturedStock, SampleWriter};
 
-/// The outputs the merge thread writes; the files that wait for the summary (DBN's
+/// The outputs the merge writes; the files that wait for the summary (DBN's
 /// metadata end, Parquet's footer) come back unfinished in [`Merged`].
 #[derive(Default)]
 pub(super) struct MergeOutputs {
@@ -42,7 +42,7 @@ pub(super) struct MergeOutputs {
     pub sample: Option<SampleWriter>,
 }
 
-/// What the merge thread hands back at the end.
+/// What the merge hands back at the end.
 pub(super) struct Merged {
     pub live_orders_peak: u64,
     /// The outputs still to finish (the CSV is finished).

@@ -53,11 +53,10 @@ use std::time::Instant;
 
 use ticklane_feed::capture::InputFormat;
 use ticklane_feed::capture::{CaptureReader, ReadOptions};
-use ticklane_feed::itch::{self, DecodeError};
 
 use super::book_thread::{book_thread, BookInput, BookOutputs};
 use super::merge::{merge, MergeOutputs};
-use super::partition::{locate_of, LocatePartition};
+use super::partition::LocatePartition;
 use super::run::{
     end_of_input, finish_sample, finish_sample_unless_kept, open_sample_writer, output, provenance,
     with_failure_summary, write_output_file, write_summary_json, ReplayError, ReplayOptions,
@@ -128,35 +127,6 @@ fn spawn<T: Send + 'static>(
             path: "(thread)".into(),
             source,
         })
-}
-
-/// The timestamp of a message `check` passed: bytes 5..11 of every ITCH 5.0 message, ns
-/// since midnight.
-#[inline(always)]
-pub(super) fn timestamp_of(bytes: &[u8]) -> u64 {
-    bytes[5..11]
-        .iter()
-        .fold(0, |ns, &b| (ns << 8) | u64::from(b))
-}
-
-/// The checks `itch::decode` makes before it reads a field, giving the same error; the
-/// message's locate when they pass. Every book thread makes them on every message.
-#[inline(always)]
-pub(super) fn check(bytes: &[u8]) -> Result<u16, DecodeError> {
-    let Some(&tag) = bytes.first() else {
-        return Err(DecodeError::Empty);
-    };
-    match usize::from(itch::MESSAGE_LENS[usize::from(tag)]) {
-        0 => Err(DecodeError::UnknownType { tag }),
-        len if len == bytes.len() => {
-            Ok(locate_of(bytes).expect("invariant: every ITCH 5.0 type is at least 12 bytes"))
-        }
-        expected => Err(DecodeError::WrongLength {
-            tag,
-            expected,
-            actual: bytes.len(),
-        }),
-    }
 }
 
 fn sum_counters(parts: &[BookCounts], live_orders_peak: u64) -> BookCounts {
@@ -310,7 +280,10 @@ fn replay_partitioned(
     // Every thread read the same input and stopped at the same message: the first one's
     // reader and fault stand for all.
     let Some(first) = parts.first_mut() else {
-        return Err(panicked("every book thread"));
+        return Err(ReplayError::Output {
+            path: "(thread)".into(),
+            source: io::Error::other("no book thread ran"),
+        });
     };
     let unknown_types = first.unknown_types;
     let format = first.reader.format();
@@ -365,24 +338,4 @@ fn replay_partitioned(
     }
     write_summary_json(opts, &summary)?;
     Ok(PartitionedOutcome { summary, books })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_reader_checks_give_decode_s_errors() {
-        // Hand-laid: a 19-byte D with locate 0x0102, then the same cut short, then empty,
-        // then an undefined type.
-        let mut delete = [0u8; 19];
-        delete[0] = b'D';
-        delete[1..3].copy_from_slice(&[1, 2]);
-        assert_eq!(check(&delete), Ok(0x0102));
-        assert!(itch::decode(&delete).is_ok());
-        for bytes in [&delete[..18], &[][..], &b"z\x00\x01"[..]] {
-            let expected = itch::decode(bytes).map(|_| ()).expect_err("invalid");
-            assert_eq!(check(bytes).map(|_| ()), Err(expected));
-        }
-    }
 }

@@ -288,13 +288,7 @@ impl CaptureReader {
         opts: ReadOptions,
         buffer_len: usize,
     ) -> Result<Self, CaptureError> {
-        let fail = |offset, kind| CaptureError {
-            path: path.to_path_buf(),
-            offset,
-            index: 1,
-            kind,
-        };
-        let io = |op| move |error| fail(0, CaptureErrorKind::Io { op, error });
+        let io = |op| move |error| opening_failed(path, 0, CaptureErrorKind::Io { op, error });
         let mut file = File::open(path).map_err(io(IoOp::Open))?;
         let len = file.metadata().map_err(io(IoOp::Stat))?.len();
         let mut head = [0u8; 4];
@@ -354,12 +348,7 @@ impl CaptureReader {
         bytes_total: Option<u64>,
         opts: ReadOptions,
     ) -> Result<Self, CaptureError> {
-        let fail = |offset, kind| CaptureError {
-            path: path.to_path_buf(),
-            offset,
-            index: 1,
-            kind,
-        };
+        let fail = |offset, kind| opening_failed(path, offset, kind);
         let inner = match format {
             InputFormat::Itch50 | InputFormat::GzipItch50 => {
                 Inner::Itch50(Itch50Reader::new(window, opts.recover_lengths))
@@ -604,6 +593,16 @@ fn read_head(file: &mut File, head: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(got)
+}
+
+/// An error opening `path`, before its first message: at `offset`, message index 1.
+fn opening_failed(path: &Path, offset: u64, kind: CaptureErrorKind) -> CaptureError {
+    CaptureError {
+        path: path.to_path_buf(),
+        offset,
+        index: 1,
+        kind,
+    }
 }
 
 #[cfg(test)]

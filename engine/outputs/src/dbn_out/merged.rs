@@ -1,5 +1,5 @@
 //! The DBN file of `replay --threads`: the records the book threads made
-//! ([`super::RecordBatch`]), placed by the merge thread in message order, with the metadata
+//! ([`super::RecordBatch`]), placed by the merge in message order, with the metadata
 //! a one-thread replay would write. The file is byte for byte the one-thread
 //! [`super::DbnOut`]'s: the same [`Spool`], the metadata's room asked for at the same
 //! message (the first that can make records, with the tickers named before it) and the
@@ -11,7 +11,7 @@ use super::record_batch::MessageRecords;
 use super::{session_metadata, DbnOutError, DbnOutOptions, InputEnd, Spool};
 use crate::output_filter::OutputFilter;
 
-/// The merge thread's DBN writer.
+/// The merge's DBN writer.
 pub struct MergedDbnOut {
     opts: DbnOutOptions,
     spool: Spool,

@@ -55,7 +55,7 @@
 //!   file is finished with the records made before it but keeps the name `PATH.partial`;
 //!   `PATH` is neither created nor replaced (a pipe has only the exit status to say it).
 //! - Not with `--pace`. With `replay --threads N` the file is byte for byte one thread's:
-//!   the book threads make the records and the merge thread places them in message order.
+//!   the book threads make the records and the merge places them in message order.
 //!   A DBN input cannot be written back out (its records are not ITCH messages).
 //!
 //! Read back with Databento's `databento-dbn` (Python), as the tests do:

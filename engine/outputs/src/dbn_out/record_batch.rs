@@ -1,9 +1,9 @@
 //! The records a book thread of `replay --threads` makes, kept in memory in the order made,
-//! message by message, for the merge thread to place in the output in message order.
+//! message by message, for the merge to place in the output in message order.
 //!
 //! A book thread runs the one-thread schema writers ([`super::DbnOut`]) over its own
 //! stocks, with this as their sink, and closes each message with
-//! [`RecordBatch::end_message`]. What the merge thread needs of one message
+//! [`RecordBatch::end_message`]. What the merge needs of one message
 //! ([`RecordBatch::message`]) is what the sink was asked while it was applied: its records,
 //! whether the stock directory named a ticker, and whether the metadata's room was asked for
 //! (the first message that can make records). The records are kept as their encoded bytes
@@ -56,7 +56,7 @@ const UNITS: u32 = (1 << 24) - 1;
 const SYMBOL: u32 = 1 << 24;
 const RESERVE: u32 = 1 << 25;
 
-/// One message's part of a batch, as the merge thread places it.
+/// One message's part of a batch, as the merge places it.
 #[derive(Debug)]
 pub struct MessageRecords<'a, T> {
     /// The ticker the stock directory named, if it was one.
@@ -83,7 +83,7 @@ impl<R: DbnEncodable + 'static> MessageRecords<'_, R> {
     }
 }
 
-/// Where the merge thread is in a [`RecordBatch`]: the next record unit and ticker.
+/// Where the merge is in a [`RecordBatch`]: the next record unit and ticker.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BatchCursor {
     unit: usize,
@@ -138,7 +138,7 @@ impl<T> RecordBatch<T> {
     }
 
     /// Message `k` of the batch (0-based, in the order applied), the cursor moved past it.
-    /// The merge thread calls it for every message in order.
+    /// The merge calls it for every message in order.
     ///
     /// # Panics
     ///
